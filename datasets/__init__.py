@@ -1,0 +1,79 @@
+"""Suite builders: every suite Junction can run, by name.
+
+``build_suite(name, seed, size)`` returns a ``SuiteBuild`` (the tasks plus how many source
+rows were loaded and skipped, with reasons); unknown names raise ``UnknownNameError``
+listing the valid ones. ``size=None`` means the suite's full size. A builder may return a
+plain ``list[BenchmarkTask]`` (nothing skipped) or a ``SuiteBuild``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from junction.errors import UnknownNameError
+from junction.tasks import BenchmarkTask
+
+from datasets.toy import coupling_suite, synthetic_suite
+
+__all__ = ["SuiteBuild", "SuiteInfo", "SUITES", "build_suite", "suite_names", "register_suite"]
+
+
+@dataclass(frozen=True)
+class SuiteBuild:
+    """A built suite: its tasks, source rows loaded, and rows skipped per reason."""
+
+    tasks: list[BenchmarkTask]
+    rows_loaded: int
+    rows_skipped: dict[str, int] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class SuiteInfo:
+    """A registered suite: its builder, default size for the default benchmark, and the
+    candidate-pool limit per lane its strategies use (None: the whole pool)."""
+
+    name: str
+    build: Callable[..., list[BenchmarkTask]]
+    default_size: int | None
+    pool_limit: int | None = 8
+    description: str = ""
+
+
+SUITES: dict[str, SuiteInfo] = {}
+
+
+def register_suite(info: SuiteInfo) -> None:
+    """Add a suite to the registry (a later registration of a name replaces it)."""
+    SUITES[info.name] = info
+
+
+def suite_names() -> list[str]:
+    """Registered suite names, sorted."""
+    return sorted(SUITES)
+
+
+def get_suite(name: str) -> SuiteInfo:
+    """The ``SuiteInfo`` for ``name``; ``UnknownNameError`` listing valid names otherwise."""
+    try:
+        return SUITES[name]
+    except KeyError:
+        raise UnknownNameError(
+            f"unknown suite {name!r}; valid suites: {', '.join(suite_names())}"
+        ) from None
+
+
+def build_suite(name: str, seed: int = 0, size: int | None = None) -> SuiteBuild:
+    """Build suite ``name`` with ``seed``; ``size`` caps the number of tasks (None: full)."""
+    built = get_suite(name).build(seed=seed, size=size)
+    if isinstance(built, SuiteBuild):
+        return built
+    return SuiteBuild(tasks=list(built), rows_loaded=len(built))
+
+
+register_suite(SuiteInfo("coupling", coupling_suite, None, description="hand-made coupling task"))
+register_suite(SuiteInfo(
+    "synthetic", lambda seed=0, size=None: synthetic_suite(seed=seed, size=size or 200),
+    default_size=40, description="seeded synthetic tasks, 6 contexts + 6 tools, planted coupling",
+))

@@ -1,0 +1,101 @@
+"""Candidate lanes: rank contexts and tools against the task objective with BM25 (bm25s).
+
+Each lane returns ``Candidate`` records ordered by descending score, then ascending resource
+id, cut to ``limit``. Scores are BM25 (Lucene variant, k1=1.5, b=0.75: bm25s defaults,
+Robertson & Zaragoza 2009), float >= 0, comparable only within one lane and one query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import bm25s
+from pydantic import BaseModel, ConfigDict
+
+from junction.resources import ContextResource, ResourceKind, ToolResource
+
+__all__ = [
+    "Candidate",
+    "bm25_scores",
+    "LexicalContextCandidateGenerator",
+    "LexicalToolCandidateGenerator",
+    "normalise_scores",
+]
+
+
+class Candidate(BaseModel):
+    """One ranked candidate: resource id, kind, lane score, 0-based rank."""
+
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+
+    resource_id: str
+    kind: ResourceKind
+    score: float
+    rank: int
+
+
+def _tokenize(texts: list[str]) -> list[list[str]]:
+    return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
+
+
+def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:
+    """BM25 score of ``query`` against each of ``documents`` (shape: len(documents)).
+
+    Query terms absent from every document contribute 0; an empty corpus gives ``[]``.
+    """
+    if not documents:
+        return []
+    corpus_tokens = _tokenize(list(documents))
+    if not any(corpus_tokens):
+        return [0.0] * len(documents)
+    retriever = bm25s.BM25()
+    retriever.index(corpus_tokens, show_progress=False)
+    vocab = retriever.vocab_dict
+    query_tokens = [tok for tok in _tokenize([query])[0] if tok in vocab]
+    if not query_tokens:
+        return [0.0] * len(documents)
+    return [round(float(s), 6) for s in retriever.get_scores(query_tokens)]
+
+
+def _rank(ids: Sequence[str], scores: Sequence[float], kind: ResourceKind, limit: int | None):
+    order = sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))
+    if limit is not None:
+        order = order[:limit]
+    return [
+        Candidate(resource_id=ids[i], kind=kind, score=scores[i], rank=r)
+        for r, i in enumerate(order)
+    ]
+
+
+class LexicalContextCandidateGenerator:
+    """BM25 over each context's content and source kind."""
+
+    def generate(
+        self, query: str, contexts: Sequence[ContextResource], limit: int | None = None
+    ) -> list[Candidate]:
+        """Ranked context candidates (see module docstring for the order)."""
+        texts = [f"{c.content} {c.source.value}" for c in contexts]
+        return _rank([c.id for c in contexts], bm25_scores(query, texts), "context", limit)
+
+
+class LexicalToolCandidateGenerator:
+    """BM25 over each tool's description and rendered schema text."""
+
+    def generate(
+        self, query: str, tools: Sequence[ToolResource], limit: int | None = None
+    ) -> list[Candidate]:
+        """Ranked tool candidates (see module docstring for the order)."""
+        texts = [f"{t.description} {t.rendered_schema()}" for t in tools]
+        return _rank([t.id for t in tools], bm25_scores(query, texts), "tool", limit)
+
+
+def normalise_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
+    """Lane scores divided by the lane's best score, so unary utility lies in [0, 1].
+
+    Max-normalisation keeps the lane's order and makes the two lanes' scales comparable
+    (both top candidates get 1.0); a lane whose best score is 0 gives all zeros.
+    """
+    best = max((c.score for c in candidates), default=0.0)
+    if best <= 0:
+        return {c.resource_id: 0.0 for c in candidates}
+    return {c.resource_id: round(c.score / best, 6) for c in candidates}

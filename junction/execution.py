@@ -1,0 +1,133 @@
+"""The deterministic toy executor and the verifiers.
+
+``execute(task, context_ids, tool_ids)`` plays the agent given an exposed set: for each step
+of a ``toy_calls`` verifier it calls the step's tool when the tool and every context the
+step requires are exposed, the step's fallback tool when that is exposed instead (the wrong
+tool when the deciding policy is missing), or the step's tool uninformed when only it is
+exposed. Other verifier kinds make no calls: their outcome depends on the exposed set only.
+
+``verify(task, result)`` compares a result with the task's verifier spec and says why it
+failed. ``verify_toy`` is the ``toy_calls`` case.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from junction.tasks import BenchmarkTask
+
+__all__ = ["ToolCall", "ExecutionResult", "Outcome", "execute", "verify", "verify_toy",
+           "normalise_answer"]
+
+
+class ToolCall(BaseModel):
+    """One tool call: 0-based ``index``, tool id, arguments."""
+
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+
+    index: int
+    tool_id: str
+    arguments: dict[str, Any] = {}
+
+
+class ExecutionResult(BaseModel):
+    """What the executor did with an exposed set."""
+
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+
+    context_ids: tuple[str, ...]
+    tool_ids: tuple[str, ...]
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class Outcome(BaseModel):
+    """Verified outcome: ``success`` and, on failure, a ``reason``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    success: bool
+    reason: str = ""
+
+
+def execute(task: BenchmarkTask, context_ids: Iterable[str], tool_ids: Iterable[str]) -> ExecutionResult:
+    """Run the toy agent on an exposed set (ids not in the task raise ``KeyError``)."""
+    cs = tuple(sorted(context_ids))
+    ts = tuple(sorted(tool_ids))
+    for rid in cs:
+        task.context(rid)
+    for rid in ts:
+        task.tool(rid)
+    calls: list[ToolCall] = []
+    if task.verifier.kind == "toy_calls":
+        exposed_c, exposed_t = set(cs), set(ts)
+        for step in task.verifier.params.get("steps", []):
+            tool = step["tool"]
+            requires = step.get("requires", [])
+            fallback = step.get("fallback")
+            informed = all(r in exposed_c for r in requires)
+            if tool in exposed_t and informed:
+                calls.append(ToolCall(index=len(calls), tool_id=tool, arguments={"informed": True}))
+            elif fallback is not None and fallback in exposed_t:
+                calls.append(ToolCall(index=len(calls), tool_id=fallback, arguments={"informed": False}))
+            elif tool in exposed_t:
+                calls.append(ToolCall(index=len(calls), tool_id=tool, arguments={"informed": False}))
+    return ExecutionResult(context_ids=cs, tool_ids=ts, tool_calls=tuple(calls))
+
+
+def verify_toy(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
+    """Check a ``toy_calls`` task: each step's tool called, informed, in order."""
+    steps = task.verifier.params.get("steps", [])
+    calls = list(result.tool_calls)
+    for i, step in enumerate(steps):
+        if i >= len(calls):
+            return Outcome(success=False, reason=f"step {i}: tool {step['tool']!r} never called")
+        call = calls[i]
+        if call.tool_id != step["tool"]:
+            return Outcome(
+                success=False,
+                reason=f"step {i}: called {call.tool_id!r} instead of {step['tool']!r}",
+            )
+        if not call.arguments.get("informed", False):
+            missing = sorted(set(step.get("requires", [])) - set(result.context_ids))
+            return Outcome(
+                success=False,
+                reason=f"step {i}: called {call.tool_id!r} without context {missing}",
+            )
+    if len(calls) > len(steps):
+        return Outcome(success=False, reason=f"{len(calls) - len(steps)} unexpected tool call(s)")
+    return Outcome(success=True)
+
+
+def normalise_answer(text: str) -> str:
+    """Lower-case and collapse runs of whitespace to one space (for answer matching)."""
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def verify(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
+    """Verify a result against ``task.verifier`` (see ``VerifierSpec`` for each kind)."""
+    kind = task.verifier.kind
+    if kind == "toy_calls":
+        return verify_toy(task, result)
+    if kind == "tools_exposed":
+        missing = sorted(set(task.gold_tool_ids) - set(result.tool_ids))
+        if missing:
+            return Outcome(success=False, reason=f"gold tools not exposed: {missing}")
+        return Outcome(success=True)
+    if kind == "no_tools":
+        if result.tool_ids:
+            return Outcome(
+                success=False, reason=f"{len(result.tool_ids)} tool(s) exposed, none fits"
+            )
+        return Outcome(success=True)
+    if kind == "context_answer":
+        answers = [normalise_answer(a) for a in task.verifier.params.get("answers", [])]
+        for rid in result.context_ids:
+            content = normalise_answer(task.context(rid).content)
+            if any(a and a in content for a in answers):
+                return Outcome(success=True)
+        return Outcome(success=False, reason="no exposed context contains an accepted answer")
+    raise ValueError(f"unknown verifier kind {kind!r}")  # unreachable: pydantic Literal

@@ -1,0 +1,162 @@
+"""The joint objective, selection problems and the ``Selection`` record.
+
+For a subset S = C ∪ T (contexts C, tools T) that fits the budget (see ../shared/DESIGN.md):
+
+    objective(S) = Σ_{r∈S} u(r) + Σ_{c∈C, t∈T} [w(c,t) + w(t,c)]
+
+u is unary utility (absent = 0), w interaction scores keyed by ordered pairs (absent = 0).
+Sums are taken with ``math.fsum`` so the value does not depend on input order.
+
+Tie-breaking rule (shared by every exact selector): among feasible subsets whose objective
+is within ``OBJECTIVE_TOLERANCE`` of the best, prefer (1) fewer tokens used, (2) fewer
+resources, (3) the lexicographically smallest sorted context-id tuple, (4) the
+lexicographically smallest sorted tool-id tuple.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from junction.budget import Budget
+from junction.errors import SelectionError
+from junction.resources import ContextResource, ToolResource
+
+__all__ = [
+    "OBJECTIVE_TOLERANCE",
+    "JointProblem",
+    "Selection",
+    "Selector",
+    "objective_terms",
+    "tie_break_key",
+]
+
+OBJECTIVE_TOLERANCE = 1e-9
+"""Objectives closer than this are ties (absolute, unitless)."""
+
+
+@dataclass(frozen=True)
+class JointProblem:
+    """One selection problem: candidate pool, utilities and the shared budget.
+
+    - ``contexts`` / ``tools``: the candidate pool (ids unique across both)
+    - ``unary``: resource id -> unary utility u (absent = 0)
+    - ``interactions``: (id_a, id_b) -> w (ordered pair; absent = 0)
+    - ``max_size``: optional cap on |S|
+
+    Raises ``SelectionError`` on duplicate ids or a non-finite score.
+    """
+
+    contexts: tuple[ContextResource, ...]
+    tools: tuple[ToolResource, ...]
+    budget: Budget
+    unary: Mapping[str, float] = field(default_factory=dict)
+    interactions: Mapping[tuple[str, str], float] = field(default_factory=dict)
+    max_size: int | None = None
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for r in (*self.contexts, *self.tools):
+            if r.id in seen:
+                raise SelectionError(f"duplicate resource id {r.id!r} in candidate pool")
+            seen.add(r.id)
+        for rid, value in self.unary.items():
+            if not math.isfinite(value):
+                raise SelectionError(f"unary[{rid!r}] must be finite, got {value!r}")
+        for pair, value in self.interactions.items():
+            if not math.isfinite(value):
+                raise SelectionError(f"interactions[{pair!r}] must be finite, got {value!r}")
+        if self.max_size is not None and self.max_size < 0:
+            raise SelectionError(f"max_size must be >= 0, got {self.max_size}")
+
+    def u(self, resource_id: str) -> float:
+        return self.unary.get(resource_id, 0.0)
+
+    def pair(self, context_id: str, tool_id: str) -> float:
+        """w(c,t) + w(t,c) for one context and one tool."""
+        return self.interactions.get((context_id, tool_id), 0.0) + self.interactions.get(
+            (tool_id, context_id), 0.0
+        )
+
+
+def objective_terms(
+    problem: JointProblem, context_ids: Iterable[str], tool_ids: Iterable[str]
+) -> tuple[float, float]:
+    """(unary total, interaction total) of a subset; the objective is their sum."""
+    cs = sorted(context_ids)
+    ts = sorted(tool_ids)
+    unary = math.fsum(problem.u(r) for r in (*cs, *ts))
+    interaction = math.fsum(problem.pair(c, t) for c in cs for t in ts)
+    return unary, interaction
+
+
+def tie_break_key(
+    tokens_used: int, context_ids: Sequence[str], tool_ids: Sequence[str]
+) -> tuple:
+    """Secondary key among objective ties (smaller wins); see the module docstring."""
+    return (tokens_used, len(context_ids) + len(tool_ids), tuple(sorted(context_ids)),
+            tuple(sorted(tool_ids)))
+
+
+class Selection(BaseModel):
+    """A strategy's chosen exposed set and its objective.
+
+    ``tokens_used`` in tokens; ``unary``, ``interaction`` and ``objective`` unitless.
+    ``status``: ``optimal`` (proven), ``heuristic`` (no optimality claim), ``time_limit``
+    (best found when the limit hit; see ``gap``), ``infeasible`` (nothing fits; empty set).
+    """
+
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+
+    strategy: str
+    context_ids: tuple[str, ...]
+    tool_ids: tuple[str, ...]
+    tokens_used: int
+    unary: float
+    interaction: float
+    objective: float
+    subsets_examined: int = 0
+    subsets_feasible: int = 0
+    status: str = "optimal"
+    gap: float | None = None
+    solve_time_ms: float | None = None
+
+    @property
+    def exposed_ids(self) -> tuple[str, ...]:
+        return (*self.context_ids, *self.tool_ids)
+
+
+def make_selection(
+    strategy: str,
+    problem: JointProblem,
+    context_ids: Iterable[str],
+    tool_ids: Iterable[str],
+    **extra: object,
+) -> Selection:
+    """Build a ``Selection`` for chosen ids, computing tokens and objective terms."""
+    cs = tuple(sorted(context_ids))
+    ts = tuple(sorted(tool_ids))
+    by_id = {r.id: r for r in (*problem.contexts, *problem.tools)}
+    unary, interaction = objective_terms(problem, cs, ts)
+    return Selection(
+        strategy=strategy,
+        context_ids=cs,
+        tool_ids=ts,
+        tokens_used=sum(by_id[r].token_cost for r in (*cs, *ts)),
+        unary=unary,
+        interaction=interaction,
+        objective=unary + interaction,
+        **extra,
+    )
+
+
+class Selector(Protocol):
+    """Anything that turns a ``JointProblem`` into a ``Selection``."""
+
+    name: str
+
+    def select(self, problem: JointProblem) -> Selection: ...

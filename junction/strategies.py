@@ -1,0 +1,136 @@
+"""Strategies: from a router view to a selection, under the task's budget.
+
+A strategy sees only a ``RouterView``. The candidate pool comes from the lexical lanes
+(``junction.candidates``), cut to ``pool_limit`` per lane; unary utility is the task's
+prior where the task gives one, else the lane's max-normalised BM25 score
+(``normalise_scores``); interactions are the task's pair scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from junction.candidates import (
+    Candidate,
+    LexicalContextCandidateGenerator,
+    LexicalToolCandidateGenerator,
+    normalise_scores,
+)
+from junction.errors import UnknownNameError
+from junction.selection import JointProblem, Selection, Selector
+from junction.selectors import AdaptiveSplitBaseline, ExactJointSelector, FixedSplitBaseline
+from junction.tasks import RouterView
+
+__all__ = [
+    "CandidatePools",
+    "StrategyResult",
+    "candidate_pools",
+    "joint_problem",
+    "run_selector",
+    "STRATEGY_FACTORIES",
+    "register_strategy",
+    "make_strategy",
+    "strategy_names",
+]
+
+
+@dataclass(frozen=True)
+class CandidatePools:
+    """Ranked candidates of both lanes for one view."""
+
+    contexts: list[Candidate]
+    tools: list[Candidate]
+
+
+@dataclass(frozen=True)
+class StrategyResult:
+    """A strategy's answer for one task: the selection, the pools, and extra trace fields."""
+
+    selection: Selection
+    pools: CandidatePools
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def candidate_pools(view: RouterView, pool_limit: int | None) -> CandidatePools:
+    """Rank the view's contexts and tools against its objective; keep ``pool_limit`` each."""
+    return CandidatePools(
+        contexts=LexicalContextCandidateGenerator().generate(view.objective, view.contexts, pool_limit),
+        tools=LexicalToolCandidateGenerator().generate(view.objective, view.tools, pool_limit),
+    )
+
+
+def joint_problem(view: RouterView, pools: CandidatePools) -> JointProblem:
+    """The ``JointProblem`` over the pools (unary rule in the module docstring)."""
+    unary = {**normalise_scores(pools.contexts), **normalise_scores(pools.tools)}
+    pool_ids = set(unary)
+    for rid, value in view.unary.items():
+        if rid in pool_ids:
+            unary[rid] = value
+    return JointProblem(
+        contexts=tuple(view.context(c.resource_id) for c in pools.contexts),
+        tools=tuple(view.tool(t.resource_id) for t in pools.tools),
+        budget=view.budget,
+        unary=unary,
+        interactions={k: v for k, v in view.interaction_map().items()
+                      if k[0] in pool_ids and k[1] in pool_ids},
+    )
+
+
+def run_selector(selector: Selector, view: RouterView, pool_limit: int | None) -> StrategyResult:
+    """Candidate lanes, then ``selector`` over the joint problem."""
+    pools = candidate_pools(view, pool_limit)
+    return StrategyResult(selection=selector.select(joint_problem(view, pools)), pools=pools)
+
+
+Strategy = Callable[[RouterView, "int | None"], StrategyResult]
+
+STRATEGY_FACTORIES: dict[str, Callable[[], Strategy]] = {}
+
+
+def register_strategy(name: str, factory: Callable[[], Strategy]) -> None:
+    """Register a strategy factory (called once per worker; may load a model)."""
+    STRATEGY_FACTORIES[name] = factory
+
+
+def strategy_names() -> list[str]:
+    """Registered strategy names, sorted."""
+    return sorted(STRATEGY_FACTORIES)
+
+
+def make_strategy(name: str) -> Strategy:
+    """A ready strategy callable ``(view, pool_limit) -> StrategyResult``.
+
+    Raises ``UnknownNameError`` listing the valid names.
+    """
+    try:
+        factory = STRATEGY_FACTORIES[name]
+    except KeyError:
+        raise UnknownNameError(
+            f"unknown strategy {name!r}; valid strategies: {', '.join(strategy_names())}"
+        ) from None
+    return factory()
+
+
+def _selector_strategy(selector_factory: Callable[[], Selector]) -> Callable[[], Strategy]:
+    def factory() -> Strategy:
+        selector = selector_factory()
+        return lambda view, pool_limit: run_selector(selector, view, pool_limit)
+
+    return factory
+
+
+register_strategy("exact", _selector_strategy(ExactJointSelector))
+register_strategy("fixed_split", _selector_strategy(FixedSplitBaseline))
+register_strategy("adaptive_split", _selector_strategy(AdaptiveSplitBaseline))
+
+
+def _judge_admission_factory() -> Strategy:
+    # Imported lazily: it loads a language model (once per worker process).
+    from junction.judge.strategy import make_judge_admission_strategy
+
+    return make_judge_admission_strategy()
+
+
+register_strategy("judge_admission", _judge_admission_factory)
