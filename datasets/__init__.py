@@ -77,3 +77,16 @@ register_suite(SuiteInfo(
     "synthetic", lambda seed=0, size=None: synthetic_suite(seed=seed, size=size or 200),
     default_size=40, description="seeded synthetic tasks, 6 contexts + 6 tools, planted coupling",
 ))
+
+# BFCL suites (datasets/bfcl.py). Imported here, after SuiteBuild is defined, since bfcl.py
+# imports it; the data package is read only when a suite is built.
+from datasets import bfcl as _bfcl  # noqa: E402
+
+for _name, _build, _what in (
+    ("bfcl-multiple", _bfcl.multiple_suite, "BFCL multiple: gold tool among row + distractor schemas"),
+    ("bfcl-live-multiple", _bfcl.live_multiple_suite, "BFCL live_multiple: user-contributed tools"),
+    ("bfcl-parallel-multiple", _bfcl.parallel_multiple_suite, "BFCL parallel_multiple: 2-5 gold tools"),
+    ("bfcl-irrelevance", _bfcl.irrelevance_suite, "BFCL irrelevance: no tool fits, abstain"),
+    ("bfcl-memory", _bfcl.memory_suite, "BFCL memory: answer from prior-conversation turns"),
+):
+    register_suite(SuiteInfo(_name, _build, _bfcl.DEFAULT_SIZE, _bfcl.POOL_LIMIT, description=_what))

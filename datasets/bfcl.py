@@ -1,0 +1,697 @@
+"""Suites built from the Berkeley Function Calling Leaderboard (BFCL) data.
+
+Source: the PyPI package ``bfcl-eval`` (pinned to ``BFCL_VERSION``, installed without its
+dependencies), read through ``importlib.resources`` from ``bfcl_eval/data/``. Its question
+files are JSON Lines despite the ``.json`` name; a row is ``{"id", "question": [[{"role",
+"content"}, ...]], "function": [{"name", "description", "parameters"}]}``. Gold calls are in
+``possible_answer/<same file name>`` as ``{"id", "ground_truth": [{name: {param:
+[accepted values]}}, ...]}``; ``irrelevance`` files have no answer file.
+
+Suites (all share ``DEFAULT_MAX_TOKENS`` visible tokens per task and no other limit, the
+same budget for every strategy; they carry no unary priors and no interactions, so unary
+utility is the lanes' max-normalised BM25 score, see ``junction.strategies``):
+
+- ``bfcl-multiple``, ``bfcl-live-multiple``, ``bfcl-parallel-multiple``: tools are the row's
+  functions plus seeded distractors from the whole category's catalog, up to ``pool_size``
+  tools; gold tools are the functions named in the gold calls; verifier ``tools_exposed``.
+- ``bfcl-irrelevance``: the same pool construction, no gold tool; verifier ``no_tools``.
+- ``bfcl-memory``: contexts are the turns of the scenario's prior conversations (source
+  ``memory``), tools are the memory API (``memory_kv`` by default) plus distractors from the
+  other multi-turn APIs; gold contexts are the turns holding the answer's ``source``
+  excerpt; verifier ``context_answer`` with the accepted answers.
+
+Rows a builder cannot use are counted per reason in ``SuiteBuild.rows_skipped``; every row
+of the file is either loaded or skipped (``rows_loaded + sum(rows_skipped) == rows``).
+``size`` takes a seeded sample of the loaded rows (kept in file order); ``size=None`` takes
+every loaded row. The same seed gives byte-identical tasks.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.resources
+import json
+import random
+import re
+import unicodedata
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from datasets import SuiteBuild
+from junction.budget import Budget
+from junction.errors import DatasetError
+from junction.execution import normalise_answer
+from junction.resources import ContextResource, SourceKind, ToolResource
+from junction.tasks import BenchmarkTask, VerifierSpec
+
+__all__ = [
+    "BFCL_VERSION",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_POOL_SIZE",
+    "DEFAULT_MEMORY_POOL_SIZE",
+    "DEFAULT_SIZE",
+    "POOL_LIMIT",
+    "BfclFunction",
+    "BfclRow",
+    "BfclCategory",
+    "bfcl_to_json_schema",
+    "gold_function_names",
+    "load_category",
+    "match_source_turns",
+    "tool_suite",
+    "multiple_suite",
+    "live_multiple_suite",
+    "parallel_multiple_suite",
+    "irrelevance_suite",
+    "memory_suite",
+]
+
+BFCL_VERSION = "2026.3.23"
+"""The ``bfcl-eval`` version whose data shapes this module was written against."""
+
+DEFAULT_MAX_TOKENS = 1024
+"""Visible-token budget of every BFCL task (contexts + tool schemas). A BFCL schema costs
+about 200 tokens (median, approximate counter), so about four or five schemas fit."""
+
+DEFAULT_POOL_SIZE = 16
+"""Tools per tool-lane task: the row's functions plus distractors (about 3,400 tokens of
+schemas, more than three times ``DEFAULT_MAX_TOKENS``)."""
+
+DEFAULT_MEMORY_POOL_SIZE = 20
+"""Tools per memory task: the 15 ``memory_kv`` functions plus 5 distractors."""
+
+DEFAULT_SIZE = 12
+"""Tasks per BFCL suite in the default benchmark (a seeded sample of the loaded rows)."""
+
+POOL_LIMIT = 8
+"""Candidates per lane handed to a selector: keeps the enumerating exact selector cheap
+(at most 2^8 subsets per lane)."""
+
+DEFAULT_MEMORY_BACKEND = "memory_kv"
+_MEMORY_APIS = ("memory_kv", "memory_rec_sum", "memory_vector")
+_DATA_PACKAGE = "bfcl_eval"
+_PREFIX = "BFCL_v4_"
+
+# BFCL's parameter type names (Python, Java and JavaScript flavoured) -> JSON Schema type.
+# ``None`` means "any value": the ``type`` key is dropped.
+_TYPE_MAP: dict[str, str | None] = {
+    "string": "string", "String": "string", "char": "string",
+    "integer": "integer", "long": "integer",
+    "float": "number", "double": "number", "number": "number",
+    "boolean": "boolean", "Boolean": "boolean",
+    "array": "array", "Array": "array", "ArrayList": "array", "tuple": "array",
+    "dict": "object", "HashMap": "object", "object": "object",
+    "null": "null",
+    "any": None, "": None,
+}
+_SUBSCHEMA_KEYS = ("items", "additionalProperties")
+_DROPPED_KEYS = ("optional",)  # BFCL-only flag; absence from ``required`` says the same
+
+
+# --------------------------------------------------------------------------- schemas
+
+
+def bfcl_to_json_schema(schema: Mapping[str, Any], path: str = "parameters") -> dict[str, Any]:
+    """Convert one BFCL parameter schema to standard JSON Schema (draft 2020-12 keywords).
+
+    Types map through ``_TYPE_MAP`` (``dict`` -> ``object``, ``float`` -> ``number``,
+    ``tuple`` -> ``array``, ``any`` -> no ``type``, Java names such as ``String`` or
+    ``HashMap`` likewise); ``properties``, ``items`` and ``additionalProperties`` are
+    converted recursively; BFCL's ``optional`` flag is dropped; other keys (description,
+    default, enum, required, bounds) are kept. Raises ``DatasetError`` naming ``path`` for
+    an unknown type name or a schema that is not an object.
+    """
+    if not isinstance(schema, Mapping):
+        raise DatasetError(f"{path}: schema must be an object, got {type(schema).__name__}")
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _DROPPED_KEYS:
+            continue
+        if key == "type":
+            if not isinstance(value, str) or value not in _TYPE_MAP:
+                raise DatasetError(f"{path}.type: unsupported BFCL type {value!r}")
+            if _TYPE_MAP[value] is not None:
+                out["type"] = _TYPE_MAP[value]
+        elif key == "properties":
+            if not isinstance(value, Mapping):
+                raise DatasetError(f"{path}.properties: must be an object")
+            out["properties"] = {
+                name: bfcl_to_json_schema(sub, f"{path}.properties.{name}")
+                for name, sub in value.items()
+            }
+        elif key in _SUBSCHEMA_KEYS and isinstance(value, Mapping):
+            out[key] = bfcl_to_json_schema(value, f"{path}.{key}")
+        else:
+            out[key] = value
+    return out
+
+
+# --------------------------------------------------------------------------- rows
+
+
+@dataclass(frozen=True)
+class BfclFunction:
+    """One BFCL function with its parameters already converted to JSON Schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_tool(self, metadata: dict[str, Any] | None = None) -> ToolResource:
+        """The ``ToolResource`` (id = function name; token cost of the rendered schema)."""
+        return ToolResource.from_schema(self.name, self.description, self.parameters,
+                                        metadata=metadata)
+
+
+@dataclass(frozen=True)
+class BfclRow:
+    """One usable question row: its messages, functions and (if any) gold function names."""
+
+    id: str
+    messages: tuple[tuple[str, str], ...]
+    functions: tuple[BfclFunction, ...]
+    gold_names: tuple[str, ...] | None
+    gold_call_count: int
+    ground_truth: Any
+    extra: dict[str, Any]
+
+    @property
+    def objective(self) -> str:
+        """Every message's content in order, one per line (system prompt included)."""
+        return "\n".join(content for _, content in self.messages)
+
+
+@dataclass(frozen=True)
+class BfclCategory:
+    """A category file read: rows in file order (``BfclRow`` or a skip reason string)."""
+
+    name: str
+    entries: tuple[BfclRow | str, ...]
+
+    @property
+    def rows(self) -> list[BfclRow]:
+        """The usable rows, in file order."""
+        return [e for e in self.entries if isinstance(e, BfclRow)]
+
+    @property
+    def skipped(self) -> dict[str, int]:
+        """Rows skipped, per reason (sorted by reason)."""
+        return dict(sorted(Counter(e for e in self.entries if isinstance(e, str)).items()))
+
+    def catalog(self) -> dict[str, BfclFunction]:
+        """Every function of the usable rows by name, first occurrence in file order."""
+        out: dict[str, BfclFunction] = {}
+        for row in self.rows:
+            for fn in row.functions:
+                out.setdefault(fn.name, fn)
+        return out
+
+
+class _Skip(Exception):
+    """A row cannot be used; ``args[0]`` is the reason (a short snake_case key)."""
+
+
+def gold_function_names(ground_truth: Any) -> tuple[str, ...]:
+    """Function names of BFCL gold calls, first occurrence order, repeats removed.
+
+    ``ground_truth`` is a list of one-key objects ``{name: {param: [accepted values]}}``;
+    parallel calls of one function name it once. Raises ``DatasetError`` on another shape.
+    """
+    if not isinstance(ground_truth, list) or not ground_truth:
+        raise DatasetError(f"ground_truth must be a non-empty list, got {ground_truth!r:.80}")
+    names: list[str] = []
+    for i, call in enumerate(ground_truth):
+        if not isinstance(call, dict) or len(call) != 1:
+            raise DatasetError(f"ground_truth[{i}] must be a one-key object, got {call!r:.80}")
+        name = next(iter(call))
+        if not isinstance(name, str) or not name:
+            raise DatasetError(f"ground_truth[{i}]: function name must be a non-empty string")
+        if name not in names:
+            names.append(name)
+    return tuple(names)
+
+
+def _data_root():
+    try:
+        root = importlib.resources.files(_DATA_PACKAGE) / "data"
+    except ModuleNotFoundError:
+        raise DatasetError(
+            f"package {_DATA_PACKAGE!r} is not installed; run "
+            f"`pip install --no-deps bfcl-eval=={BFCL_VERSION}` (or `make setup`)"
+        ) from None
+    try:
+        installed = importlib.metadata.version("bfcl-eval")
+    except importlib.metadata.PackageNotFoundError:
+        installed = None
+    if installed is not None and installed != BFCL_VERSION:
+        warnings.warn(
+            f"bfcl-eval {installed} is installed; BFCL suites were checked against "
+            f"{BFCL_VERSION}", stacklevel=3,
+        )
+    return root
+
+
+def _read_jsonl(relative: str) -> list[Any]:
+    """Lines of a data file parsed as JSON; a line that fails parses to ``_Skip``."""
+    path = _data_root().joinpath(*relative.split("/"))
+    if not path.is_file():
+        raise DatasetError(f"BFCL data file {relative!r} not found in {_DATA_PACKAGE}")
+    out: list[Any] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            out.append(_Skip("malformed_json"))
+    return out
+
+
+def _messages(raw: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(raw, list) or not raw:
+        raise _Skip("malformed_question")
+    if len(raw) != 1:
+        raise _Skip("multi_turn")
+    turn = raw[0]
+    if not isinstance(turn, list):
+        raise _Skip("malformed_question")
+    messages = []
+    for message in turn:
+        if not isinstance(message, dict) or not isinstance(message.get("content"), str):
+            raise _Skip("malformed_question")
+        messages.append((str(message.get("role", "")), message["content"]))
+    if not any(role == "user" and content.strip() for role, content in messages):
+        raise _Skip("no_user_message")
+    return tuple(messages)
+
+
+def _functions(raw: Any) -> tuple[BfclFunction, ...]:
+    if not isinstance(raw, list):
+        raise _Skip("no_function_field")
+    out = []
+    for i, fn in enumerate(raw):
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise _Skip("malformed_function")
+        try:
+            params = bfcl_to_json_schema(fn.get("parameters", {}), f"function[{i}].parameters")
+        except DatasetError:
+            raise _Skip("unsupported_param_type") from None
+        out.append(BfclFunction(fn["name"], str(fn.get("description", "")), params))
+    if len({f.name for f in out}) != len(out):
+        raise _Skip("duplicate_function_name")
+    return tuple(out)
+
+
+def _parse_row(raw: Any, answers: dict[str, Any] | None, require_functions: bool) -> BfclRow:
+    if isinstance(raw, _Skip):
+        raise raw
+    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not raw["id"]:
+        raise _Skip("missing_id")
+    messages = _messages(raw.get("question"))
+    functions = _functions(raw.get("function")) if require_functions else ()
+    gold_names: tuple[str, ...] | None = None
+    ground_truth: Any = None
+    calls = 0
+    if answers is not None:
+        answer = answers.get(raw["id"])
+        if answer is None:
+            raise _Skip("no_answer")
+        ground_truth = answer.get("ground_truth")
+        if require_functions:
+            try:
+                gold_names = gold_function_names(ground_truth)
+            except DatasetError:
+                raise _Skip("malformed_answer") from None
+            calls = len(ground_truth)
+            listed = {f.name for f in functions}
+            if any(name not in listed for name in gold_names):
+                raise _Skip("gold_function_not_listed")
+    extra = {k: v for k, v in raw.items() if k not in ("id", "question", "function")}
+    if answers is not None:
+        extra["answer"] = answers[raw["id"]]
+    return BfclRow(raw["id"], messages, functions, gold_names, calls, ground_truth, extra)
+
+
+def load_category(category: str, require_functions: bool = True) -> BfclCategory:
+    """Read ``BFCL_v4_<category>.json`` and its answer file (when one exists).
+
+    Works for any BFCL category whose rows have one turn of messages (and a ``function``
+    list, unless ``require_functions`` is false). Each row becomes a ``BfclRow`` or a skip
+    reason: ``malformed_json``, ``missing_id``, ``duplicate_id``, ``malformed_question``,
+    ``multi_turn``, ``no_user_message``, ``no_function_field``, ``malformed_function``,
+    ``unsupported_param_type``, ``duplicate_function_name``, ``no_answer``,
+    ``malformed_answer``, ``gold_function_not_listed``. Raises ``DatasetError`` when the
+    package or the question file is missing.
+    """
+    name = f"{_PREFIX}{category}.json"
+    raw_rows = _read_jsonl(name)
+    answers: dict[str, Any] | None = None
+    if _data_root().joinpath("possible_answer", name).is_file():
+        answers = {}
+        for answer in _read_jsonl(f"possible_answer/{name}"):
+            if isinstance(answer, dict) and isinstance(answer.get("id"), str):
+                answers.setdefault(answer["id"], answer)
+    entries: list[BfclRow | str] = []
+    seen: set[str] = set()
+    for raw in raw_rows:
+        try:
+            row = _parse_row(raw, answers, require_functions)
+            if row.id in seen:
+                raise _Skip("duplicate_id")
+        except _Skip as skip:
+            entries.append(str(skip.args[0]))
+            continue
+        seen.add(row.id)
+        entries.append(row)
+    return BfclCategory(category, tuple(entries))
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def _rng(*parts: object) -> random.Random:
+    # Seeding with a str is stable across platforms and Python 3.2+ (random.seed docs).
+    return random.Random("junction-bfcl:" + ":".join(str(p) for p in parts))
+
+
+def _sample(items: Sequence[Any], size: int | None, *parts: object) -> list[Any]:
+    """A seeded sample of ``size`` items kept in their original order (all when None).
+
+    Prefix-stable: for one seed, the sample of size n is inside the sample of size n + 1.
+    """
+    if size is None or size >= len(items):
+        return list(items)
+    if size < 0:
+        raise ValueError(f"size must be >= 0 or None, got {size!r}")
+    order = list(range(len(items)))
+    _rng("sample", *parts).shuffle(order)
+    return [items[i] for i in sorted(order[:size])]
+
+
+def _distractors(
+    catalog: Mapping[str, BfclFunction], exclude: Iterable[str], k: int, *parts: object
+) -> list[BfclFunction]:
+    """``k`` catalog functions not named in ``exclude``, drawn with a seed (name order)."""
+    excluded = set(exclude)
+    names = sorted(n for n in catalog if n not in excluded)
+    k = max(0, min(k, len(names)))
+    return [catalog[n] for n in sorted(_rng("distractors", *parts).sample(names, k))]
+
+
+def _build(
+    category: BfclCategory,
+    suite: str,
+    seed: int,
+    size: int | None,
+    make_task: Callable[[BfclRow], BenchmarkTask],
+    note: str,
+) -> SuiteBuild:
+    """Turn every usable row into a task (or a skip reason), then sample ``size`` tasks."""
+    skipped = Counter(e for e in category.entries if isinstance(e, str))
+    tasks: list[BenchmarkTask] = []
+    for row in category.rows:
+        try:
+            tasks.append(make_task(row))
+        except _Skip as skip:
+            skipped[str(skip.args[0])] += 1
+    chosen = _sample(tasks, size, suite, seed)
+    rows = len(category.entries)
+    return SuiteBuild(
+        tasks=chosen,
+        rows_loaded=len(tasks),
+        rows_skipped=dict(sorted(skipped.items())),
+        note=(f"BFCL {BFCL_VERSION} {_PREFIX}{category.name}.json: {rows} rows, "
+              f"{len(tasks)} loaded, {len(chosen)} sampled (seed {seed}); {note}"),
+    )
+
+
+# --------------------------------------------------------------------------- tool suites
+
+
+def _tool_pool(
+    row: BfclRow, catalog: Mapping[str, BfclFunction], pool_size: int, suite: str, seed: int
+) -> tuple[ToolResource, ...]:
+    own = [f.name for f in row.functions]
+    extra = _distractors(catalog, own, pool_size - len(own), suite, seed, row.id)
+    functions = sorted((*row.functions, *extra), key=lambda f: f.name)
+    try:
+        return tuple(f.to_tool({"source": "bfcl"}) for f in functions)
+    except ValidationError:
+        raise _Skip("invalid_schema_value") from None
+
+
+def tool_suite(
+    category: str,
+    suite: str,
+    seed: int = 0,
+    size: int | None = None,
+    pool_size: int = DEFAULT_POOL_SIZE,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> SuiteBuild:
+    """A tool-lane suite from any BFCL category with an answer file.
+
+    Per row: tools = the row's functions + seeded distractors from the category's catalog
+    (functions of every usable row, first occurrence by name), ``pool_size`` in all (the
+    row's own functions are kept even past it), ordered by id; gold tools = the functions
+    named in the gold calls; budget = ``max_tokens`` visible tokens; verifier
+    ``tools_exposed``. Extra skip reason: ``gold_over_budget`` (the gold schemas alone
+    exceed ``max_tokens``, so no exposed set could succeed). Gold calls stay in
+    ``BenchmarkTask.metadata`` only.
+    """
+    loaded = load_category(category)
+    catalog = loaded.catalog()
+
+    def make_task(row: BfclRow) -> BenchmarkTask:
+        if row.gold_names is None:
+            raise _Skip("no_answer")
+        tools = _tool_pool(row, catalog, pool_size, suite, seed)
+        gold_cost = sum(t.token_cost for t in tools if t.id in row.gold_names)
+        if gold_cost > max_tokens:
+            raise _Skip("gold_over_budget")
+        return BenchmarkTask(
+            task_id=f"{suite}-{row.id}",
+            suite=suite,
+            objective=row.objective,
+            tools=tools,
+            budget=Budget(max_tokens=max_tokens),
+            gold_tool_ids=row.gold_names,
+            verifier=VerifierSpec(kind="tools_exposed"),
+            metadata={"bfcl_id": row.id, "bfcl_category": category,
+                      "gold_calls": row.ground_truth, "gold_call_count": row.gold_call_count},
+        )
+
+    return _build(loaded, suite, seed, size, make_task,
+                  f"pool {pool_size} tools, budget {max_tokens} tokens")
+
+
+def multiple_suite(seed: int = 0, size: int | None = None, **kwargs: Any) -> SuiteBuild:
+    """``bfcl-multiple``: category ``multiple`` (one gold call among 2-4 functions)."""
+    return tool_suite("multiple", "bfcl-multiple", seed, size, **kwargs)
+
+
+def live_multiple_suite(seed: int = 0, size: int | None = None, **kwargs: Any) -> SuiteBuild:
+    """``bfcl-live-multiple``: category ``live_multiple`` (user-contributed, 2-10 functions)."""
+    return tool_suite("live_multiple", "bfcl-live-multiple", seed, size, **kwargs)
+
+
+def parallel_multiple_suite(seed: int = 0, size: int | None = None, **kwargs: Any) -> SuiteBuild:
+    """``bfcl-parallel-multiple``: category ``parallel_multiple`` (2-5 gold calls)."""
+    return tool_suite("parallel_multiple", "bfcl-parallel-multiple", seed, size, **kwargs)
+
+
+def irrelevance_suite(
+    seed: int = 0,
+    size: int | None = None,
+    pool_size: int = DEFAULT_POOL_SIZE,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    category: str = "irrelevance",
+    suite: str = "bfcl-irrelevance",
+) -> SuiteBuild:
+    """``bfcl-irrelevance``: no listed function fits; success means exposing no tool.
+
+    Tools are built as in ``tool_suite``; no gold tool; verifier ``no_tools``.
+    """
+    loaded = load_category(category)
+    catalog = loaded.catalog()
+
+    def make_task(row: BfclRow) -> BenchmarkTask:
+        return BenchmarkTask(
+            task_id=f"{suite}-{row.id}",
+            suite=suite,
+            objective=row.objective,
+            tools=_tool_pool(row, catalog, pool_size, suite, seed),
+            budget=Budget(max_tokens=max_tokens),
+            verifier=VerifierSpec(kind="no_tools"),
+            metadata={"bfcl_id": row.id, "bfcl_category": category},
+        )
+
+    return _build(loaded, suite, seed, size, make_task,
+                  f"pool {pool_size} tools, budget {max_tokens} tokens")
+
+
+# --------------------------------------------------------------------------- memory
+
+_ELLIPSIS = re.compile(r"\.\.\.|…")
+_CLAUSE = re.compile(r"\.\.\.|…|[.:;!?](?:\s|$)|[—–]|\s-\s")
+_QUOTES = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"'})
+_FUZZY_MIN_COVERAGE = 0.75
+
+
+def _words(text: str) -> list[str]:
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES).lower()
+    return re.findall(r"\w+", text)
+
+
+def _has_run(haystack: Sequence[str], needle: Sequence[str]) -> bool:
+    k = len(needle)
+    first = needle[0]
+    return any(haystack[i] == first and list(haystack[i:i + k]) == list(needle)
+               for i in range(len(haystack) - k + 1))
+
+
+def _pieces(source: str, pattern: re.Pattern[str]) -> list[list[str]]:
+    return [w for w in (_words(p) for p in pattern.split(source)) if w]
+
+
+def match_source_turns(source: str, turns: Sequence[str]) -> tuple[list[int], str]:
+    """Indexes of the turns that hold a BFCL memory ``source`` excerpt, and the rule used.
+
+    Text is compared as word sequences (NFKC, curly quotes straightened, lower case,
+    punctuation ignored). Rules, first that matches any turn wins:
+    ``exact``: every ellipsis-separated fragment of the excerpt occurs in the turn;
+    ``clauses``: every clause (split also at sentence punctuation and dashes) occurs in it
+    (excerpts that join a label to a later sentence: "Monday: Need to ...");
+    ``fuzzy``: the single turn holding the most of the excerpt's word bigrams, if it holds
+    at least 75% of them (lightly paraphrased excerpts). No match gives ``([], "none")``.
+    """
+    words = [_words(t) for t in turns]
+    for rule, pattern in (("exact", _ELLIPSIS), ("clauses", _CLAUSE)):
+        pieces = _pieces(source, pattern)
+        if not pieces:
+            return [], "none"
+        hits = [i for i, w in enumerate(words) if all(_has_run(w, p) for p in pieces)]
+        if hits:
+            return hits, rule
+    source_words = _words(source)
+    bigrams = set(zip(source_words, source_words[1:]))
+    if not bigrams:
+        return [], "none"
+    coverage = [len(bigrams & set(zip(w, w[1:]))) / len(bigrams) for w in words]
+    best = max(coverage, default=0.0)
+    if best >= _FUZZY_MIN_COVERAGE and coverage.count(best) == 1:
+        return [coverage.index(best)], "fuzzy"
+    return [], "none"
+
+
+def _scenario_contexts(scenario: str) -> tuple[ContextResource, ...]:
+    """One ``memory`` context per turn of the scenario's prior conversations, file order.
+
+    Ids are ``<conversation id>-turn-<NN>``; content is the turn's messages, one per line.
+    """
+    out = []
+    for conversation in _read_jsonl(f"memory_prereq_conversation/memory_{scenario}.json"):
+        if not isinstance(conversation, dict) or not isinstance(conversation.get("question"), list):
+            raise DatasetError(f"memory_prereq_conversation/memory_{scenario}.json: "
+                               f"malformed conversation {str(conversation)[:80]!r}")
+        cid = conversation["id"]
+        for j, turn in enumerate(conversation["question"]):
+            content = "\n".join(m["content"] for m in turn)
+            out.append(ContextResource.from_text(
+                f"{cid}-turn-{j:02d}", content, SourceKind.MEMORY,
+                metadata={"scenario": scenario, "conversation": cid, "turn": j,
+                          "topic": conversation.get("topic", "")},
+            ))
+    return tuple(out)
+
+
+def _api_functions(api: str) -> list[BfclFunction]:
+    out = []
+    for i, fn in enumerate(_read_jsonl(f"multi_turn_func_doc/{api}.json")):
+        if not isinstance(fn, dict) or "name" not in fn:
+            raise DatasetError(f"multi_turn_func_doc/{api}.json line {i + 1}: no function name")
+        params = bfcl_to_json_schema(fn.get("parameters", {}), f"{api}.{fn['name']}.parameters")
+        out.append(BfclFunction(fn["name"], str(fn.get("description", "")), params))
+    return out
+
+
+def _distractor_apis() -> list[str]:
+    docs = _data_root() / "multi_turn_func_doc"
+    return sorted(p.name[:-5] for p in docs.iterdir()
+                  if p.name.endswith(".json") and not p.name.startswith("memory_"))
+
+
+def memory_suite(
+    seed: int = 0,
+    size: int | None = None,
+    pool_size: int = DEFAULT_MEMORY_POOL_SIZE,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    backend: str = DEFAULT_MEMORY_BACKEND,
+    suite: str = "bfcl-memory",
+) -> SuiteBuild:
+    """``bfcl-memory``: answer a question about the user from earlier conversations.
+
+    Contexts: every turn of the scenario's prior conversations (see
+    ``_scenario_contexts``). Tools: the ``backend`` memory API (``memory_kv``,
+    ``memory_vector`` or ``memory_rec_sum``) plus seeded distractors from the other
+    multi-turn APIs, ``pool_size`` in all, ordered by id. Gold contexts: the turns that
+    ``match_source_turns`` finds for the answer's ``source``. Verifier ``context_answer``
+    with the accepted answers. Extra skip reasons: ``unknown_scenario``,
+    ``malformed_answer``, ``source_not_found``, ``answer_not_in_source_turn`` (no accepted
+    answer occurs, case- and whitespace-normalised, in a gold turn: the verifier could not
+    credit a correct exposure, e.g. "05:30 AM" against "5:30 AM").
+    """
+    if backend not in _MEMORY_APIS:
+        raise ValueError(f"unknown memory backend {backend!r}; valid: {', '.join(_MEMORY_APIS)}")
+    loaded = load_category("memory", require_functions=False)
+    api = _api_functions(backend)
+    api_names = [f.name for f in api]
+    catalog: dict[str, BfclFunction] = {}
+    for name in _distractor_apis():
+        for fn in _api_functions(name):
+            catalog.setdefault(fn.name, fn)
+    scenarios: dict[str, tuple[ContextResource, ...]] = {}
+
+    def make_task(row: BfclRow) -> BenchmarkTask:
+        scenario = row.extra.get("scenario")
+        if not isinstance(scenario, str):
+            raise _Skip("unknown_scenario")
+        if scenario not in scenarios:
+            try:
+                scenarios[scenario] = _scenario_contexts(scenario)
+            except DatasetError:
+                raise _Skip("unknown_scenario") from None
+        contexts = scenarios[scenario]
+        answer = row.extra["answer"]
+        answers, source = answer.get("ground_truth"), answer.get("source")
+        if (not isinstance(answers, list) or not answers
+                or not all(isinstance(a, str) for a in answers) or not isinstance(source, str)):
+            raise _Skip("malformed_answer")
+        hits, rule = match_source_turns(source, [c.content for c in contexts])
+        if not hits:
+            raise _Skip("source_not_found")
+        normalised = [normalise_answer(a) for a in answers]
+        if not any(a in normalise_answer(contexts[i].content) for i in hits for a in normalised):
+            raise _Skip("answer_not_in_source_turn")
+        extra = _distractors(catalog, api_names, pool_size - len(api), suite, seed, row.id)
+        functions = sorted((*api, *extra), key=lambda f: f.name)
+        tools = tuple(f.to_tool({"source": "bfcl"}) for f in functions)
+        return BenchmarkTask(
+            task_id=f"{suite}-{row.id}",
+            suite=suite,
+            objective=row.objective,
+            contexts=contexts,
+            tools=tools,
+            budget=Budget(max_tokens=max_tokens),
+            gold_context_ids=tuple(contexts[i].id for i in hits),
+            verifier=VerifierSpec(kind="context_answer", params={"answers": answers}),
+            metadata={"bfcl_id": row.id, "bfcl_category": "memory", "scenario": scenario,
+                      "source": source, "source_match": rule, "memory_backend": backend},
+        )
+
+    return _build(loaded, suite, seed, size, make_task,
+                  f"{backend} + distractors = {pool_size} tools, budget {max_tokens} tokens")
