@@ -1,0 +1,304 @@
+"""The ``benchmark`` flow: suites × strategies × seeds × budget scales → traces → report.
+
+Work is submitted in units of (suite, seed, budget scale, strategy, batch of tasks), not
+one Prefect task per benchmark task, so orchestration overhead stays small. A unit whose
+trace file already exists is skipped, so re-running a run id completes only what is
+missing and never duplicates a row. Only file I/O is retried (``retry_condition_fn``
+accepts ``OSError`` only); pure work that fails, fails once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import platform
+import subprocess
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from datasets import SuiteBuild, build_suite, get_suite, suite_names
+from junction.environment import PROJECT_ROOT
+from junction.errors import JunctionError, UnknownNameError
+from junction.evaluate import evaluate_batch
+from junction.reports import write_report
+from junction.store import TraceStore, check_name
+from junction.strategies import STRATEGY_FACTORIES, make_strategy, strategy_names
+from junction.warehouse import Warehouse
+
+__all__ = ["benchmark", "run_benchmark", "DEFAULT_STRATEGIES", "default_suites",
+           "PROGRESS_CALLBACK", "new_run_id", "params_hash"]
+
+DEFAULT_STRATEGIES = ("adaptive_split", "exact", "fixed_split", "judge_admission")
+DEFAULT_WAREHOUSE = str(PROJECT_ROOT / "warehouse")
+DEFAULT_REPORTS = str(PROJECT_ROOT / "reports")
+
+PROGRESS_CALLBACK: Callable[[int, int], None] | None = None
+"""Set by the CLI: called with (units done, units total) as units finish."""
+
+_PACKAGES = ("junction", "prefect", "duckdb", "pyarrow", "pydantic", "bm25s", "scipy",
+             "numpy", "llama_cpp_python", "ir_measures", "bfcl-eval")
+
+
+def default_suites() -> list[str]:
+    """Every registered suite."""
+    return suite_names()
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """``YYYYmmddTHHMMSSZ-<8 hex>``: sortable by time, unique per call."""
+    now = now or datetime.now(UTC)
+    return f"{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+
+
+def params_hash(params: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of the run's deterministic parameters."""
+    keep = {k: v for k, v in params.items()
+            if k not in ("run_id", "runner", "workers", "dask_address", "reports_root")}
+    return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
+# --------------------------------------------------------------------------- workers
+
+_STRATEGIES: dict[str, tuple[Any, threading.Lock]] = {}
+_STRATEGIES_LOCK = threading.Lock()
+
+
+def _strategy(name: str):
+    """One strategy instance per process (a judge loads its model once), with a call lock."""
+    with _STRATEGIES_LOCK:
+        if name not in _STRATEGIES:
+            _STRATEGIES[name] = (make_strategy(name), threading.Lock())
+        return _STRATEGIES[name]
+
+
+def _io_error(task_obj, task_run, state) -> bool:
+    """Retry only I/O failures (``OSError``: disk, network, object store)."""
+    try:
+        state.result()
+    except OSError:
+        return True
+    except Exception:  # noqa: BLE001 - anything else is not retried
+        return False
+    return False
+
+
+@task(name="load-suite", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
+      retry_condition_fn=_io_error)
+def load_suite(name: str, seed: int, size: int | None) -> SuiteBuild:
+    """Build one suite (reads the suite's data files)."""
+    return build_suite(name, seed=seed, size=size)
+
+
+def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, scale: float,
+                 unit: str, tasks: list, pool_limit: int | None) -> dict[str, Any]:
+    """Evaluate one unit and write its files, unless its trace file already exists."""
+    store = TraceStore(root)
+    if store.unit_done(run_id, suite, strategy, unit):
+        return {"unit": unit, "skipped": True, "tasks": len(tasks)}
+    strategy_fn, lock = _strategy(strategy)
+    with lock:
+        records, timings = evaluate_batch(tasks, strategy_fn, strategy, run_id, seed, scale,
+                                          pool_limit)
+    store.write_unit(run_id, suite, strategy, unit, records, timings)
+    return {"unit": unit, "skipped": False, "tasks": len(tasks),
+            "successes": sum(r.success for r in records)}
+
+
+@task(name="run-unit", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
+      retry_condition_fn=_io_error)
+def run_unit(root: str, run_id: str, suite: str, strategy: str, seed: int, scale: float,
+             unit: str, tasks: list, pool_limit: int | None) -> dict[str, Any]:
+    """Prefect task around ``run_unit_now`` (writes a Parquet file: I/O is retried)."""
+    return run_unit_now(root, run_id, suite, strategy, seed, scale, unit, tasks, pool_limit)
+
+
+@task(name="refresh-warehouse", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE,
+      retry_condition_fn=_io_error)
+def refresh_warehouse(root: str) -> None:
+    """Recreate the DuckDB views over the traces."""
+    Warehouse(root).refresh()
+
+
+@task(name="write-report", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
+      retry_condition_fn=_io_error)
+def write_run_report(root: str, reports_root: str, run_id: str,
+                     suites: dict[str, Any]) -> str:
+    """Write ``reports/<run_id>/`` and publish the Markdown as a Prefect artifact."""
+    store = TraceStore(root)
+    run = store.read_run_meta(run_id) or {"run_id": run_id}
+    paths = write_report(Path(reports_root) / run_id, run, store.read_traces(run_id), suites)
+    create_markdown_artifact(markdown=paths["report.md"].read_text(),
+                             key=f"report-{run_id.lower().replace('_', '-')[:60]}",
+                             description=f"Junction report for run {run_id}")
+    return str(paths["report.md"])
+
+
+def _check_names(suites: list[str], strategies: list[str]) -> None:
+    for name in suites:
+        get_suite(name)
+    for name in strategies:
+        if name not in STRATEGY_FACTORIES:
+            raise UnknownNameError(f"unknown strategy {name!r}; valid strategies: "
+                                   f"{', '.join(strategy_names())}")
+
+
+def _units(n_tasks: int, batch_size: int) -> list[tuple[int, int]]:
+    return [(i, min(n_tasks, i + batch_size)) for i in range(0, n_tasks, batch_size)]
+
+
+@flow(name="benchmark", log_prints=False, validate_parameters=True)
+def benchmark(
+    suites: list[str] | None = None,
+    strategies: list[str] | None = None,
+    seeds: list[int] | None = None,
+    budget_scales: list[float] | None = None,
+    size: int | None = None,
+    full: bool = False,
+    batch_size: int = 100,
+    output_root: str = DEFAULT_WAREHOUSE,
+    reports_root: str = DEFAULT_REPORTS,
+    run_id: str | None = None,
+    runner: Literal["thread", "dask"] = "thread",
+    workers: int | None = None,
+    dask_address: str | None = None,
+    write_reports: bool = True,
+) -> dict[str, Any]:
+    """Run every strategy on every task of every suite, under identical budgets.
+
+    - ``suites``/``strategies``: registry names (default: all suites; the four strategies)
+    - ``seeds``: suite seeds (default [0]); ``budget_scales``: token-budget multipliers
+      applied to every task's own budget (default [1.0])
+    - ``size``: tasks per suite (default: each suite's ``default_size``); ``full``: every task
+    - ``batch_size``: tasks per work unit; ``run_id``: resume/complete this run
+    - ``runner``/``workers``/``dask_address``: recorded here; the task runner itself is set by
+      ``run_benchmark`` (``flow.with_options``)
+    Returns {run_id, report, units, units_skipped, tasks}. Raises ``UnknownNameError`` for an
+    unknown suite or strategy and ``JunctionError`` when a resumed run's parameters differ.
+    """
+    suites = sorted(suites or default_suites())
+    strategies = sorted(strategies or DEFAULT_STRATEGIES)
+    seeds = seeds or [0]
+    budget_scales = budget_scales or [1.0]
+    _check_names(suites, strategies)
+    if batch_size < 1:
+        raise JunctionError(f"batch_size must be >= 1, got {batch_size}")
+    for scale in budget_scales:
+        if not (math.isfinite(scale) and scale >= 0):
+            raise JunctionError(f"budget scale must be finite and >= 0, got {scale}")
+    run_id = check_name(run_id, "run_id") if run_id else new_run_id()
+    params = {
+        "suites": suites, "strategies": strategies, "seeds": seeds,
+        "budget_scales": budget_scales, "size": size, "full": full, "batch_size": batch_size,
+        "output_root": output_root, "reports_root": reports_root, "runner": runner,
+        "workers": workers, "dask_address": dask_address,
+    }
+    store = TraceStore(output_root)
+    existing = store.read_run_meta(run_id)
+    phash = params_hash(params)
+    if existing and existing.get("params_hash") != phash:
+        raise JunctionError(f"run {run_id} was started with different parameters; "
+                            "use a new run id or the same parameters")
+    meta = {
+        "run_id": run_id, "params": params, "params_hash": phash, "seeds": seeds,
+        "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty": bool(_git("status", "--porcelain")),
+        "versions": _versions(),
+        "started_at": (existing or {}).get("started_at") or datetime.now(UTC).isoformat(),
+        "finished_at": None, "status": "running",
+    }
+    store.write_run_meta(run_id, meta)
+
+    suite_info: dict[str, Any] = {}
+    futures = []
+    for name in suites:
+        info = get_suite(name)
+        n = None if full else (size if size is not None else info.default_size)
+        for seed in seeds:
+            built = load_suite(name, seed, n)
+            key = name if len(seeds) == 1 else f"{name}@seed={seed}"
+            sampling = ("every task" if n is None else
+                        f"first {len(built.tasks)} tasks (default benchmark size; "
+                        "--full runs every task)" if size is None else f"size={size}")
+            suite_info[key] = {"tasks": len(built.tasks), "rows_loaded": built.rows_loaded,
+                               "rows_skipped": dict(built.rows_skipped), "sampling": sampling,
+                               "note": built.note}
+            for scale in budget_scales:
+                for strategy in strategies:
+                    for lo, hi in _units(len(built.tasks), batch_size):
+                        unit = f"seed{seed}-scale{scale:g}-{lo:06d}-{hi:06d}"
+                        futures.append(run_unit.submit(
+                            output_root, run_id, name, strategy, seed, scale, unit,
+                            built.tasks[lo:hi], info.pool_limit))
+    done = 0
+    results = []
+    for future in as_completed(futures):
+        results.append(future.result())
+        done += 1
+        if PROGRESS_CALLBACK is not None:
+            PROGRESS_CALLBACK(done, len(futures))
+    refresh_warehouse(output_root)
+    meta.update(finished_at=datetime.now(UTC).isoformat(), status="completed",
+                suites=suite_info)
+    store.write_run_meta(run_id, meta)
+    report = None
+    if write_reports:
+        report = write_run_report(output_root, reports_root, run_id, suite_info)
+    return {
+        "run_id": run_id, "report": report, "units": len(results),
+        "units_skipped": sum(r["skipped"] for r in results),
+        "tasks": sum(r["tasks"] for r in results),
+    }
+
+
+def task_runner(runner: str = "thread", workers: int | None = None,
+                dask_address: str | None = None):
+    """The Prefect task runner for ``runner``: a thread pool, or Dask (local or remote)."""
+    if runner == "thread":
+        return ThreadPoolTaskRunner(max_workers=workers or 4)
+    if runner == "dask":
+        from prefect_dask import DaskTaskRunner
+
+        if dask_address:
+            return DaskTaskRunner(address=dask_address)
+        return DaskTaskRunner(cluster_kwargs={"n_workers": workers or 2,
+                                              "threads_per_worker": 1, "processes": True,
+                                              "dashboard_address": None})
+    raise UnknownNameError(f"unknown runner {runner!r}; valid runners: dask, thread")
+
+
+def run_benchmark(**params: Any) -> dict[str, Any]:
+    """Run the flow with the task runner its ``runner`` parameters name."""
+    runner = task_runner(params.get("runner", "thread"), params.get("workers"),
+                         params.get("dask_address"))
+    return benchmark.with_options(task_runner=runner)(**params)

@@ -1,0 +1,117 @@
+"""Evaluate one strategy on a batch of tasks: select, execute, verify, measure, trace.
+
+``evaluate_batch`` is the unit of work of a benchmark run; the Prefect flow and a plain
+loop call the same function, so their results are identical.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from junction.execution import execute, verify
+from junction.metrics import (
+    LaneRanking,
+    lane_ranking_metrics,
+    pair_coverage,
+    set_precision,
+    set_recall,
+)
+from junction.strategies import Strategy
+from junction.tasks import BenchmarkTask
+from junction.traces import CandidateRecord, TaskTraceRecord, ToolCallRecord
+
+__all__ = ["scale_budget", "evaluate_batch"]
+
+
+def scale_budget(task: BenchmarkTask, scale: float) -> BenchmarkTask:
+    """The task with its token budget multiplied by ``scale`` (floored); 1.0 returns it as is."""
+    if scale == 1.0:
+        return task
+    return task.model_copy(update={"budget": task.budget.scaled(scale)})
+
+
+def _finite_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
+
+
+def evaluate_batch(
+    tasks: Sequence[BenchmarkTask],
+    strategy: Strategy,
+    strategy_name: str,
+    run_id: str,
+    seed: int,
+    budget_scale: float,
+    pool_limit: int | None,
+) -> tuple[list[TaskTraceRecord], list[dict[str, Any]]]:
+    """Run ``strategy`` on each task; return (trace records, timing rows), in task order.
+
+    Timing rows hold wall-clock milliseconds (``select_ms``, ``execute_ms``, ``total_ms``).
+    Raises ``TraceError``/``ValidationError`` if a strategy produces an inconsistent trace.
+    """
+    partial: list[dict[str, Any]] = []
+    timings: list[dict[str, Any]] = []
+    lanes: list[LaneRanking] = []
+    for raw_task in tasks:
+        task = scale_budget(raw_task, budget_scale)
+        t0 = time.perf_counter()
+        result = strategy(task.router_view(), pool_limit)
+        t1 = time.perf_counter()
+        sel = result.selection
+        execution = execute(task, sel.context_ids, sel.tool_ids)
+        outcome = verify(task, execution)
+        t2 = time.perf_counter()
+        costs = {r.id: r.token_cost for r in (*task.contexts, *task.tools)}
+        ctx_c = tuple(CandidateRecord(resource_id=c.resource_id, score=c.score, rank=c.rank,
+                                      token_cost=costs[c.resource_id])
+                      for c in result.pools.contexts)
+        tool_c = tuple(CandidateRecord(resource_id=c.resource_id, score=c.score, rank=c.rank,
+                                       token_cost=costs[c.resource_id])
+                       for c in result.pools.tools)
+        context_tokens = sum(costs[r] for r in sel.context_ids)
+        tool_tokens = sum(costs[r] for r in sel.tool_ids)
+        b = task.budget
+        partial.append(dict(
+            run_id=run_id, suite=task.suite, strategy=strategy_name, task_id=task.task_id,
+            seed=seed, budget_scale=budget_scale,
+            budget_tokens=b.max_tokens, budget_tools=b.max_tools,
+            budget_latency_ms=b.max_latency_ms, budget_cost_usd=b.max_cost_usd,
+            context_candidates=ctx_c, tool_candidates=tool_c,
+            exposed_context_ids=sel.context_ids, exposed_tool_ids=sel.tool_ids,
+            context_tokens=context_tokens, tool_tokens=tool_tokens,
+            tokens_used=context_tokens + tool_tokens,
+            unary=sel.unary, interaction=sel.interaction, objective=sel.objective,
+            selection_status=sel.status, selection_gap=sel.gap,
+            tool_calls=tuple(ToolCallRecord(index=c.index, tool_id=c.tool_id,
+                                            arguments_json=_finite_json(c.arguments))
+                             for c in execution.tool_calls),
+            success=outcome.success, failure_reason=outcome.reason,
+            gold_context_ids=task.gold_context_ids, gold_tool_ids=task.gold_tool_ids,
+            context_recall=set_recall(sel.context_ids, task.gold_context_ids),
+            context_precision=set_precision(sel.context_ids, task.gold_context_ids),
+            tool_recall=set_recall(sel.tool_ids, task.gold_tool_ids),
+            tool_precision=set_precision(sel.tool_ids, task.gold_tool_ids),
+            pair_coverage=pair_coverage(sel.context_ids, sel.tool_ids,
+                                        task.gold_context_ids, task.gold_tool_ids),
+            budget_use=(None if not b.max_tokens else (context_tokens + tool_tokens) / b.max_tokens),
+            extra_json=_finite_json(result.extra),
+        ))
+        lanes.append(LaneRanking(f"{len(lanes)}:c", [c.resource_id for c in ctx_c],
+                                 task.gold_context_ids))
+        lanes.append(LaneRanking(f"{len(lanes)}:t", [c.resource_id for c in tool_c],
+                                 task.gold_tool_ids))
+        timings.append(dict(
+            run_id=run_id, suite=task.suite, strategy=strategy_name, task_id=task.task_id,
+            seed=seed, budget_scale=budget_scale, select_ms=(t1 - t0) * 1000,
+            execute_ms=(t2 - t1) * 1000, total_ms=(t2 - t0) * 1000,
+        ))
+    ranking = lane_ranking_metrics(lanes)
+    records = []
+    for i, row in enumerate(partial):
+        for lane, key in (("context_lane", f"{2 * i}:c"), ("tool_lane", f"{2 * i + 1}:t")):
+            for name, value in ranking[key].items():
+                row[f"{lane}_{name}"] = value
+        records.append(TaskTraceRecord(**row))
+    return records, timings

@@ -1,0 +1,219 @@
+"""Run reports: ``metrics.json`` (deterministic), ``report.md``, ``report.html``, a plot.
+
+``metrics.json`` holds only what the inputs determine: sorted keys, numbers rounded to
+``ROUND_DIGITS`` decimals, no run id, timestamps or timings (those live in ``run.json``),
+so two reports of the same inputs are byte-identical and a committed report diffs cleanly.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import markdown as markdown_lib
+import pyarrow as pa
+
+__all__ = ["ROUND_DIGITS", "SUMMARY_METRICS", "summarise", "write_report", "render_markdown"]
+
+ROUND_DIGITS = 6
+
+SUMMARY_METRICS = (
+    "success_rate", "context_recall", "context_precision", "tool_recall", "tool_precision",
+    "pair_coverage", "budget_use", "tokens_used", "objective",
+    "context_lane_recall_at_5", "context_lane_ndcg_at_5", "context_lane_mrr",
+    "tool_lane_recall_at_5", "tool_lane_ndcg_at_5", "tool_lane_mrr",
+)
+
+_SUMMARY_SQL = """
+SELECT suite, strategy, budget_scale,
+       count(*) AS tasks,
+       avg(CAST(success AS DOUBLE)) AS success_rate,
+       avg(context_recall) AS context_recall,
+       avg(context_precision) AS context_precision,
+       avg(tool_recall) AS tool_recall,
+       avg(tool_precision) AS tool_precision,
+       avg(CAST(pair_coverage AS DOUBLE)) AS pair_coverage,
+       avg(budget_use) AS budget_use,
+       avg(tokens_used) AS tokens_used,
+       avg(objective) AS objective,
+       avg(context_lane_recall_at_5) AS context_lane_recall_at_5,
+       avg(context_lane_ndcg_at_5) AS context_lane_ndcg_at_5,
+       avg(context_lane_mrr) AS context_lane_mrr,
+       avg(tool_lane_recall_at_5) AS tool_lane_recall_at_5,
+       avg(tool_lane_ndcg_at_5) AS tool_lane_ndcg_at_5,
+       avg(tool_lane_mrr) AS tool_lane_mrr
+FROM traces
+GROUP BY suite, strategy, budget_scale
+ORDER BY suite, strategy, budget_scale
+"""
+
+
+def _round(value: Any) -> Any:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return round(value, ROUND_DIGITS)
+    return value
+
+
+def summarise(traces: pa.Table) -> list[dict[str, Any]]:
+    """Per suite, strategy and budget scale: task count and mean of each summary metric.
+
+    Means skip NULLs (a task with no gold has no recall); values rounded to 6 decimals.
+    """
+    con = duckdb.connect(":memory:")
+    try:
+        con.register("traces", traces)
+        rows = con.execute(_SUMMARY_SQL).to_arrow_table().to_pylist()
+    finally:
+        con.close()
+    return [{k: _round(v) for k, v in row.items()} for row in rows]
+
+
+def metrics_document(summary: list[dict[str, Any]], params: dict[str, Any],
+                     suites: dict[str, Any]) -> dict[str, Any]:
+    """The content of ``metrics.json``: params, suite load stats and the summary rows."""
+    nested: dict[str, Any] = {}
+    for row in summary:
+        key = f"{row['suite']}"
+        scale = f"budget_scale={row['budget_scale']:g}"
+        nested.setdefault(key, {}).setdefault(scale, {})[row["strategy"]] = {
+            k: v for k, v in row.items() if k not in ("suite", "strategy", "budget_scale")
+        }
+    return {"params": params, "suites": suites, "results": nested}
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+_TABLE_COLUMNS = ("tasks", "success_rate", "context_recall", "tool_recall", "pair_coverage",
+                  "budget_use", "objective", "context_lane_ndcg_at_5", "tool_lane_ndcg_at_5")
+
+
+def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
+                    suites: dict[str, Any], plot_name: str | None) -> str:
+    """The Markdown report: run header, notes on sampling, one table per suite, the plot."""
+    lines = [f"# Junction benchmark report: run `{run['run_id']}`", ""]
+    lines.append(f"- commit: `{run.get('git_commit') or 'unknown'}`"
+                 + (" (dirty working tree)" if run.get("git_dirty") else ""))
+    params = run.get("params", {})
+    lines.append(f"- strategies: {', '.join(params.get('strategies', []))}")
+    lines.append(f"- seeds: {params.get('seeds')}; budget scales: {params.get('budget_scales')}")
+    lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")
+    lines.append("")
+    lines.append("Every strategy ran on the same tasks under the same budget. "
+                 "Means skip tasks where a metric is undefined (–).")
+    lines.append("")
+    lines.append("## Suites")
+    lines.append("")
+    lines.append("| suite | tasks run | rows loaded | rows skipped | sampling |")
+    lines.append("|---|---|---|---|---|")
+    for name in sorted(suites):
+        info = suites[name]
+        skipped = ", ".join(f"{k}: {v}" for k, v in sorted(info.get("rows_skipped", {}).items()))
+        lines.append(f"| {name} | {info.get('tasks')} | {info.get('rows_loaded')} | "
+                     f"{skipped or '0'} | {info.get('sampling', '')} |")
+    lines.append("")
+    by_suite: dict[str, list[dict[str, Any]]] = {}
+    for row in summary:
+        by_suite.setdefault(row["suite"], []).append(row)
+    for suite in sorted(by_suite):
+        lines.append(f"## {suite}")
+        lines.append("")
+        lines.append("| strategy | budget scale | " + " | ".join(_TABLE_COLUMNS) + " |")
+        lines.append("|---|---|" + "---|" * len(_TABLE_COLUMNS))
+        for row in by_suite[suite]:
+            cells = " | ".join(_fmt(row[c]) for c in _TABLE_COLUMNS)
+            lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
+        lines.append("")
+    if plot_name:
+        lines.append("## Success and budget use per strategy")
+        lines.append("")
+        lines.append(f"![success and budget use]({plot_name})")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _plot(summary: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in summary if r["budget_scale"] == 1.0] or summary
+    suites = sorted({r["suite"] for r in rows})
+    strategies = sorted({r["strategy"] for r in rows})
+    fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(suites) + 4), 4.5))
+    width = 0.8 / max(1, len(strategies))
+    for ax, metric, label in ((axes[0], "success_rate", "verified success rate"),
+                              (axes[1], "budget_use", "token budget use")):
+        for i, strategy in enumerate(strategies):
+            values = []
+            for suite in suites:
+                match = [r for r in rows if r["suite"] == suite and r["strategy"] == strategy]
+                values.append((match[0][metric] or 0.0) if match else 0.0)
+            ax.bar([x + i * width for x in range(len(suites))], values, width, label=strategy)
+        ax.set_xticks([x + width * (len(strategies) - 1) / 2 for x in range(len(suites))])
+        ax.set_xticklabels(suites, rotation=30, ha="right", fontsize=8)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(label)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90, metadata={"Software": None})
+    plt.close(fig)
+
+
+def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
+                 suites: dict[str, Any]) -> dict[str, Path]:
+    """Write metrics.json, run.json, report.md, report.html and plot.png under ``out_dir``.
+
+    Each file is written to a temporary name and renamed. Returns name -> path.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = summarise(traces)
+    plot_path = out_dir / "plot.png"
+    if summary:
+        tmp_plot = out_dir / ".plot.tmp.png"
+        _plot(summary, tmp_plot)
+        tmp_plot.replace(plot_path)
+    md = render_markdown(run, summary, suites, plot_path.name if summary else None)
+    body = markdown_lib.markdown(md, extensions=["tables"])
+    page = ("<!doctype html><html><head><meta charset='utf-8'>"
+            f"<title>{html.escape('Junction run ' + run['run_id'])}</title>"
+            "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}"
+            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
+            "</style></head><body>" + body + "</body></html>")
+    metrics = metrics_document(summary, _deterministic_params(run.get("params", {})), suites)
+    files = {
+        "metrics.json": json.dumps(metrics, sort_keys=True, indent=2, allow_nan=False) + "\n",
+        "run.json": json.dumps(run, sort_keys=True, indent=2, allow_nan=False) + "\n",
+        "report.md": md,
+        "report.html": page,
+    }
+    paths = {}
+    for name, text in files.items():
+        tmp = out_dir / f".{name}.tmp"
+        tmp.write_text(text)
+        tmp.replace(out_dir / name)
+        paths[name] = out_dir / name
+    if summary:
+        paths["plot.png"] = plot_path
+    return paths
+
+
+_VOLATILE_PARAMS = ("run_id", "output_root", "reports_root", "runner", "workers",
+                    "dask_address")
+
+
+def _deterministic_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Params without what varies between equivalent runs (ids, paths, runner choice)."""
+    return {k: v for k, v in params.items() if k not in _VOLATILE_PARAMS}

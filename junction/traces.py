@@ -1,0 +1,231 @@
+"""Versioned task traces: one record per (run, suite, strategy, task, seed, budget scale).
+
+``TaskTraceRecord`` validates its own invariants at construction:
+
+- the exposed set lies within the candidate pools;
+- ``tokens_used`` equals ``context_tokens + tool_tokens`` and the sum of the exposed
+  candidates' ``token_cost``;
+- tool-call indexes are contiguous from 0;
+- a failure carries a reason, a success none;
+- every number is finite (``allow_inf_nan=False``), so the JSON form never holds NaN/inf.
+
+``SCHEMA_VERSION`` is bumped whenever a field is added, renamed or changes meaning; the
+warehouse reads Parquet by column name, so files of older versions stay readable.
+Timings are kept out of the trace row (see ``timing_row``) so that the same inputs give
+byte-identical trace files.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from junction.errors import TraceError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CandidateRecord",
+    "ToolCallRecord",
+    "TaskTraceRecord",
+    "TRACE_SCHEMA",
+    "TIMING_SCHEMA",
+    "records_to_table",
+    "timings_to_table",
+]
+
+SCHEMA_VERSION = 1
+
+
+class CandidateRecord(BaseModel):
+    """One candidate as a strategy saw it: id, lane score, 0-based rank, token cost."""
+
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+
+    resource_id: str
+    score: float
+    rank: int = Field(ge=0)
+    token_cost: int = Field(ge=0)
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call of the executor; ``arguments_json`` is the arguments as JSON text."""
+
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+
+    index: int = Field(ge=0)
+    tool_id: str
+    arguments_json: str = "{}"
+
+
+class TaskTraceRecord(BaseModel):
+    """Everything one strategy decided and achieved on one task (see module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    suite: str
+    strategy: str
+    task_id: str
+    seed: int
+    budget_scale: float
+    budget_tokens: int | None
+    budget_tools: int | None
+    budget_latency_ms: float | None
+    budget_cost_usd: float | None
+    context_candidates: tuple[CandidateRecord, ...]
+    tool_candidates: tuple[CandidateRecord, ...]
+    exposed_context_ids: tuple[str, ...]
+    exposed_tool_ids: tuple[str, ...]
+    context_tokens: int = Field(ge=0)
+    tool_tokens: int = Field(ge=0)
+    tokens_used: int = Field(ge=0)
+    unary: float
+    interaction: float
+    objective: float
+    selection_status: str
+    selection_gap: float | None = None
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    success: bool
+    failure_reason: str = ""
+    gold_context_ids: tuple[str, ...] = ()
+    gold_tool_ids: tuple[str, ...] = ()
+    context_recall: float | None = None
+    context_precision: float | None = None
+    tool_recall: float | None = None
+    tool_precision: float | None = None
+    pair_coverage: bool | None = None
+    budget_use: float | None = None
+    context_lane_recall_at_5: float | None = None
+    context_lane_ndcg_at_5: float | None = None
+    context_lane_mrr: float | None = None
+    tool_lane_recall_at_5: float | None = None
+    tool_lane_ndcg_at_5: float | None = None
+    tool_lane_mrr: float | None = None
+    extra_json: str = "{}"
+
+    @model_validator(mode="after")
+    def _invariants(self) -> TaskTraceRecord:
+        where = f"trace {self.run_id}/{self.suite}/{self.strategy}/{self.task_id}"
+        ctx = {c.resource_id: c for c in self.context_candidates}
+        tools = {t.resource_id: t for t in self.tool_candidates}
+        for rid in self.exposed_context_ids:
+            if rid not in ctx:
+                raise ValueError(f"{where}: exposed context {rid!r} is not a context candidate")
+        for rid in self.exposed_tool_ids:
+            if rid not in tools:
+                raise ValueError(f"{where}: exposed tool {rid!r} is not a tool candidate")
+        if self.context_tokens + self.tool_tokens != self.tokens_used:
+            raise ValueError(
+                f"{where}: tokens_used {self.tokens_used} != context_tokens "
+                f"{self.context_tokens} + tool_tokens {self.tool_tokens}"
+            )
+        priced_c = sum(ctx[r].token_cost for r in self.exposed_context_ids)
+        priced_t = sum(tools[r].token_cost for r in self.exposed_tool_ids)
+        if (priced_c, priced_t) != (self.context_tokens, self.tool_tokens):
+            raise ValueError(
+                f"{where}: exposed resources cost {priced_c}+{priced_t} tokens, "
+                f"record says {self.context_tokens}+{self.tool_tokens}"
+            )
+        for i, call in enumerate(self.tool_calls):
+            if call.index != i:
+                raise ValueError(f"{where}: tool call indexes must be 0..n-1, got {call.index} at {i}")
+        if self.success and self.failure_reason:
+            raise ValueError(f"{where}: a success carries no failure_reason")
+        if not self.success and not self.failure_reason:
+            raise ValueError(f"{where}: a failure needs a failure_reason")
+        try:
+            json.loads(self.extra_json, parse_constant=_refuse_constant)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{where}: extra_json is not finite JSON: {exc}") from None
+        return self
+
+    def to_row(self) -> dict[str, Any]:
+        """The Parquet row (nested records as lists of dicts)."""
+        return self.model_dump(mode="python")
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> TaskTraceRecord:
+        """Rebuild (and re-validate) a record from a Parquet row; ``TraceError`` if invalid."""
+        known = {k: v for k, v in row.items() if k in cls.model_fields}
+        try:
+            return cls.model_validate(known)
+        except ValueError as exc:
+            raise TraceError(str(exc)) from None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name}")
+
+
+_CANDIDATE = pa.struct([("resource_id", pa.string()), ("score", pa.float64()),
+                        ("rank", pa.int32()), ("token_cost", pa.int64())])
+_CALL = pa.struct([("index", pa.int32()), ("tool_id", pa.string()),
+                   ("arguments_json", pa.string())])
+
+TRACE_SCHEMA = pa.schema([
+    ("schema_version", pa.int32()),
+    ("run_id", pa.string()),
+    ("suite", pa.string()),
+    ("strategy", pa.string()),
+    ("task_id", pa.string()),
+    ("seed", pa.int64()),
+    ("budget_scale", pa.float64()),
+    ("budget_tokens", pa.int64()),
+    ("budget_tools", pa.int64()),
+    ("budget_latency_ms", pa.float64()),
+    ("budget_cost_usd", pa.float64()),
+    ("context_candidates", pa.list_(_CANDIDATE)),
+    ("tool_candidates", pa.list_(_CANDIDATE)),
+    ("exposed_context_ids", pa.list_(pa.string())),
+    ("exposed_tool_ids", pa.list_(pa.string())),
+    ("context_tokens", pa.int64()),
+    ("tool_tokens", pa.int64()),
+    ("tokens_used", pa.int64()),
+    ("unary", pa.float64()),
+    ("interaction", pa.float64()),
+    ("objective", pa.float64()),
+    ("selection_status", pa.string()),
+    ("selection_gap", pa.float64()),
+    ("tool_calls", pa.list_(_CALL)),
+    ("success", pa.bool_()),
+    ("failure_reason", pa.string()),
+    ("gold_context_ids", pa.list_(pa.string())),
+    ("gold_tool_ids", pa.list_(pa.string())),
+    ("context_recall", pa.float64()),
+    ("context_precision", pa.float64()),
+    ("tool_recall", pa.float64()),
+    ("tool_precision", pa.float64()),
+    ("pair_coverage", pa.bool_()),
+    ("budget_use", pa.float64()),
+    ("context_lane_recall_at_5", pa.float64()),
+    ("context_lane_ndcg_at_5", pa.float64()),
+    ("context_lane_mrr", pa.float64()),
+    ("tool_lane_recall_at_5", pa.float64()),
+    ("tool_lane_ndcg_at_5", pa.float64()),
+    ("tool_lane_mrr", pa.float64()),
+    ("extra_json", pa.string()),
+])
+"""Arrow schema of a trace file; its column order is ``TaskTraceRecord``'s field order."""
+
+assert [f.name for f in TRACE_SCHEMA] == list(TaskTraceRecord.model_fields), "schema drift"
+
+TIMING_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("suite", pa.string()), ("strategy", pa.string()),
+    ("task_id", pa.string()), ("seed", pa.int64()), ("budget_scale", pa.float64()),
+    ("select_ms", pa.float64()), ("execute_ms", pa.float64()), ("total_ms", pa.float64()),
+])
+"""Arrow schema of a timing file: wall-clock milliseconds per task and strategy."""
+
+
+def records_to_table(records: list[TaskTraceRecord]) -> pa.Table:
+    """Trace records as an Arrow table with ``TRACE_SCHEMA`` (rows in the given order)."""
+    return pa.Table.from_pylist([r.to_row() for r in records], schema=TRACE_SCHEMA)
+
+
+def timings_to_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """Timing rows (dicts with ``TIMING_SCHEMA``'s keys) as an Arrow table."""
+    return pa.Table.from_pylist(rows, schema=TIMING_SCHEMA)

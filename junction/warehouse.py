@@ -1,0 +1,113 @@
+"""The DuckDB warehouse: SQL views (``warehouse/views.sql``) over a ``TraceStore``.
+
+The database file ``<root>/junction.duckdb`` (local roots only) holds the views, so any
+DuckDB client can query them. DuckDB admits one writer per file: ``refresh`` waits for the
+lock up to ``lock_timeout_s`` and then fails with a clear message; ``connect_reader`` never
+blocks: when the file is locked or absent it builds the same views in memory.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from junction.errors import JunctionError, TraceError
+from junction.store import TraceStore
+
+__all__ = ["Warehouse", "WarehouseError", "VIEWS_SQL"]
+
+VIEWS_SQL = Path(__file__).resolve().parent.parent / "warehouse" / "views.sql"
+
+
+class WarehouseError(JunctionError):
+    """The warehouse cannot be opened or a query failed; the message says why."""
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class Warehouse:
+    """Views over the traces under ``root`` (a path or fsspec URL)."""
+
+    def __init__(self, root: str, lock_timeout_s: float = 30.0) -> None:
+        self.store = TraceStore(root)
+        self.lock_timeout_s = lock_timeout_s
+
+    @property
+    def db_path(self) -> Path | None:
+        return Path(self.store.base) / "junction.duckdb" if self.store.is_local else None
+
+    def _globs(self) -> dict[str, str]:
+        base = self.store.url(self.store.base)
+        return {
+            "traces": _literal(f"{base}/traces/run_id=*/suite=*/strategy=*/*.parquet"),
+            "timings": _literal(f"{base}/timings/run_id=*/suite=*/strategy=*/*.parquet"),
+            "runs": _literal(f"{base}/runs/*.json"),
+        }
+
+    def _create_views(self, con: duckdb.DuckDBPyConnection) -> None:
+        if not self.store.is_local:
+            con.register_filesystem(self.store.fs)
+        if not self.store.trace_files():
+            raise WarehouseError(
+                f"no traces under {self.store.root}; run `junction bench` first"
+            )
+        sql = VIEWS_SQL.read_text()
+        for key, value in self._globs().items():
+            sql = sql.replace("{" + key + "}", value)
+        try:
+            con.execute(sql)
+        except duckdb.Error as exc:
+            self._raise_for_corrupt(exc)
+
+    def _raise_for_corrupt(self, exc: Exception) -> None:
+        bad = self.store.find_corrupt_files()
+        if bad:
+            raise TraceError(f"corrupt Parquet file {bad[0]} ({len(bad)} in all): "
+                             "move it away or re-run its unit") from None
+        raise WarehouseError(str(exc).splitlines()[0]) from None
+
+    def refresh(self) -> None:
+        """(Re)create the views in the database file; waits for DuckDB's writer lock."""
+        if self.db_path is None:
+            return
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.lock_timeout_s
+        while True:
+            try:
+                con = duckdb.connect(str(self.db_path))
+                break
+            except duckdb.IOException as exc:
+                if time.monotonic() > deadline:
+                    raise WarehouseError(
+                        f"warehouse {self.db_path} is locked by another writer "
+                        f"(waited {self.lock_timeout_s:.0f} s): {str(exc).splitlines()[0]}"
+                    ) from None
+                time.sleep(0.5)
+        try:
+            self._create_views(con)
+        finally:
+            con.close()
+
+    def connect_reader(self) -> duckdb.DuckDBPyConnection:
+        """A connection with the views; never waits for a writer (falls back to memory)."""
+        con = duckdb.connect(":memory:")
+        self._create_views(con)
+        return con
+
+    def query(self, sql: str, params: list | None = None) -> pa.Table:
+        """Run ``sql`` against the views; ``WarehouseError`` with DuckDB's first line."""
+        con = self.connect_reader()
+        try:
+            return con.execute(sql, params or []).to_arrow_table()
+        except duckdb.Error as exc:
+            message = str(exc).splitlines()[0]
+            if "parquet" in message.lower() or "magic" in message.lower():
+                self._raise_for_corrupt(exc)
+            raise WarehouseError(f"query failed: {message}") from None
+        finally:
+            con.close()
