@@ -7,11 +7,17 @@ exit with status 1; they never print a traceback.
 from __future__ import annotations
 
 import json
+import os
 import sys
+from enum import Enum
+from pathlib import Path
 
 import typer
 
+from junction.environment import PROJECT_ROOT, configure_prefect_env
 from junction.errors import JunctionError
+
+configure_prefect_env(logging_level="WARNING")
 
 app = typer.Typer(
     add_completion=False,
@@ -66,6 +72,232 @@ def demo_coupling(
                       f"{row['tokens_used']}/{row['budget_tokens']}", f"{row['objective']:.3f}",
                       "yes" if row["verified"] else f"no: {row['reason']}")
     Console().print(table)
+
+
+
+def _warehouse_root() -> str:
+    return os.environ.get("JUNCTION_WAREHOUSE", str(PROJECT_ROOT / "warehouse"))
+
+
+def _reports_root() -> str:
+    return os.environ.get("JUNCTION_REPORTS", str(PROJECT_ROOT / "reports"))
+
+
+WAREHOUSE_OPTION = typer.Option(None, "--warehouse", help="Traces root: a folder or an fsspec "
+                                "URL (default: $JUNCTION_WAREHOUSE or ./warehouse).")
+
+
+class Runner(str, Enum):
+    thread = "thread"
+    dask = "dask"
+
+
+@app.command()
+def bench(
+    suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
+    strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: all)."),
+    seed: list[int] = typer.Option(None, "--seed", help="Suite seed (repeatable; default 0)."),
+    budget_scale: list[float] = typer.Option(None, "--budget-scale",
+                                             help="Token-budget multiplier (repeatable; default 1)."),
+    size: int = typer.Option(None, "--size", min=1, help="Tasks per suite (default: each suite's default size)."),
+    full: bool = typer.Option(False, "--full", help="Every task of every suite (no subsampling)."),
+    batch_size: int = typer.Option(100, "--batch-size", min=1, help="Tasks per work unit."),
+    run_id: str = typer.Option(None, "--run-id", help="Resume or complete this run id."),
+    runner: Runner = typer.Option(Runner.thread, "--runner", help="Task runner."),
+    workers: int = typer.Option(None, "--workers", min=1, help="Workers (threads or Dask processes)."),
+    dask_address: str = typer.Option(None, "--dask-address", help="Existing Dask scheduler address."),
+    warehouse: str = WAREHOUSE_OPTION,
+    reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
+) -> None:
+    """Run the benchmark flow and write the report."""
+    from datasets import get_suite
+    from junction.strategies import STRATEGY_FACTORIES, strategy_names
+    from junction.errors import UnknownNameError
+
+    for name in suite or []:
+        get_suite(name)
+    for name in strategy or []:
+        if name not in STRATEGY_FACTORIES:
+            raise UnknownNameError(f"unknown strategy {name!r}; valid strategies: "
+                                   f"{', '.join(strategy_names())}")
+    from rich.progress import Progress
+
+    import flows.benchmark as fb
+
+    with Progress(transient=False) as progress:
+        bar = progress.add_task("benchmark units", total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(bar, completed=done, total=total)
+
+        fb.PROGRESS_CALLBACK = advance
+        try:
+            result = fb.run_benchmark(
+                suites=suite or None, strategies=strategy or None, seeds=seed or None,
+                budget_scales=budget_scale or None, size=size, full=full,
+                batch_size=batch_size, output_root=warehouse or _warehouse_root(),
+                reports_root=reports or _reports_root(), run_id=run_id, runner=runner.value,
+                workers=workers, dask_address=dask_address,
+            )
+        finally:
+            fb.PROGRESS_CALLBACK = None
+    typer.echo(f"run {result['run_id']}: {result['tasks']} task evaluations in "
+               f"{result['units']} units ({result['units_skipped']} already done)")
+    typer.echo(f"report: {result['report']}")
+
+
+@app.command()
+def runs(warehouse: str = WAREHOUSE_OPTION) -> None:
+    """List benchmark runs, oldest first."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from junction.store import TraceStore
+
+    metas = TraceStore(warehouse or _warehouse_root()).run_metas()
+    if not metas:
+        raise JunctionError("no runs yet; run `junction bench` first")
+    table = Table()
+    for col in ("run_id", "commit", "status", "started_at", "suites", "strategies"):
+        table.add_column(col)
+    for m in metas:
+        params = m.get("params", {})
+        commit = (m.get("git_commit") or "?")[:10] + ("+" if m.get("git_dirty") else "")
+        table.add_row(m["run_id"], commit, m.get("status", "?"), m.get("started_at", ""),
+                      ",".join(params.get("suites", [])), ",".join(params.get("strategies", [])))
+    Console(width=200).print(table)
+
+
+@app.command()
+def report(
+    run: str = typer.Argument(..., help="Run id, latest, previous, or a git commit."),
+    warehouse: str = WAREHOUSE_OPTION,
+    reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
+) -> None:
+    """(Re)write the report of one run."""
+    from junction.diff import resolve_run
+    from junction.reports import write_report
+    from junction.store import TraceStore
+
+    store = TraceStore(warehouse or _warehouse_root())
+    run_id = resolve_run(store, run)
+    meta = store.read_run_meta(run_id) or {"run_id": run_id}
+    paths = write_report(Path(reports or _reports_root()) / run_id, meta,
+                         store.read_traces(run_id), meta.get("suites", {}))
+    typer.echo(f"report: {paths['report.md']}")
+
+
+class DiffFormat(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+@app.command()
+def diff(
+    a: str = typer.Argument(..., help="Before: run id, latest, previous, or a git commit."),
+    b: str = typer.Argument(..., help="After: run id, latest, previous, or a git commit."),
+    fmt: DiffFormat = typer.Option(DiffFormat.table, "--format"),
+    warehouse: str = WAREHOUSE_OPTION,
+) -> None:
+    """Per suite and strategy: each metric before, after, change and paired bootstrap 95% CI."""
+    from junction.diff import diff_runs, resolve_run
+    from junction.store import TraceStore
+
+    store = TraceStore(warehouse or _warehouse_root())
+    run_a, run_b = resolve_run(store, a), resolve_run(store, b)
+    rows = diff_runs(store.read_traces(run_a), store.read_traces(run_b))
+    if fmt is DiffFormat.json:
+        typer.echo(json.dumps({"before": run_a, "after": run_b, "rows": rows}, sort_keys=True))
+        return
+
+    def ci(r: dict) -> str:
+        return "–" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+
+    header = ("suite", "strategy", "scale", "metric", "tasks", "before", "after", "change",
+              "95% CI", "")
+    cells = [(r["suite"], r["strategy"], f"{r['budget_scale']:g}", r["metric"], str(r["tasks"]),
+              f"{r['before']:.3f}", f"{r['after']:.3f}", f"{r['change']:+.3f}", ci(r),
+              "*" if r["significant"] else "") for r in rows]
+    if fmt is DiffFormat.markdown:
+        typer.echo(f"Diff {run_a} -> {run_b} (* = 95% CI excludes 0)\n")
+        typer.echo("| " + " | ".join(header) + " |")
+        typer.echo("|" + "---|" * len(header))
+        for row in cells:
+            typer.echo("| " + " | ".join(row) + " |")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{run_a} -> {run_b}  (* = 95% CI excludes 0)")
+    for col in header:
+        table.add_column(col)
+    for row in cells:
+        table.add_row(*row)
+    Console(width=200).print(table)
+
+
+class SqlFormat(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+@app.command()
+def sql(
+    query: str = typer.Argument(..., help="SQL over the views traces, timings, runs, strategy_summary."),
+    fmt: SqlFormat = typer.Option(SqlFormat.table, "--format"),
+    warehouse: str = WAREHOUSE_OPTION,
+) -> None:
+    """Run one SQL query against the warehouse views."""
+    from junction.warehouse import Warehouse
+
+    result = Warehouse(warehouse or _warehouse_root()).query(query)
+    if fmt is SqlFormat.csv:
+        import pyarrow.csv as pacsv
+
+        sink = sys.stdout.buffer
+        pacsv.write_csv(result, sink)
+        sink.flush()
+        return
+    rows = result.to_pylist()
+    if fmt is SqlFormat.json:
+        typer.echo(json.dumps(rows, default=str, sort_keys=True))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table()
+    for name in result.column_names:
+        table.add_column(name)
+    for row in rows:
+        table.add_row(*("NULL" if v is None else str(v) for v in row.values()))
+    Console(width=200).print(table)
+
+
+@app.command()
+def serve(
+    cron: str = typer.Option(..., "--cron", help='Cron schedule, e.g. "0 3 * * *".'),
+    name: str = typer.Option("junction-scheduled", "--name", help="Deployment name."),
+    suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
+    strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: all)."),
+) -> None:
+    """Serve the benchmark flow on a cron schedule (needs `prefect server start`; see README)."""
+    from prefect.client.schemas.schedules import CronSchedule
+    from prefect.settings import PREFECT_API_URL
+
+    try:
+        CronSchedule(cron=cron)
+    except ValueError as exc:
+        errors = getattr(exc, "errors", lambda: [{"msg": str(exc)}])()
+        raise JunctionError(f"invalid --cron {cron!r}: {errors[0]['msg']}") from None
+    if not PREFECT_API_URL.value():
+        raise JunctionError("scheduled runs need a Prefect server: run `prefect server start` "
+                            "and set PREFECT_API_URL=http://127.0.0.1:4200/api (see README)")
+    from flows.benchmark import benchmark
+
+    benchmark.serve(name=name, cron=cron,
+                    parameters={"suites": suite or None, "strategies": strategy or None})
 
 
 def main() -> None:

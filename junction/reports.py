@@ -68,7 +68,7 @@ def summarise(traces: pa.Table) -> list[dict[str, Any]]:
     con = duckdb.connect(":memory:")
     try:
         con.register("traces", traces)
-        rows = con.execute(_SUMMARY_SQL).to_arrow_table().to_pylist()
+        rows = con.sql(_SUMMARY_SQL).to_arrow_table().to_pylist()
     finally:
         con.close()
     return [{k: _round(v) for k, v in row.items()} for row in rows]

@@ -103,7 +103,7 @@ class Warehouse:
         """Run ``sql`` against the views; ``WarehouseError`` with DuckDB's first line."""
         con = self.connect_reader()
         try:
-            return con.execute(sql, params or []).to_arrow_table()
+            return con.sql(sql, params=params or None).to_arrow_table()
         except duckdb.Error as exc:
             message = str(exc).splitlines()[0]
             if "parquet" in message.lower() or "magic" in message.lower():
