@@ -38,6 +38,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -236,6 +237,7 @@ def gold_function_names(ground_truth: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
+@lru_cache(maxsize=1)
 def _data_root():
     try:
         root = importlib.resources.files(_DATA_PACKAGE) / "data"
@@ -360,9 +362,9 @@ def load_category(category: str, require_functions: bool = True) -> BfclCategory
     seen: set[str] = set()
     for raw in raw_rows:
         try:
-            row = _parse_row(raw, answers, require_functions)
-            if row.id in seen:
+            if isinstance(raw, dict) and raw.get("id") in seen:
                 raise _Skip("duplicate_id")
+            row = _parse_row(raw, answers, require_functions)
         except _Skip as skip:
             entries.append(str(skip.args[0]))
             continue
@@ -433,16 +435,32 @@ def _build(
 # --------------------------------------------------------------------------- tool suites
 
 
+class _ToolCache:
+    """One ``ToolResource`` per ``BfclFunction`` object (pricing a schema once per build)."""
+
+    def __init__(self) -> None:
+        self._tools: dict[int, tuple[BfclFunction, ToolResource]] = {}
+
+    def tools(self, functions: Iterable[BfclFunction]) -> tuple[ToolResource, ...]:
+        """Tools for ``functions``, ordered by id; ``_Skip`` if a schema value is invalid."""
+        out = []
+        for fn in sorted(functions, key=lambda f: f.name):
+            if id(fn) not in self._tools:
+                try:
+                    self._tools[id(fn)] = (fn, fn.to_tool({"source": "bfcl"}))
+                except ValidationError:
+                    raise _Skip("invalid_schema_value") from None
+            out.append(self._tools[id(fn)][1])
+        return tuple(out)
+
+
 def _tool_pool(
-    row: BfclRow, catalog: Mapping[str, BfclFunction], pool_size: int, suite: str, seed: int
+    row: BfclRow, catalog: Mapping[str, BfclFunction], pool_size: int, suite: str, seed: int,
+    cache: _ToolCache,
 ) -> tuple[ToolResource, ...]:
     own = [f.name for f in row.functions]
     extra = _distractors(catalog, own, pool_size - len(own), suite, seed, row.id)
-    functions = sorted((*row.functions, *extra), key=lambda f: f.name)
-    try:
-        return tuple(f.to_tool({"source": "bfcl"}) for f in functions)
-    except ValidationError:
-        raise _Skip("invalid_schema_value") from None
+    return cache.tools((*row.functions, *extra))
 
 
 def tool_suite(
@@ -465,11 +483,12 @@ def tool_suite(
     """
     loaded = load_category(category)
     catalog = loaded.catalog()
+    cache = _ToolCache()
 
     def make_task(row: BfclRow) -> BenchmarkTask:
         if row.gold_names is None:
             raise _Skip("no_answer")
-        tools = _tool_pool(row, catalog, pool_size, suite, seed)
+        tools = _tool_pool(row, catalog, pool_size, suite, seed, cache)
         gold_cost = sum(t.token_cost for t in tools if t.id in row.gold_names)
         if gold_cost > max_tokens:
             raise _Skip("gold_over_budget")
@@ -518,13 +537,14 @@ def irrelevance_suite(
     """
     loaded = load_category(category)
     catalog = loaded.catalog()
+    cache = _ToolCache()
 
     def make_task(row: BfclRow) -> BenchmarkTask:
         return BenchmarkTask(
             task_id=f"{suite}-{row.id}",
             suite=suite,
             objective=row.objective,
-            tools=_tool_pool(row, catalog, pool_size, suite, seed),
+            tools=_tool_pool(row, catalog, pool_size, suite, seed, cache),
             budget=Budget(max_tokens=max_tokens),
             verifier=VerifierSpec(kind="no_tools"),
             metadata={"bfcl_id": row.id, "bfcl_category": category},
@@ -643,7 +663,10 @@ def memory_suite(
     with the accepted answers. Extra skip reasons: ``unknown_scenario``,
     ``malformed_answer``, ``source_not_found``, ``answer_not_in_source_turn`` (no accepted
     answer occurs, case- and whitespace-normalised, in a gold turn: the verifier could not
-    credit a correct exposure, e.g. "05:30 AM" against "5:30 AM").
+    credit a correct exposure, e.g. "05:30 AM" against "5:30 AM"). The verifier matches
+    substrings, so a short answer ("Michael", "35") also occurs in other turns;
+    ``metadata["answer_turns"]`` counts the turns that would satisfy it (context recall
+    against the gold turns is the stricter measure).
     """
     if backend not in _MEMORY_APIS:
         raise ValueError(f"unknown memory backend {backend!r}; valid: {', '.join(_MEMORY_APIS)}")
@@ -655,6 +678,7 @@ def memory_suite(
         for fn in _api_functions(name):
             catalog.setdefault(fn.name, fn)
     scenarios: dict[str, tuple[ContextResource, ...]] = {}
+    cache = _ToolCache()
 
     def make_task(row: BfclRow) -> BenchmarkTask:
         scenario = row.extra.get("scenario")
@@ -674,12 +698,13 @@ def memory_suite(
         hits, rule = match_source_turns(source, [c.content for c in contexts])
         if not hits:
             raise _Skip("source_not_found")
-        normalised = [normalise_answer(a) for a in answers]
-        if not any(a in normalise_answer(contexts[i].content) for i in hits for a in normalised):
+        normalised = [normalise_answer(a) for a in answers if a.strip()]
+        holds = [i for i, c in enumerate(contexts)
+                 if any(a in normalise_answer(c.content) for a in normalised)]
+        if not set(hits) & set(holds):
             raise _Skip("answer_not_in_source_turn")
         extra = _distractors(catalog, api_names, pool_size - len(api), suite, seed, row.id)
-        functions = sorted((*api, *extra), key=lambda f: f.name)
-        tools = tuple(f.to_tool({"source": "bfcl"}) for f in functions)
+        tools = cache.tools((*api, *extra))
         return BenchmarkTask(
             task_id=f"{suite}-{row.id}",
             suite=suite,
@@ -690,7 +715,8 @@ def memory_suite(
             gold_context_ids=tuple(contexts[i].id for i in hits),
             verifier=VerifierSpec(kind="context_answer", params={"answers": answers}),
             metadata={"bfcl_id": row.id, "bfcl_category": "memory", "scenario": scenario,
-                      "source": source, "source_match": rule, "memory_backend": backend},
+                      "source": source, "source_match": rule, "memory_backend": backend,
+                      "answer_turns": len(holds)},
         )
 
     return _build(loaded, suite, seed, size, make_task,
