@@ -1,0 +1,574 @@
+"""Exact joint selection with a mixed-integer solver (``scipy.optimize.milp``, HiGHS).
+
+The objective and the budget are those of ``junction.selection`` (see ../shared/DESIGN.md):
+
+    maximise  Σ_i u_i x_i + Σ_{(c,t)} W_ct · x_c x_t,   W_ct = w(c,t) + w(t,c)
+
+over binaries x (one per candidate) under the four budget rows (visible tokens over all
+candidates; tool count, summed latency in ms and summed cost in USD over tools) and an
+optional cap on the set size. Model (the standard linearisation of a product of binaries,
+Glover & Woolsey 1974; its LP is the McCormick envelope, Padberg 1989):
+
+- one continuous y_ct in [0, 1] per context–tool pair with W_ct != 0 (pairs whose two
+  orders cancel, e.g. w(c,t) = +1 and w(t,c) = -1, get no variable);
+- W_ct > 0: y_ct <= x_c and y_ct <= x_t (maximisation pushes y_ct up to x_c·x_t);
+- W_ct < 0: y_ct >= x_c + x_t - 1 (and y_ct >= 0 from its bound; maximisation pushes it
+  down to x_c·x_t). The other two rows of each pair would be redundant and are left out.
+
+Before the solver runs, candidates that cannot be in the selected set are removed: those
+that break a limit on their own, and those whose best possible contribution
+u_i + Σ_j max(W_ij, 0) is <= 0 (dropping such a candidate never lowers the objective and
+strictly lowers the tie key, so the tie rule never picks it; applied to a fixed point).
+
+Ties: broken by a documented second pass, not inside one model. Pass 1 maximises the
+objective (value z). Pass 2 adds the row objective >= z - ``OBJECTIVE_TOLERANCE`` and
+minimises the integer key tokens·(N+1) + |S| (N = number of candidates), which orders sets
+exactly as the first two levels of the tie rule (fewer tokens, then fewer resources).
+Pass 3 lists the other sets with that key (no-good cuts, at most ``tie_enumeration_cap``
+sets; past the cap it fixes variables one id at a time, binary search on the next id) and
+keeps the lexicographically smallest (context ids, then tool ids). Every set the solver
+returns is re-checked in Python with the enumerating selector's arithmetic (budget sums
+in id order, objective with ``math.fsum``); a set that only fits within the solver's
+feasibility tolerance is cut off (a cover cut on the limit it breaks) and the pass re-run.
+The result is the enumerating selector's ``Selection`` (ids, tokens, objective terms).
+
+Resolution: HiGHS proves optimality to an absolute objective gap of about 1e-6, so two sets
+whose objectives differ by less than that (but by more than ``OBJECTIVE_TOLERANCE``) may be
+ranked as equal; scores given to a few decimals, as every suite here gives them, are exact.
+
+Status: ``optimal`` only when all passes finished; ``time_limit`` when the time limit
+stopped any pass (the best set found, and in pass 1 HiGHS's relative gap; a finished pass 1
+with an unfinished tie pass reports gap 0.0).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import csr_array
+
+from junction.errors import SelectionError
+from junction.resources import ContextResource, ToolResource
+from junction.selection import (
+    OBJECTIVE_TOLERANCE,
+    JointProblem,
+    Selection,
+    make_selection,
+    objective_terms,
+    tie_break_key,
+)
+from junction.selectors import ExactJointSelector
+
+__all__ = [
+    "AutoJointSelector",
+    "MilpJointSelector",
+    "DEFAULT_TIME_LIMIT_S",
+    "AUTO_ENUMERATION_MAX",
+]
+
+DEFAULT_TIME_LIMIT_S = 60.0
+"""Wall-clock limit (seconds) for all solver passes of one ``select`` call."""
+
+AUTO_ENUMERATION_MAX = 12
+"""``AutoJointSelector`` enumerates up to this many candidates (after removing those that
+cannot be selected) and calls the solver above it; measured with bench/exact_solver.py."""
+
+_Item = ContextResource | ToolResource
+
+
+def _limit(value: float | None) -> float:
+    return math.inf if value is None else value
+
+
+@dataclass
+class _Reduced:
+    """The candidates left after removal, in the enumerating selector's order."""
+
+    items: list[_Item]  # contexts sorted by id, then tools sorted by id
+    n_ctx: int
+    pairs: list[tuple[int, int, float]]  # (context index, tool index, W), W != 0
+    unary: list[float]
+
+
+def _reduce(problem: JointProblem, max_size: int | None) -> _Reduced:
+    """Drop candidates that never fit alone or never pay (see the module docstring)."""
+    b = problem.budget
+    max_tokens = _limit(b.max_tokens)
+    max_tools = _limit(b.max_tools)
+    max_latency = _limit(b.max_latency_ms)
+    max_cost = _limit(b.max_cost_usd)
+    if max_size == 0:
+        return _Reduced([], 0, [], [])
+
+    def fits_alone(r: _Item) -> bool:
+        if r.token_cost > max_tokens:
+            return False
+        if isinstance(r, ToolResource):
+            return not (1 > max_tools or 0.0 + r.estimated_latency_ms > max_latency
+                        or 0.0 + r.estimated_cost_usd > max_cost)
+        return True
+
+    contexts = sorted((r for r in problem.contexts if fits_alone(r)), key=lambda r: r.id)
+    tools = sorted((r for r in problem.tools if fits_alone(r)), key=lambda r: r.id)
+    ctx_ids = {r.id for r in contexts}
+    tool_ids = {r.id for r in tools}
+    weights: dict[tuple[str, str], float] = {}
+    for a, b_id in problem.interactions:
+        if a in ctx_ids and b_id in tool_ids:
+            key = (a, b_id)
+        elif a in tool_ids and b_id in ctx_ids:
+            key = (b_id, a)
+        else:
+            continue
+        if key not in weights:
+            weights[key] = problem.pair(*key)
+    alive = {r.id for r in (*contexts, *tools)}
+    while True:
+        positive: dict[str, list[float]] = {rid: [problem.u(rid)] for rid in alive}
+        for (c, t), w in weights.items():
+            if w > 0 and c in alive and t in alive:
+                positive[c].append(w)
+                positive[t].append(w)
+        best_case = {rid: math.fsum(v) for rid, v in positive.items()}
+        dead = {rid for rid, v in best_case.items() if v <= 0}
+        if not dead:
+            break
+        alive -= dead
+    contexts = [r for r in contexts if r.id in alive]
+    tools = [r for r in tools if r.id in alive]
+    items: list[_Item] = [*contexts, *tools]
+    index = {r.id: i for i, r in enumerate(items)}
+    pairs = sorted(
+        (index[c], index[t], w)
+        for (c, t), w in weights.items()
+        if w != 0 and c in index and t in index
+    )
+    return _Reduced(items, len(contexts), pairs, [problem.u(r.id) for r in items])
+
+
+def _fits(red: _Reduced, chosen: Sequence[int], budget, max_size: int | None) -> str | None:
+    """The first limit ``chosen`` breaks, with the enumerating selector's arithmetic."""
+    if max_size is not None and len(chosen) > max_size:
+        return "max_size"
+    tokens = 0
+    n_tools = 0
+    latency = 0.0
+    cost = 0.0
+    for i in sorted(chosen):
+        r = red.items[i]
+        tokens += r.token_cost
+        if i >= red.n_ctx:
+            n_tools += 1
+            latency += r.estimated_latency_ms
+            cost += r.estimated_cost_usd
+    if tokens > _limit(budget.max_tokens):
+        return "max_tokens"
+    if n_tools > _limit(budget.max_tools):
+        return "max_tools"
+    if latency > _limit(budget.max_latency_ms):
+        return "max_latency_ms"
+    if cost > _limit(budget.max_cost_usd):
+        return "max_cost_usd"
+    return None
+
+
+class _Model:
+    """The MILP of one reduced problem: columns x (candidates) then y (pairs)."""
+
+    def __init__(self, red: _Reduced, problem: JointProblem, max_size: int | None) -> None:
+        self.red = red
+        nx = len(red.items)
+        ny = len(red.pairs)
+        self.nx = nx
+        self.nvar = nx + ny
+        obj = np.zeros(self.nvar)
+        obj[:nx] = red.unary
+        for k, (_, _, w) in enumerate(red.pairs):
+            obj[nx + k] = w
+        self.obj = obj
+        tokens = np.array([r.token_cost for r in red.items], dtype=float)
+        self.key = np.zeros(self.nvar)
+        self.key[:nx] = tokens * (nx + 1) + 1.0
+        rows: list[int] = []
+        cols: list[int] = []
+        vals: list[float] = []
+        lo: list[float] = []
+        hi: list[float] = []
+
+        def add(entries: list[tuple[int, float]], low: float, high: float) -> None:
+            r = len(lo)
+            for col, v in entries:
+                rows.append(r)
+                cols.append(col)
+                vals.append(v)
+            lo.append(low)
+            hi.append(high)
+
+        b = problem.budget
+        tool_cols = range(red.n_ctx, nx)
+        if b.max_tokens is not None:
+            add([(i, float(red.items[i].token_cost)) for i in range(nx)], -np.inf,
+                b.max_tokens)
+        if b.max_tools is not None:
+            add([(i, 1.0) for i in tool_cols], -np.inf, b.max_tools)
+        # Float limits are scaled to 1 so HiGHS's absolute tolerance is relative to them.
+        if b.max_latency_ms is not None and b.max_latency_ms > 0:
+            add([(i, red.items[i].estimated_latency_ms / b.max_latency_ms)
+                 for i in tool_cols], -np.inf, 1.0)
+        if b.max_cost_usd is not None and b.max_cost_usd > 0:
+            add([(i, red.items[i].estimated_cost_usd / b.max_cost_usd) for i in tool_cols],
+                -np.inf, 1.0)
+        if max_size is not None and max_size < nx:
+            add([(i, 1.0) for i in range(nx)], -np.inf, max_size)
+        for k, (c, t, w) in enumerate(red.pairs):
+            y = nx + k
+            if w > 0:
+                add([(y, 1.0), (c, -1.0)], -np.inf, 0.0)
+                add([(y, 1.0), (t, -1.0)], -np.inf, 0.0)
+            else:
+                add([(y, 1.0), (c, -1.0), (t, -1.0)], -1.0, np.inf)
+        self.A = csr_array((vals, (rows, cols)), shape=(len(lo), self.nvar))
+        self.lo = np.array(lo, dtype=float)
+        self.hi = np.array(hi, dtype=float)
+        self.integrality = np.zeros(self.nvar)
+        self.integrality[:nx] = 1
+        self.cuts: list[tuple[np.ndarray, float, float]] = []
+
+    def add_cut(self, coef: np.ndarray, low: float, high: float) -> None:
+        self.cuts.append((coef, low, high))
+
+    def solve(
+        self,
+        c: np.ndarray,
+        extra: Sequence[tuple[np.ndarray, float, float]] = (),
+        lb: np.ndarray | None = None,
+        ub: np.ndarray | None = None,
+        time_limit: float | None = None,
+    ):
+        """Minimise ``c @ v`` over the model plus cuts and ``extra`` rows."""
+        constraints = []
+        if self.A.shape[0]:
+            constraints.append(LinearConstraint(self.A, self.lo, self.hi))
+        for coef, low, high in (*self.cuts, *extra):
+            constraints.append(LinearConstraint(coef[None, :], [low], [high]))
+        options: dict[str, object] = {"mip_rel_gap": 0.0, "presolve": True}
+        if time_limit is not None:
+            options["time_limit"] = max(time_limit, 1e-3)
+        bounds = Bounds(np.zeros(self.nvar) if lb is None else lb,
+                        np.ones(self.nvar) if ub is None else ub)
+        return milp(c, integrality=self.integrality, bounds=bounds,
+                    constraints=constraints, options=options)
+
+
+@dataclass
+class _Found:
+    """A set the solver returned that passed the exact check."""
+
+    chosen: tuple[int, ...]
+    objective: float
+    key: tuple
+
+
+class _Search:
+    """The three passes for one problem (see the module docstring)."""
+
+    def __init__(self, problem: JointProblem, red: _Reduced, max_size: int | None,
+                 deadline: float | None, tie_enumeration_cap: int) -> None:
+        self.problem = problem
+        self.red = red
+        self.max_size = max_size
+        self.deadline = deadline
+        self.cap = tie_enumeration_cap
+        self.model = _Model(red, problem, max_size)
+        self.found: dict[tuple[int, ...], _Found] = {}
+        self.timed_out = False
+        self.gap: float | None = 0.0
+        self.nodes = 0
+
+    # -- helpers -----------------------------------------------------------------------
+    def _time_left(self) -> float | None:
+        if self.deadline is None:
+            return None
+        return self.deadline - time.perf_counter()
+
+    def _record(self, chosen: tuple[int, ...]) -> _Found:
+        if chosen not in self.found:
+            cs = [self.red.items[i].id for i in chosen if i < self.red.n_ctx]
+            ts = [self.red.items[i].id for i in chosen if i >= self.red.n_ctx]
+            u, w = objective_terms(self.problem, cs, ts)
+            tokens = sum(self.red.items[i].token_cost for i in chosen)
+            self.found[chosen] = _Found(chosen, u + w, tie_break_key(tokens, cs, ts))
+        return self.found[chosen]
+
+    def _cover_cut(self, chosen: tuple[int, ...], limit: str) -> None:
+        """Cut off every set containing ``chosen``'s part that breaks ``limit``."""
+        if limit in ("max_latency_ms", "max_cost_usd", "max_tools"):
+            part = [i for i in chosen if i >= self.red.n_ctx]
+        else:
+            part = list(chosen)
+        coef = np.zeros(self.model.nvar)
+        coef[part] = 1.0
+        self.model.add_cut(coef, -np.inf, len(part) - 1)
+
+    def _run(self, c, extra=(), lb=None, ub=None):
+        """Solve; return (chosen set or None if infeasible, result). Handles exact checks."""
+        while True:
+            left = self._time_left()
+            if left is not None and left <= 0:
+                self.timed_out = True
+                return None, None
+            res = self.model.solve(c, extra, lb, ub, left)
+            self.nodes += int(res.mip_node_count or 0)
+            if res.status == 1:
+                self.timed_out = True
+            if res.x is None:
+                if res.status in (0, 2):  # infeasible: no set in this region
+                    return None, res
+                if res.status == 1:
+                    return None, res
+                raise SelectionError(
+                    f"MILP solver failed on a {self.red.n_ctx}+"
+                    f"{len(self.red.items) - self.red.n_ctx} candidate problem: "
+                    f"status {res.status}, {res.message}"
+                )
+            chosen = tuple(int(i) for i in np.flatnonzero(res.x[: self.model.nx] > 0.5))
+            broken = _fits(self.red, chosen, self.problem.budget, self.max_size)
+            if broken is None:
+                return chosen, res
+            self._cover_cut(chosen, broken)
+
+    def _objective_row(self, z: float) -> tuple[np.ndarray, float, float]:
+        return self.model.obj, z - OBJECTIVE_TOLERANCE, np.inf
+
+    def _best(self) -> float:
+        return max(f.objective for f in self.found.values())
+
+    # -- passes ------------------------------------------------------------------------
+    def run(self) -> tuple[tuple[int, ...], str, float | None]:
+        chosen, res = self._run(-self.model.obj)
+        if chosen is None:
+            chosen = ()
+        self._record(chosen)
+        if self.timed_out:
+            gap = None if res is None or res.mip_gap is None else float(res.mip_gap)
+            return chosen, "time_limit", gap
+        self.gap = float(res.mip_gap) if res is not None and res.mip_gap is not None else 0.0
+        self._pass_key()
+        if not self.timed_out:
+            self._pass_lex()
+        z = self._best()
+        ties = [f for f in self.found.values() if f.objective >= z - OBJECTIVE_TOLERANCE]
+        best = min(ties, key=lambda f: f.key)
+        if self.timed_out:
+            return best.chosen, "time_limit", 0.0
+        return best.chosen, "optimal", self.gap
+
+    def _pass_key(self) -> None:
+        """Pass 2: the smallest tokens·(N+1) + |S| among sets within tolerance of the best."""
+        while True:
+            z = self._best()
+            chosen, _ = self._run(self.model.key, extra=[self._objective_row(z)])
+            if chosen is None:
+                return
+            f = self._record(chosen)
+            if f.objective > z + OBJECTIVE_TOLERANCE:
+                continue  # pass 1 stopped within HiGHS's gap: re-run from the better set
+            if f.objective >= z - OBJECTIVE_TOLERANCE:
+                self.key_value = float(self.model.key[list(chosen)].sum()) if chosen else 0.0
+                self.key_set = chosen
+                return
+            # Within HiGHS's tolerance but not a tie: cut it off and look again.
+            self._no_good(chosen)
+
+    def _no_good(self, chosen: tuple[int, ...]) -> None:
+        coef = np.zeros(self.model.nvar)
+        coef[: self.model.nx] = 1.0
+        coef[list(chosen)] = -1.0
+        self.model.add_cut(coef, 1.0 - len(chosen), np.inf)
+
+    def _tie_rows(self) -> list[tuple[np.ndarray, float, float]]:
+        z = self._best()
+        return [self._objective_row(z), (self.model.key, -np.inf, self.key_value + 0.5)]
+
+    def _pass_lex(self) -> None:
+        """Pass 3: the other sets with the smallest key; keep the lexicographic smallest."""
+        if not hasattr(self, "key_set"):
+            return
+        if not self.key_set:
+            return  # the empty set is the only set with key 0
+        zero = np.zeros(self.model.nvar)
+        seen = [self.key_set]
+        cuts: list[tuple[np.ndarray, float, float]] = []
+        for _ in range(self.cap):
+            coef = np.zeros(self.model.nvar)
+            coef[list(seen[-1])] = 1.0
+            cuts.append((coef, -np.inf, len(seen[-1]) - 1))
+            chosen, _ = self._run(zero, extra=[*self._tie_rows(), *cuts])
+            if self.timed_out:
+                return
+            if chosen is None:
+                return
+            self._record(chosen)
+            seen.append(chosen)
+        self._lex_by_fixing()
+
+    def _feasible(self, lb: np.ndarray, ub: np.ndarray) -> tuple[int, ...] | None:
+        """A verified tie with the smallest key inside the bounds, or None."""
+        zero = np.zeros(self.model.nvar)
+        while True:
+            chosen, _ = self._run(zero, extra=self._tie_rows(), lb=lb, ub=ub)
+            if chosen is None or self.timed_out:
+                return None
+            f = self._record(chosen)
+            z = self._best()
+            if f.objective >= z - OBJECTIVE_TOLERANCE:
+                return chosen
+            self._no_good(chosen)
+
+    def _lex_by_fixing(self) -> None:
+        """Fix contexts, then tools, in id order: the lexicographic smallest tie."""
+        nx = self.model.nx
+        lb = np.zeros(self.model.nvar)
+        ub = np.ones(self.model.nvar)
+        for start, stop in ((0, self.red.n_ctx), (self.red.n_ctx, nx)):
+            last = start - 1
+            while True:
+                trial = ub.copy()
+                trial[last + 1: stop] = 0.0
+                if self._feasible(lb, trial) is not None:
+                    ub = trial
+                    break
+                if self.timed_out:
+                    return
+                # smallest i in (last, stop) such that every tie has an element in (last, i]
+                low, high = last + 1, stop - 1
+                while low < high:
+                    mid = (low + high) // 2
+                    trial = ub.copy()
+                    trial[last + 1: mid + 1] = 0.0
+                    if self._feasible(lb, trial) is not None:
+                        low = mid + 1
+                    else:
+                        if self.timed_out:
+                            return
+                        high = mid
+                ub[last + 1: low] = 0.0
+                lb[low] = 1.0
+                last = low
+
+
+class MilpJointSelector:
+    """Exact maximiser of the joint objective with ``scipy.optimize.milp`` (HiGHS).
+
+    Same objective, budget limits (tokens, tool count, latency ms, cost USD), size cap and
+    tie rule as ``ExactJointSelector``; model, reductions and the tie passes are in the
+    module docstring. ``max_size`` overrides the problem's when given. ``time_limit_s``
+    (seconds, ``None`` for none) bounds all passes together; when it is reached the
+    selection is the best set found, with status ``time_limit`` and HiGHS's gap.
+    ``tie_enumeration_cap`` (>= 0) bounds pass 3's listing of equal-key sets.
+
+    Raises ``ValueError`` on a negative ``time_limit_s`` or cap, ``SelectionError`` if
+    HiGHS fails in a way other than infeasible or time limit (not expected: the empty set
+    always fits).
+    """
+
+    name = "exact"
+
+    def __init__(
+        self,
+        max_size: int | None = None,
+        name: str = "exact",
+        time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
+        tie_enumeration_cap: int = 16,
+    ) -> None:
+        if time_limit_s is not None and not time_limit_s >= 0:
+            raise ValueError(f"time_limit_s must be >= 0 or None, got {time_limit_s!r}")
+        if tie_enumeration_cap < 0:
+            raise ValueError(f"tie_enumeration_cap must be >= 0, got {tie_enumeration_cap}")
+        self.max_size = max_size
+        self.name = name
+        self.time_limit_s = time_limit_s
+        self.tie_enumeration_cap = tie_enumeration_cap
+
+    def select(self, problem: JointProblem) -> Selection:
+        """Return the optimal ``Selection`` (the empty set when nothing fits or pays).
+
+        ``subsets_examined`` holds the HiGHS branch-and-bound nodes of all passes;
+        ``gap`` is HiGHS's relative gap of pass 1; ``solve_time_ms`` is wall time.
+        """
+        start = time.perf_counter()
+        max_size = self.max_size if self.max_size is not None else problem.max_size
+        red = _reduce(problem, max_size)
+        status, gap, nodes = "optimal", 0.0, 0
+        chosen: tuple[int, ...] = ()
+        if red.items:
+            deadline = None if self.time_limit_s is None else start + self.time_limit_s
+            search = _Search(problem, red, max_size, deadline, self.tie_enumeration_cap)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                chosen, status, gap = search.run()
+            nodes = search.nodes
+        cs = [red.items[i].id for i in chosen if i < red.n_ctx]
+        ts = [red.items[i].id for i in chosen if i >= red.n_ctx]
+        return make_selection(
+            self.name, problem, cs, ts,
+            subsets_examined=nodes,
+            status=status,
+            gap=gap,
+            solve_time_ms=round((time.perf_counter() - start) * 1000, 3),
+        )
+
+
+class AutoJointSelector:
+    """Exact joint selection by whichever is cheaper: enumeration or the MILP solver.
+
+    Enumerates (``ExactJointSelector``) when at most ``enumeration_max`` candidates are
+    left after removing those that cannot be selected (see the module docstring), else
+    solves with ``MilpJointSelector``. Both give the same selection; the choice changes
+    only the time and the bookkeeping fields. Default threshold ``AUTO_ENUMERATION_MAX``.
+    """
+
+    name = "exact"
+
+    def __init__(
+        self,
+        max_size: int | None = None,
+        name: str = "exact",
+        enumeration_max: int = AUTO_ENUMERATION_MAX,
+        time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
+    ) -> None:
+        self.max_size = max_size
+        self.name = name
+        self.enumeration_max = enumeration_max
+        self.enumerator = ExactJointSelector(max_size=max_size, name=name)
+        self.solver = MilpJointSelector(max_size=max_size, name=name, time_limit_s=time_limit_s)
+
+    def select(self, problem: JointProblem) -> Selection:
+        """The optimal ``Selection``; see the class docstring for which method runs."""
+        max_size = self.max_size if self.max_size is not None else problem.max_size
+        red = _reduce(problem, max_size)
+        if len(red.items) > self.enumeration_max:
+            return self.solver.select(problem)
+        # Enumerate only the candidates that can be selected; same answer, fewer subsets.
+        reduced = JointProblem(
+            contexts=tuple(r for r in red.items[: red.n_ctx]),
+            tools=tuple(r for r in red.items[red.n_ctx:]),
+            budget=problem.budget,
+            unary=problem.unary,
+            interactions=problem.interactions,
+            max_size=problem.max_size,
+        )
+        selection = self.enumerator.select(reduced)
+        return make_selection(
+            self.name, problem, selection.context_ids, selection.tool_ids,
+            subsets_examined=selection.subsets_examined,
+            subsets_feasible=selection.subsets_feasible,
+            status=selection.status,
+            solve_time_ms=selection.solve_time_ms,
+        )
