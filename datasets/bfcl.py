@@ -562,19 +562,20 @@ _QUOTES = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"'})
 _FUZZY_MIN_COVERAGE = 0.75
 
 
-def _words(text: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def _words(text: str) -> tuple[str, ...]:
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES).lower()
-    return re.findall(r"\w+", text)
+    return tuple(re.findall(r"\w+", text))
 
 
 def _has_run(haystack: Sequence[str], needle: Sequence[str]) -> bool:
     k = len(needle)
     first = needle[0]
-    return any(haystack[i] == first and list(haystack[i:i + k]) == list(needle)
+    return any(haystack[i] == first and tuple(haystack[i:i + k]) == tuple(needle)
                for i in range(len(haystack) - k + 1))
 
 
-def _pieces(source: str, pattern: re.Pattern[str]) -> list[list[str]]:
+def _pieces(source: str, pattern: re.Pattern[str]) -> list[tuple[str, ...]]:
     return [w for w in (_words(p) for p in pattern.split(source)) if w]
 
 
@@ -677,7 +678,7 @@ def memory_suite(
     for name in _distractor_apis():
         for fn in _api_functions(name):
             catalog.setdefault(fn.name, fn)
-    scenarios: dict[str, tuple[ContextResource, ...]] = {}
+    scenarios: dict[str, tuple[tuple[ContextResource, ...], list[str]]] = {}
     cache = _ToolCache()
 
     def make_task(row: BfclRow) -> BenchmarkTask:
@@ -686,10 +687,11 @@ def memory_suite(
             raise _Skip("unknown_scenario")
         if scenario not in scenarios:
             try:
-                scenarios[scenario] = _scenario_contexts(scenario)
+                contexts = _scenario_contexts(scenario)
+                scenarios[scenario] = (contexts, [normalise_answer(c.content) for c in contexts])
             except DatasetError:
                 raise _Skip("unknown_scenario") from None
-        contexts = scenarios[scenario]
+        contexts, normalised_contents = scenarios[scenario]
         answer = row.extra["answer"]
         answers, source = answer.get("ground_truth"), answer.get("source")
         if (not isinstance(answers, list) or not answers
@@ -699,8 +701,8 @@ def memory_suite(
         if not hits:
             raise _Skip("source_not_found")
         normalised = [normalise_answer(a) for a in answers if a.strip()]
-        holds = [i for i, c in enumerate(contexts)
-                 if any(a in normalise_answer(c.content) for a in normalised)]
+        holds = [i for i, content in enumerate(normalised_contents)
+                 if any(a in content for a in normalised)]
         if not set(hits) & set(holds):
             raise _Skip("answer_not_in_source_turn")
         extra = _distractors(catalog, api_names, pool_size - len(api), suite, seed, row.id)
