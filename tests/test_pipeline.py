@@ -1,0 +1,144 @@
+"""The benchmark flow end to end: traces, warehouse, report, resume, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pyarrow.compute as pc
+import pytest
+
+from junction.errors import JunctionError, TraceError, UnknownNameError
+from junction.store import TraceStore
+from junction.strategies import STRATEGY_FACTORIES, register_strategy, run_selector
+from junction.selectors import ExactJointSelector
+from junction.warehouse import Warehouse, WarehouseError
+
+pytestmark = pytest.mark.flow
+
+FAST = ["adaptive_split", "exact", "fixed_split"]
+FAIL = {"on": False}
+
+
+def _failing_factory():
+    selector = ExactJointSelector(name="flaky")
+
+    def strategy(view, pool_limit):
+        if FAIL["on"] and view.task_id.endswith("00007"):
+            raise RuntimeError("unit fails on purpose")
+        return run_selector(selector, view, pool_limit)
+
+    return strategy
+
+
+register_strategy("flaky", _failing_factory)
+
+
+def _run(tmp_path, **kwargs):
+    from flows.benchmark import benchmark
+
+    params = dict(suites=["coupling", "synthetic"], strategies=FAST, size=None,
+                  output_root=str(tmp_path / "wh"), reports_root=str(tmp_path / "reports"))
+    params.update(kwargs)
+    return benchmark(**params)
+
+
+def _rows(store: TraceStore, run_id: str):
+    table = store.read_traces(run_id).drop_columns(["run_id"])
+    rows = sorted(table.to_pylist(), key=lambda r: (r["suite"], r["strategy"], r["task_id"]))
+    return rows
+
+
+def test_flow_writes_traces_warehouse_and_deterministic_report(prefect_harness, tmp_path):
+    first = _run(tmp_path, batch_size=16)
+    second = _run(tmp_path, batch_size=16)
+    assert first["run_id"] != second["run_id"]
+    reports = tmp_path / "reports"
+    for run in (first, second):
+        for name in ("report.md", "report.html", "metrics.json", "plot.png", "run.json"):
+            assert (reports / run["run_id"] / name).is_file()
+    a = (reports / first["run_id"] / "metrics.json").read_bytes()
+    b = (reports / second["run_id"] / "metrics.json").read_bytes()
+    assert a == b
+    metrics = json.loads(a)
+    # coupling: exact is verified, both baselines are not
+    coupling = metrics["results"]["coupling"]["budget_scale=1"]
+    assert coupling["exact"]["success_rate"] == 1.0
+    assert coupling["fixed_split"]["success_rate"] == 0.0
+    assert coupling["adaptive_split"]["success_rate"] == 0.0
+    wh = Warehouse(str(tmp_path / "wh"))
+    rows = wh.query("select strategy, count(*) as n from traces where run_id = ? "
+                    "group by 1 order by 1", [first["run_id"]]).to_pylist()
+    assert rows == [{"strategy": s, "n": 41} for s in FAST]  # 1 coupling + 40 synthetic
+    assert (tmp_path / "wh" / "junction.duckdb").is_file()
+    summary = wh.query("select * from strategy_summary where suite = 'synthetic'").num_rows
+    assert summary == 2 * len(FAST)
+    store = TraceStore(str(tmp_path / "wh"))
+    assert _rows(store, first["run_id"]) == _rows(store, second["run_id"])
+
+
+def test_interrupted_run_resumes_without_duplicates(prefect_harness, tmp_path):
+    clean = _run(tmp_path / "clean", strategies=["flaky", "exact"], suites=["synthetic"],
+                 batch_size=5)
+    FAIL["on"] = True
+    try:
+        with pytest.raises(RuntimeError, match="unit fails on purpose"):
+            _run(tmp_path / "broken", strategies=["flaky", "exact"], suites=["synthetic"],
+                 batch_size=5, run_id="resume-me")
+    finally:
+        FAIL["on"] = False
+    store = TraceStore(str(tmp_path / "broken" / "wh"))
+    partial = store.read_traces("resume-me").num_rows
+    assert 0 < partial < 80
+    resumed = _run(tmp_path / "broken", strategies=["flaky", "exact"], suites=["synthetic"],
+                   batch_size=5, run_id="resume-me")
+    assert 0 < resumed["units_skipped"] < resumed["units"]
+    table = store.read_traces("resume-me")
+    keys = pc.binary_join_element_wise(table["suite"], table["strategy"], table["task_id"], "/")
+    assert len(pc.unique(keys)) == table.num_rows == 80
+    assert _rows(store, "resume-me") == _rows(TraceStore(str(tmp_path / "clean" / "wh")),
+                                              clean["run_id"])
+
+
+def test_resume_with_other_parameters_is_refused(prefect_harness, tmp_path):
+    _run(tmp_path, suites=["coupling"], run_id="fixed-id")
+    with pytest.raises(JunctionError, match="run fixed-id was started with different parameters"):
+        _run(tmp_path, suites=["coupling"], strategies=["exact"], run_id="fixed-id")
+
+
+def test_unknown_names_are_refused(prefect_harness, tmp_path):
+    with pytest.raises(UnknownNameError, match="unknown suite 'nope'"):
+        _run(tmp_path, suites=["nope"])
+    with pytest.raises(UnknownNameError, match="unknown strategy 'nope'; valid strategies:"):
+        _run(tmp_path, strategies=["nope"])
+    assert "flaky" in STRATEGY_FACTORIES
+
+
+def test_corrupt_parquet_and_bad_sql_are_named(prefect_harness, tmp_path):
+    _run(tmp_path, suites=["coupling"], run_id="ok-run")
+    wh = Warehouse(str(tmp_path / "wh"))
+    with pytest.raises(WarehouseError, match="query failed: Parser Error"):
+        wh.query("selec nothing")
+    bad = tmp_path / "wh" / "traces" / "run_id=ok-run" / "suite=coupling" / "strategy=exact"
+    (bad / "zz-broken.parquet").write_bytes(b"PAR1 truncated")
+    with pytest.raises(TraceError, match="corrupt Parquet file .*zz-broken.parquet"):
+        wh.query("select count(*) from traces")
+
+
+def _cli(*args, env_root):
+    import os
+
+    env = {**os.environ, "JUNCTION_WAREHOUSE": str(env_root)}
+    return subprocess.run([sys.executable, "-m", "junction.cli", *args], capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+def test_cli_user_mistakes_are_one_line(tmp_path):
+    out = _cli("bench", "--suite", "nope", env_root=tmp_path)
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines() == [
+        out.stderr.strip()] and out.stderr.startswith("error: unknown suite 'nope'")
+    out = _cli("sql", "select 1", env_root=tmp_path)
+    assert out.returncode == 1 and "no traces under" in out.stderr
+    assert "Traceback" not in out.stderr

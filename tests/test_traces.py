@@ -1,0 +1,104 @@
+"""Trace records: invariants, finite JSON, Parquet round trip, atomic store writes."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+from pydantic import ValidationError
+
+from junction.errors import TraceError
+from junction.store import TraceStore
+from junction.traces import (
+    TRACE_SCHEMA,
+    CandidateRecord,
+    TaskTraceRecord,
+    ToolCallRecord,
+    records_to_table,
+)
+
+
+def _record(**overrides) -> TaskTraceRecord:
+    base = dict(
+        run_id="r1", suite="s", strategy="exact", task_id="t1", seed=0, budget_scale=1.0,
+        budget_tokens=100, budget_tools=None, budget_latency_ms=None, budget_cost_usd=None,
+        context_candidates=(CandidateRecord(resource_id="c1", score=1.0, rank=0, token_cost=10),
+                            CandidateRecord(resource_id="c2", score=0.5, rank=1, token_cost=20)),
+        tool_candidates=(CandidateRecord(resource_id="t1", score=2.0, rank=0, token_cost=30),),
+        exposed_context_ids=("c1",), exposed_tool_ids=("t1",),
+        context_tokens=10, tool_tokens=30, tokens_used=40,
+        unary=1.0, interaction=0.5, objective=1.5, selection_status="optimal",
+        tool_calls=(ToolCallRecord(index=0, tool_id="t1"),),
+        success=True,
+    )
+    return TaskTraceRecord(**{**base, **overrides})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"exposed_context_ids": ("zz",)}, "exposed context 'zz' is not a context candidate"),
+        ({"exposed_tool_ids": ("c1",), "tool_tokens": 10, "tokens_used": 20},
+         "exposed tool 'c1' is not a tool candidate"),
+        ({"tokens_used": 41}, "tokens_used 41 != context_tokens 10 + tool_tokens 30"),
+        ({"context_tokens": 20, "tokens_used": 50}, "exposed resources cost 10+30 tokens"),
+        ({"tool_calls": (ToolCallRecord(index=1, tool_id="t1"),)},
+         "tool call indexes must be 0..n-1, got 1 at 0"),
+        ({"success": False}, "a failure needs a failure_reason"),
+        ({"failure_reason": "x"}, "a success carries no failure_reason"),
+        ({"objective": float("nan")}, "objective"),
+        ({"unary": float("inf")}, "unary"),
+        ({"extra_json": '{"score": NaN}'}, "extra_json is not finite JSON"),
+    ],
+)
+def test_trace_invariants_are_enforced(overrides, message):
+    with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace("+", r"\+")):
+        _record(**overrides)
+
+
+def test_record_round_trips_through_parquet_by_name(tmp_path):
+    records = [_record(), _record(task_id="t2")]
+    table = records_to_table(records)
+    assert table.schema == TRACE_SCHEMA
+    path = tmp_path / "x.parquet"
+    pq.write_table(table, path)
+    back = [TaskTraceRecord.from_row(row) for row in pq.read_table(path).to_pylist()]
+    assert back == records
+
+
+def test_store_writes_atomically_and_is_idempotent(tmp_path):
+    store = TraceStore(str(tmp_path))
+    records = [_record()]
+    store.write_unit("r1", "s", "exact", "u0", records, [])
+    store.write_unit("r1", "s", "exact", "u0", records, [])  # re-run of the same unit
+    assert store.unit_done("r1", "s", "exact", "u0")
+    assert store.read_traces("r1").num_rows == 1
+    leftovers = [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def test_store_refuses_unsafe_names(tmp_path):
+    with pytest.raises(TraceError, match="suite '../x' must start with a letter or digit"):
+        TraceStore(str(tmp_path)).trace_path("r1", "../x", "exact", "u0")
+
+
+def test_corrupt_file_is_named(tmp_path):
+    store = TraceStore(str(tmp_path))
+    store.write_unit("r1", "s", "exact", "u0", [_record()], [])
+    bad = tmp_path / "traces" / "run_id=r1" / "suite=s" / "strategy=exact" / "u1.parquet"
+    bad.write_bytes(b"not parquet at all")
+    with pytest.raises(TraceError, match="corrupt trace file .*u1.parquet"):
+        store.read_traces("r1")
+
+
+def test_memory_filesystem_store_and_warehouse_views():
+    from junction.warehouse import Warehouse
+
+    root = "memory://junction-test-traces"
+    store = TraceStore(root)
+    store.write_unit("r1", "s", "exact", "u0", [_record(), _record(task_id="t2")], [])
+    store.write_run_meta("r1", {"run_id": "r1", "status": "completed", "params": {},
+                                "git_commit": None, "git_dirty": False, "started_at": "x",
+                                "finished_at": "y", "params_hash": "h"})
+    rows = Warehouse(root).query(
+        "select task_id, tokens_used from traces order by task_id").to_pylist()
+    assert rows == [{"task_id": "t1", "tokens_used": 40}, {"task_id": "t2", "tokens_used": 40}]
