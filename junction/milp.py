@@ -418,21 +418,26 @@ class _Search:
             seen.append(chosen)
         self._lex_by_fixing()
 
-    def _feasible(self, lb: np.ndarray, ub: np.ndarray) -> tuple[int, ...] | None:
-        """A verified tie with the smallest key inside the bounds, or None."""
+    def _feasible(self, lb: np.ndarray, ub: np.ndarray,
+                  rows: Sequence[tuple[np.ndarray, float, float]] = ()) -> bool:
+        """Is there a verified tie with the smallest key inside the bounds and ``rows``?"""
         zero = np.zeros(self.model.nvar)
         while True:
-            chosen, _ = self._run(zero, extra=self._tie_rows(), lb=lb, ub=ub)
+            chosen, _ = self._run(zero, extra=[*self._tie_rows(), *rows], lb=lb, ub=ub)
             if chosen is None or self.timed_out:
-                return None
+                return False
             f = self._record(chosen)
-            z = self._best()
-            if f.objective >= z - OBJECTIVE_TOLERANCE:
-                return chosen
+            if f.objective >= self._best() - OBJECTIVE_TOLERANCE:
+                return True
             self._no_good(chosen)
 
     def _lex_by_fixing(self) -> None:
-        """Fix contexts, then tools, in id order: the lexicographic smallest tie."""
+        """Fix contexts, then tools, in id order: the lexicographic smallest tie.
+
+        With the ids before position ``last`` fixed, either some tie has no further id of
+        this kind (then none is added: a prefix sorts first), or the next id is the
+        smallest i such that some tie holds an id in (last, i]: binary search on i.
+        """
         nx = self.model.nx
         lb = np.zeros(self.model.nvar)
         ub = np.ones(self.model.nvar)
@@ -441,23 +446,22 @@ class _Search:
             while True:
                 trial = ub.copy()
                 trial[last + 1: stop] = 0.0
-                if self._feasible(lb, trial) is not None:
+                if self._feasible(lb, trial):
                     ub = trial
                     break
                 if self.timed_out:
                     return
-                # smallest i in (last, stop) such that every tie has an element in (last, i]
                 low, high = last + 1, stop - 1
                 while low < high:
                     mid = (low + high) // 2
-                    trial = ub.copy()
-                    trial[last + 1: mid + 1] = 0.0
-                    if self._feasible(lb, trial) is not None:
-                        low = mid + 1
+                    coef = np.zeros(self.model.nvar)
+                    coef[last + 1: mid + 1] = 1.0
+                    if self._feasible(lb, ub, [(coef, 1.0, np.inf)]):
+                        high = mid
                     else:
                         if self.timed_out:
                             return
-                        high = mid
+                        low = mid + 1
                 ub[last + 1: low] = 0.0
                 lb[low] = 1.0
                 last = low
