@@ -229,6 +229,23 @@ def benchmark(
     if existing and existing.get("params_hash") != phash:
         raise JunctionError(f"run {run_id} was started with different parameters; "
                             "use a new run id or the same parameters")
+
+    # Load (and so validate) every suite before anything is written.
+    suite_info: dict[str, Any] = {}
+    loaded = []
+    for name in suites:
+        info = get_suite(name)
+        n = None if full else (size if size is not None else info.default_size)
+        for seed in seeds:
+            built = load_suite(name, seed, n)
+            key = name if len(seeds) == 1 else f"{name}@seed={seed}"
+            sampling = ("every task" if n is None else
+                        f"{len(built.tasks)} tasks (the suite's default benchmark "
+                        "size; --full runs every task)" if size is None else f"size={size}")
+            suite_info[key] = {"tasks": len(built.tasks), "rows_loaded": built.rows_loaded,
+                               "rows_skipped": dict(built.rows_skipped), "sampling": sampling,
+                               "note": built.note}
+            loaded.append((name, info, seed, built))
     meta = {
         "run_id": run_id, "params": params, "params_hash": phash, "seeds": seeds,
         "git_commit": _git("rev-parse", "HEAD"),
@@ -238,28 +255,15 @@ def benchmark(
         "finished_at": None, "status": "running",
     }
     store.write_run_meta(run_id, meta)
-
-    suite_info: dict[str, Any] = {}
     futures = []
-    for name in suites:
-        info = get_suite(name)
-        n = None if full else (size if size is not None else info.default_size)
-        for seed in seeds:
-            built = load_suite(name, seed, n)
-            key = name if len(seeds) == 1 else f"{name}@seed={seed}"
-            sampling = ("every task" if n is None else
-                        f"first {len(built.tasks)} tasks (default benchmark size; "
-                        "--full runs every task)" if size is None else f"size={size}")
-            suite_info[key] = {"tasks": len(built.tasks), "rows_loaded": built.rows_loaded,
-                               "rows_skipped": dict(built.rows_skipped), "sampling": sampling,
-                               "note": built.note}
-            for scale in budget_scales:
-                for strategy in strategies:
-                    for lo, hi in _units(len(built.tasks), batch_size):
-                        unit = f"seed{seed}-scale{scale:g}-{lo:06d}-{hi:06d}"
-                        futures.append(run_unit.submit(
-                            output_root, run_id, name, strategy, seed, scale, unit,
-                            built.tasks[lo:hi], info.pool_limit))
+    for name, info, seed, built in loaded:
+        for scale in budget_scales:
+            for strategy in strategies:
+                for lo, hi in _units(len(built.tasks), batch_size):
+                    unit = f"seed{seed}-scale{scale:g}-{lo:06d}-{hi:06d}"
+                    futures.append(run_unit.submit(
+                        output_root, run_id, name, strategy, seed, scale, unit,
+                        built.tasks[lo:hi], info.pool_limit))
     done = 0
     results = []
     for future in as_completed(futures):

@@ -7,12 +7,16 @@ Robertson & Zaragoza 2009), float >= 0, comparable only within one lane and one 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import bm25s
 from pydantic import BaseModel, ConfigDict
 
 from junction.resources import ContextResource, ResourceKind, ToolResource
+
+# bm25s logs every index build at DEBUG; a benchmark builds thousands.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 __all__ = [
     "Candidate",
