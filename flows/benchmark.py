@@ -28,7 +28,8 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from datasets import SuiteBuild, build_suite, get_suite, suite_names
+from datasets import SUITES, SuiteBuild, SuiteInfo, build_suite, get_suite, suite_names
+from datasets.jsonl import load_suite_file
 from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError, UnknownNameError
 from junction.evaluate import evaluate_batch
@@ -120,6 +121,13 @@ def load_suite(name: str, seed: int, size: int | None) -> SuiteBuild:
     return build_suite(name, seed=seed, size=size)
 
 
+@task(name="load-suite-file", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
+      retry_condition_fn=_io_error)
+def load_file_suite(path: str, size: int | None) -> SuiteBuild:
+    """Load and validate a JSON Lines suite file (``datasets.jsonl``)."""
+    return load_suite_file(path, size=size)
+
+
 def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, scale: float,
                  unit: str, tasks: list, pool_limit: int | None) -> dict[str, Any]:
     """Evaluate one unit and write its files, unless its trace file already exists."""
@@ -193,6 +201,7 @@ def benchmark(
     workers: int | None = None,
     dask_address: str | None = None,
     write_reports: bool = True,
+    suite_files: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run every strategy on every task of every suite, under identical budgets.
 
@@ -201,12 +210,14 @@ def benchmark(
       applied to every task's own budget (default [1.0])
     - ``size``: tasks per suite (default: each suite's ``default_size``); ``full``: every task
     - ``batch_size``: tasks per work unit; ``run_id``: resume/complete this run
+    - ``suite_files``: JSON Lines suite files (``datasets.jsonl``), run beside ``suites``
     - ``runner``/``workers``/``dask_address``: recorded here; the task runner itself is set by
       ``run_benchmark`` (``flow.with_options``)
     Returns {run_id, report, units, units_skipped, tasks}. Raises ``UnknownNameError`` for an
     unknown suite or strategy and ``JunctionError`` when a resumed run's parameters differ.
     """
-    suites = sorted(suites or default_suites())
+    suite_files = sorted(suite_files or [])
+    suites = sorted(suites or ([] if suite_files else default_suites()))
     strategies = sorted(strategies or DEFAULT_STRATEGIES)
     seeds = seeds or [0]
     budget_scales = budget_scales or [1.0]
@@ -221,7 +232,7 @@ def benchmark(
         "suites": suites, "strategies": strategies, "seeds": seeds,
         "budget_scales": budget_scales, "size": size, "full": full, "batch_size": batch_size,
         "output_root": output_root, "reports_root": reports_root, "runner": runner,
-        "workers": workers, "dask_address": dask_address,
+        "workers": workers, "dask_address": dask_address, "suite_files": suite_files,
     }
     store = TraceStore(output_root)
     existing = store.read_run_meta(run_id)
@@ -246,6 +257,15 @@ def benchmark(
                                "rows_skipped": dict(built.rows_skipped), "sampling": sampling,
                                "note": built.note}
             loaded.append((name, info, seed, built))
+    for path in suite_files:
+        built = load_file_suite(path, None if full else size)
+        name = check_name(built.tasks[0].suite, f"suite of {path}")
+        if name in SUITES or name in suite_info:
+            raise JunctionError(f"{path}: suite name {name!r} is already taken; rename it")
+        suite_info[name] = {"tasks": len(built.tasks), "rows_loaded": built.rows_loaded,
+                            "rows_skipped": {}, "sampling": f"file {Path(path).name}",
+                            "note": ""}
+        loaded.append((name, SuiteInfo(name, load_suite_file, None), 0, built))
     meta = {
         "run_id": run_id, "params": params, "params_hash": phash, "seeds": seeds,
         "git_commit": _git("rev-parse", "HEAD"),

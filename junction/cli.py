@@ -106,6 +106,8 @@ def bench(
     runner: Runner = typer.Option(Runner.thread, "--runner", help="Task runner."),
     workers: int = typer.Option(None, "--workers", min=1, help="Workers (threads or Dask processes)."),
     dask_address: str = typer.Option(None, "--dask-address", help="Existing Dask scheduler address."),
+    suite_file: list[Path] = typer.Option(None, "--suite-file",
+                                          help="JSON Lines suite file (repeatable)."),
     warehouse: str = WAREHOUSE_OPTION,
     reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
 ) -> None:
@@ -114,8 +116,12 @@ def bench(
     from junction.strategies import STRATEGY_FACTORIES, strategy_names
     from junction.errors import UnknownNameError
 
+    from datasets.jsonl import load_suite_file
+
     for name in suite or []:
         get_suite(name)
+    for path in suite_file or []:
+        load_suite_file(path)  # refuse a malformed file before anything starts
     for name in strategy or []:
         if name not in STRATEGY_FACTORIES:
             raise UnknownNameError(f"unknown strategy {name!r}; valid strategies: "
@@ -138,6 +144,7 @@ def bench(
                 batch_size=batch_size, output_root=warehouse or _warehouse_root(),
                 reports_root=reports or _reports_root(), run_id=run_id, runner=runner.value,
                 workers=workers, dask_address=dask_address,
+                suite_files=[str(p.resolve()) for p in suite_file or []] or None,
             )
         finally:
             fb.PROGRESS_CALLBACK = None

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from junction.tokens import DEFAULT_TOKEN_COUNTER, TokenCounter, render_tool_schema
 
-__all__ = ["SourceKind", "ContextResource", "ToolResource", "ResourceKind", "check_finite"]
+__all__ = ["SourceKind", "ContextResource", "ToolResource", "ResourceKind", "check_finite",
+           "check_text", "MAX_ID_CHARS", "MAX_TEXT_CHARS"]
 
 ResourceKind = Literal["context", "tool"]
 
@@ -42,9 +43,31 @@ def check_finite(value: Any, path: str) -> None:
             check_finite(item, f"{path}[{i}]")
 
 
+MAX_ID_CHARS = 512
+"""Longest resource id accepted (characters)."""
+MAX_TEXT_CHARS = 1_000_000
+"""Longest content/description accepted (characters): about 250k tokens, past any context."""
+
+
+def check_text(value: str, field: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """Refuse text that is too long or not encodable as UTF-8 (lone surrogates)."""
+    if len(value) > limit:
+        raise ValueError(f"{field} is {len(value)} characters; the limit is {limit}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{field} is not valid Unicode text ({exc.reason} at position {exc.start})"
+        ) from None
+    return value
+
+
 def _check_id(value: str, field: str) -> str:
     if not value or not value.strip():
         raise ValueError(f"{field} must be a non-empty, non-whitespace string, got {value!r}")
+    check_text(value, field, MAX_ID_CHARS)
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ValueError(f"{field} must not contain control characters, got {value!r}")
     return value
 
 
@@ -68,6 +91,11 @@ class ContextResource(_Frozen):
     @classmethod
     def _id(cls, value: str) -> str:
         return _check_id(value, "id")
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        return check_text(value, "content")
 
     @field_validator("metadata")
     @classmethod
@@ -117,6 +145,11 @@ class ToolResource(_Frozen):
     @classmethod
     def _id(cls, value: str) -> str:
         return _check_id(value, "id")
+
+    @field_validator("description")
+    @classmethod
+    def _description(cls, value: str) -> str:
+        return check_text(value, "description")
 
     @model_validator(mode="after")
     def _finite(self) -> ToolResource:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from junction.budget import Budget
-from junction.resources import ContextResource, ToolResource, check_finite
+from junction.resources import ContextResource, ToolResource, check_finite, check_text
 
 __all__ = ["Interaction", "VerifierSpec", "BenchmarkTask", "RouterView", "VERIFIER_KINDS"]
 
@@ -64,7 +64,12 @@ class _TaskBase(BaseModel):
     def _non_empty(cls, value: str, info: Any) -> str:
         if not value or not value.strip():
             raise ValueError(f"{info.field_name} must be non-empty, got {value!r}")
-        return value
+        return check_text(value, info.field_name, 512)
+
+    @field_validator("objective")
+    @classmethod
+    def _objective(cls, value: str) -> str:
+        return check_text(value, "objective")
 
     @model_validator(mode="after")
     def _consistent(self) -> _TaskBase:
