@@ -83,10 +83,10 @@ register_suite(SuiteInfo(
 from datasets import bfcl as _bfcl  # noqa: E402
 
 for _name, _build, _what in (
-    ("bfcl-multiple", _bfcl.multiple_suite, "BFCL multiple: gold tool among row + distractor schemas"),
-    ("bfcl-live-multiple", _bfcl.live_multiple_suite, "BFCL live_multiple: user-contributed tools"),
-    ("bfcl-parallel-multiple", _bfcl.parallel_multiple_suite, "BFCL parallel_multiple: 2-5 gold tools"),
+    ("bfcl-multiple", _bfcl.multiple_suite, "BFCL multiple: 1 gold tool, row + distractors"),
+    ("bfcl-live-multiple", _bfcl.live_multiple_suite, "BFCL live_multiple: user-made tools"),
+    ("bfcl-parallel-multiple", _bfcl.parallel_multiple_suite, "BFCL parallel_multiple: 2-5 calls"),
     ("bfcl-irrelevance", _bfcl.irrelevance_suite, "BFCL irrelevance: no tool fits, abstain"),
     ("bfcl-memory", _bfcl.memory_suite, "BFCL memory: answer from prior-conversation turns"),
 ):
-    register_suite(SuiteInfo(_name, _build, _bfcl.DEFAULT_SIZE, _bfcl.POOL_LIMIT, description=_what))
+    register_suite(SuiteInfo(_name, _build, _bfcl.DEFAULT_SIZE, _bfcl.POOL_LIMIT, _what))
