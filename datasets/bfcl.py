@@ -20,10 +20,20 @@ utility is the lanes' max-normalised BM25 score, see ``junction.strategies``):
   other multi-turn APIs; gold contexts are the turns holding the answer's ``source``
   excerpt; verifier ``context_answer`` with the accepted answers.
 
+Memory data: ``BFCL_v4_memory.json`` rows are ``{"id", "question", "involved_classes":
+["MemoryAPI"], "scenario"}`` (no ``function``); answers are ``{"id", "ground_truth":
+[accepted strings], "source": excerpt}``, the excerpt often cut with "..." or lightly
+paraphrased; ``memory_prereq_conversation/memory_<scenario>.json`` holds the scenario's
+conversations ``{"id", "topic", "question": [[{"role": "user", "content"}], ...]}``, one
+user message per turn; the memory API schemas are in ``multi_turn_func_doc/memory_*.json``.
+
 Rows a builder cannot use are counted per reason in ``SuiteBuild.rows_skipped``; every row
 of the file is either loaded or skipped (``rows_loaded + sum(rows_skipped) == rows``).
-``size`` takes a seeded sample of the loaded rows (kept in file order); ``size=None`` takes
-every loaded row. The same seed gives byte-identical tasks.
+``size`` takes a seeded sample of the loaded rows (kept in file order, prefix-stable for a
+seed); ``size=None`` takes every loaded row. The same seed gives byte-identical tasks.
+Gold calls and answers live only in ``BenchmarkTask.metadata``, the verifier and the gold
+ids, never in a context, a tool or their metadata; tools are ordered by id, so a tool's
+position does not tell a row's own function from a distractor.
 """
 
 from __future__ import annotations
