@@ -211,9 +211,10 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
 
 
 _VOLATILE_PARAMS = ("run_id", "output_root", "reports_root", "runner", "workers",
-                    "dask_address")
+                    "dask_address", "batch_size", "suite_files", "write_reports")
 
 
 def _deterministic_params(params: dict[str, Any]) -> dict[str, Any]:
-    """Params without what varies between equivalent runs (ids, paths, runner choice)."""
+    """Params without what varies between equivalent runs (ids, paths, runner, batching:
+    units are evaluated independently, so batch size never changes a result)."""
     return {k: v for k, v in params.items() if k not in _VOLATILE_PARAMS}
