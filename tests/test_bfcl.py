@@ -342,6 +342,47 @@ def test_skipped_rows_counted_per_reason(tmp_path, monkeypatch):
     assert tight.rows_loaded == 0 and tight.rows_skipped["gold_over_budget"] == 1
 
 
+def test_memory_skips_counted_per_reason(tmp_path, monkeypatch):
+    conversation = {"id": "memory_prereq_0-home-0", "topic": "Moving", "question": [
+        [{"role": "user", "content": "Hi there, I just moved."}],
+        [{"role": "user", "content": "My cat is called Biscuit and she is 4."}],
+    ]}
+    (tmp_path / "memory_prereq_conversation").mkdir()
+    (tmp_path / "memory_prereq_conversation" / "memory_home.json").write_text(
+        json.dumps(conversation), encoding="utf-8")
+    (tmp_path / "multi_turn_func_doc").mkdir()
+    for api, names in (("memory_kv", ["core_memory_retrieve"]), ("math_api", ["add", "mul"])):
+        (tmp_path / "multi_turn_func_doc" / f"{api}.json").write_text(
+            "\n".join(json.dumps(_fn(n)) for n in names), encoding="utf-8")
+    questions = [
+        {"id": "m_ok", "question": _q("What is my cat called?"), "scenario": "home"},
+        {"id": "m_where", "question": _q("Where?"), "scenario": "garden"},   # unknown_scenario
+        {"id": "m_nosrc", "question": _q("Dog?"), "scenario": "home"},       # source_not_found
+        {"id": "m_noans", "question": _q("Age?"), "scenario": "home"},       # answer not in turn
+        {"id": "m_bad", "question": _q("Bad?"), "scenario": "home"},         # malformed_answer
+    ]
+    answers = [
+        {"id": "m_ok", "ground_truth": ["biscuit"], "source": "...called Biscuit..."},
+        {"id": "m_where", "ground_truth": ["x"], "source": "x"},
+        {"id": "m_nosrc", "ground_truth": ["Rex"], "source": "My dog is Rex."},
+        {"id": "m_noans", "ground_truth": ["four"], "source": "she is 4"},
+        {"id": "m_bad", "ground_truth": "Biscuit", "source": "Biscuit"},
+    ]
+    _write_category(tmp_path, "memory", questions, answers)
+    monkeypatch.setattr(bfcl, "_data_root", lambda: tmp_path)
+    build = bfcl.memory_suite(size=None, pool_size=2)
+    assert build.rows_loaded == 1
+    assert build.rows_skipped == {"answer_not_in_source_turn": 1, "malformed_answer": 1,
+                                  "source_not_found": 1, "unknown_scenario": 1}
+    (task,) = build.tasks
+    assert [c.id for c in task.contexts] == ["memory_prereq_0-home-0-turn-00",
+                                             "memory_prereq_0-home-0-turn-01"]
+    assert task.gold_context_ids == ("memory_prereq_0-home-0-turn-01",)
+    # the memory API is always in; one seeded distractor fills the pool of 2
+    assert len(task.tools) == 2 and "core_memory_retrieve" in {t.id for t in task.tools}
+    assert task.verifier.params == {"answers": ["biscuit"]}
+
+
 @needs_data
 @pytest.mark.parametrize("suite, rows, loaded, skipped", [
     # pinned to bfcl-eval 2026.3.23 and the defaults (1024 tokens, pools of 16 / 20)
