@@ -26,6 +26,29 @@ class WarehouseError(JunctionError):
     """The warehouse cannot be opened or a query failed; the message says why."""
 
 
+def _statements(sql: str) -> list[str]:
+    """Split a SQL file on ';' at line ends, dropping comment-only chunks."""
+    out = []
+    for chunk in sql.split(";\n"):
+        body = "\n".join(l for l in chunk.splitlines() if not l.strip().startswith("--"))
+        if body.strip():
+            out.append(body.strip().rstrip(";"))
+    return out
+
+
+# Views with the right columns and no rows, for a root with no timing or run files yet.
+_EMPTY_VIEWS = {
+    "timings": "CREATE OR REPLACE VIEW timings AS SELECT NULL::VARCHAR AS run_id, "
+               "NULL::VARCHAR AS suite, NULL::VARCHAR AS strategy, NULL::VARCHAR AS task_id, "
+               "NULL::BIGINT AS seed, NULL::DOUBLE AS budget_scale, NULL::DOUBLE AS select_ms, "
+               "NULL::DOUBLE AS execute_ms, NULL::DOUBLE AS total_ms LIMIT 0",
+    "runs": "CREATE OR REPLACE VIEW runs AS SELECT NULL::VARCHAR AS run_id, "
+            "NULL::VARCHAR AS git_commit, NULL::BOOLEAN AS git_dirty, "
+            "NULL::VARCHAR AS started_at, NULL::VARCHAR AS finished_at, NULL::VARCHAR AS status, "
+            "NULL::VARCHAR AS params_hash, NULL::VARCHAR AS params_json LIMIT 0",
+}
+
+
 def _literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
@@ -56,11 +79,21 @@ class Warehouse:
             raise WarehouseError(
                 f"no traces under {self.store.root}; run `junction bench` first"
             )
-        sql = VIEWS_SQL.read_text()
-        for key, value in self._globs().items():
-            sql = sql.replace("{" + key + "}", value)
+        present = {
+            "traces": True,
+            "timings": bool(self.store.timing_files()),
+            "runs": bool(self.store.fs.glob(f"{self.store.base}/runs/*.json")),
+        }
+        globs = self._globs()
         try:
-            con.execute(sql)
+            for statement in _statements(VIEWS_SQL.read_text()):
+                needs = [key for key in globs if "{" + key + "}" in statement]
+                if needs and not present[needs[0]]:
+                    con.execute(_EMPTY_VIEWS[needs[0]])
+                    continue
+                for key, value in globs.items():
+                    statement = statement.replace("{" + key + "}", value)
+                con.execute(statement)
         except duckdb.Error as exc:
             self._raise_for_corrupt(exc)
 
