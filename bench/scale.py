@@ -1,0 +1,87 @@
+"""Scale-out: the same CPU-bound benchmark grid on a Dask cluster of 1 and of 2 workers.
+
+Each cluster (processes, one thread each) is started and warmed up (imports done) before
+its timing starts, and the Prefect temporary server is started by a warm-up run first, so
+the figures time the grid's work and its orchestration, not process start-up. Prints, with
+--json: {"workers_1_s", "workers_2_s", "speedup", "tasks", "units"}; speedup =
+workers_1_s / workers_2_s. Goal (issue 7): >= 1.6 on 2 cores.
+
+Usage: python bench/scale.py [--tasks 200] [--batch-size 10] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from junction.environment import configure_prefect_env  # noqa: E402
+
+configure_prefect_env(logging_level="WARNING")
+
+# CPU-bound grid: exact selection over 16 candidates per task, plus both baselines.
+STRATEGIES = ["adaptive_split", "exact", "fixed_split"]
+
+
+def _warm() -> str:
+    import flows.benchmark  # noqa: F401 - import everything a unit needs
+
+    return "ok"
+
+
+def write_grid(path: str, tasks: int) -> str:
+    """A suite file of synthetic tasks with 8 contexts + 8 tools (2^16 subsets each)."""
+    from datasets.toy import synthetic_suite
+
+    with open(path, "w") as handle:
+        for task in synthetic_suite(seed=0, size=tasks, n_contexts=8, n_tools=8,
+                                    tightness=0.6, suite="scale-grid"):
+            handle.write(task.model_dump_json() + "\n")
+    return path
+
+
+def timed_run(workers: int, root: str, suite_file: str, batch_size: int) -> tuple[float, dict]:
+    from distributed import Client, LocalCluster
+
+    from flows.benchmark import run_benchmark
+
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        client.run(_warm)
+        start = time.perf_counter()
+        result = run_benchmark(suite_files=[suite_file], strategies=STRATEGIES,
+                               batch_size=batch_size, output_root=root, runner="dask",
+                               dask_address=cluster.scheduler_address, write_reports=False)
+        return time.perf_counter() - start, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--batch-size", type=int, default=10)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    from flows.benchmark import run_benchmark
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run_benchmark(suites=["coupling"], strategies=["exact"], output_root=f"{tmp}/warm",
+                      write_reports=False)
+        grid = write_grid(f"{tmp}/grid.jsonl", args.tasks)
+        one, result = timed_run(1, f"{tmp}/w1", grid, args.batch_size)
+        two, _ = timed_run(2, f"{tmp}/w2", grid, args.batch_size)
+    out = {"workers_1_s": round(one, 3), "workers_2_s": round(two, 3),
+           "speedup": round(one / two, 3), "tasks": result["tasks"], "units": result["units"]}
+    if args.json:
+        print(json.dumps(out, sort_keys=True))
+    else:
+        for key, value in out.items():
+            print(f"{key:>12}: {value}")
+
+
+if __name__ == "__main__":
+    main()
