@@ -115,13 +115,14 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     lines.append("")
     lines.append("## Suites")
     lines.append("")
-    lines.append("| suite | tasks run | rows loaded | rows skipped | sampling |")
-    lines.append("|---|---|---|---|---|")
+    lines.append("| suite | tasks run | rows loaded | rows skipped | sampling | note |")
+    lines.append("|---|---|---|---|---|---|")
     for name in sorted(suites):
         info = suites[name]
         skipped = ", ".join(f"{k}: {v}" for k, v in sorted(info.get("rows_skipped", {}).items()))
         lines.append(f"| {name} | {info.get('tasks')} | {info.get('rows_loaded')} | "
-                     f"{skipped or '0'} | {info.get('sampling', '')} |")
+                     f"{skipped or '0'} | {info.get('sampling', '')} | "
+                     f"{info.get('note', '')} |")
     lines.append("")
     by_suite: dict[str, list[dict[str, Any]]] = {}
     for row in summary:
