@@ -28,28 +28,6 @@ SUMMARY_METRICS = (
     "tool_lane_recall_at_5", "tool_lane_ndcg_at_5", "tool_lane_mrr",
 )
 
-_SUMMARY_SQL = """
-SELECT suite, strategy, budget_scale,
-       count(*) AS tasks,
-       avg(CAST(success AS DOUBLE)) AS success_rate,
-       avg(context_recall) AS context_recall,
-       avg(context_precision) AS context_precision,
-       avg(tool_recall) AS tool_recall,
-       avg(tool_precision) AS tool_precision,
-       avg(CAST(pair_coverage AS DOUBLE)) AS pair_coverage,
-       avg(budget_use) AS budget_use,
-       avg(tokens_used) AS tokens_used,
-       avg(objective) AS objective,
-       avg(context_lane_recall_at_5) AS context_lane_recall_at_5,
-       avg(context_lane_ndcg_at_5) AS context_lane_ndcg_at_5,
-       avg(context_lane_mrr) AS context_lane_mrr,
-       avg(tool_lane_recall_at_5) AS tool_lane_recall_at_5,
-       avg(tool_lane_ndcg_at_5) AS tool_lane_ndcg_at_5,
-       avg(tool_lane_mrr) AS tool_lane_mrr
-FROM traces
-GROUP BY suite, strategy, budget_scale
-ORDER BY suite, strategy, budget_scale
-"""
 
 
 def _round(value: Any) -> Any:
@@ -65,10 +43,14 @@ def summarise(traces: pa.Table) -> list[dict[str, Any]]:
 
     Means skip NULLs (a task with no gold has no recall); values rounded to 6 decimals.
     """
+    from junction.warehouse import view_statement
+
     con = duckdb.connect(":memory:")
     try:
         con.register("traces", traces)
-        rows = con.sql(_SUMMARY_SQL).to_arrow_table().to_pylist()
+        con.execute(view_statement("strategy_summary"))  # the warehouse's own definition
+        rows = con.sql("SELECT * EXCLUDE (run_id) FROM strategy_summary "
+                       "ORDER BY suite, strategy, budget_scale").to_arrow_table().to_pylist()
     finally:
         con.close()
     return [{k: _round(v) for k, v in row.items()} for row in rows]

@@ -17,7 +17,7 @@ import pyarrow as pa
 from junction.errors import JunctionError, TraceError
 from junction.store import TraceStore
 
-__all__ = ["Warehouse", "WarehouseError", "VIEWS_SQL"]
+__all__ = ["Warehouse", "WarehouseError", "VIEWS_SQL", "view_statement"]
 
 VIEWS_SQL = Path(__file__).resolve().parent.parent / "warehouse" / "views.sql"
 
@@ -34,6 +34,14 @@ def _statements(sql: str) -> list[str]:
         if body.strip():
             out.append(body.strip().rstrip(";"))
     return out
+
+
+def view_statement(name: str) -> str:
+    """The ``CREATE OR REPLACE VIEW <name>`` statement of ``warehouse/views.sql``."""
+    for statement in _statements(VIEWS_SQL.read_text()):
+        if statement.startswith(f"CREATE OR REPLACE VIEW {name} "):
+            return statement
+    raise WarehouseError(f"{VIEWS_SQL} defines no view {name!r}")
 
 
 # Views with the right columns and no rows, for a root with no timing or run files yet.
