@@ -81,6 +81,10 @@ cannot be selected) and calls the solver above it; measured with bench/exact_sol
 
 _Item = ContextResource | ToolResource
 
+_NEAR = 1e-5
+"""Objectives within this of the best (absolute; 10x HiGHS's default absolute MIP gap
+``mip_abs_gap`` = 1e-6) are re-examined under an explicit objective row in pass 2."""
+
 
 def _limit(value: float | None) -> float:
     return math.inf if value is None else value
@@ -359,9 +363,9 @@ class _Search:
             gap = None if res is None or res.mip_gap is None else float(res.mip_gap)
             return chosen, "time_limit", gap
         self.gap = float(res.mip_gap) if res is not None and res.mip_gap is not None else 0.0
-        self._pass_key()
-        if not self.timed_out:
-            self._pass_lex()
+        key_sets = self._pass_key(chosen)
+        if len(key_sets) > 1 and not self.timed_out:
+            self._pass_lex(key_sets)
         z = self._best()
         ties = [f for f in self.found.values() if f.objective >= z - OBJECTIVE_TOLERANCE]
         best = min(ties, key=lambda f: f.key)
@@ -369,22 +373,57 @@ class _Search:
             return best.chosen, "time_limit", 0.0
         return best.chosen, "optimal", self.gap
 
-    def _pass_key(self) -> None:
-        """Pass 2: the smallest tokens·(N+1) + |S| among sets within tolerance of the best."""
+    def _key_of(self, chosen: tuple[int, ...]) -> int:
+        """tokens·(N+1) + |S|: orders sets as the tie rule's first two levels."""
+        return int(round(float(self.model.key[list(chosen)].sum()))) if chosen else 0
+
+    def _exclude(self, chosen: tuple[int, ...]) -> tuple[np.ndarray, float, float]:
+        """Row cutting off ``chosen``; valid where key <= key(chosen) (a superset of
+        ``chosen`` has a larger key, so another set must miss one of its members)."""
+        coef = np.zeros(self.model.nvar)
+        coef[list(chosen)] = 1.0
+        return coef, -np.inf, len(chosen) - 1
+
+    def _key_rows(self, key: int) -> list[tuple[np.ndarray, float, float]]:
+        return [self._objective_row(self._best()), (self.model.key, -np.inf, key + 0.5)]
+
+    def _pass_key(self, first: tuple[int, ...]) -> list[tuple[int, ...]]:
+        """Pass 2: another tie with a key <= the best so far? Returns the sets found with
+        the smallest key (one set: it is the only tie with that key)."""
+        best = first
+        key = self._key_of(best)
+        if key == 0:
+            return [best]  # the empty set: nothing else has key 0
+        # Fast path: the best other set with a key <= key(best), found by maximising the
+        # objective (HiGHS prunes on it as in pass 1; measured faster than a row on it).
+        chosen, _ = self._run(-self.model.obj,
+                              extra=[(self.model.key, -np.inf, key + 0.5), self._exclude(best)])
+        if chosen is None:
+            return [best]
+        f = self._record(chosen)
+        if f.objective < self._best() - _NEAR:
+            return [best]
+        if f.objective >= self._best() - OBJECTIVE_TOLERANCE and self._key_of(chosen) < key:
+            best = chosen
+        # Ties or near ties: minimise the key under a row on the objective.
         while True:
-            z = self._best()
-            chosen, _ = self._run(self.model.key, extra=[self._objective_row(z)])
+            key = self._key_of(best)
+            if key == 0:
+                return [best]  # the empty set: nothing else has key 0
+            rows = [*self._key_rows(key), self._exclude(best)]
+            chosen, _ = self._run(self.model.key, extra=rows)
             if chosen is None:
-                return
+                return [best]
             f = self._record(chosen)
-            if f.objective > z + OBJECTIVE_TOLERANCE:
-                continue  # pass 1 stopped within HiGHS's gap: re-run from the better set
-            if f.objective >= z - OBJECTIVE_TOLERANCE:
-                self.key_value = float(self.model.key[list(chosen)].sum()) if chosen else 0.0
-                self.key_set = chosen
-                return
-            # Within HiGHS's tolerance but not a tie: cut it off and look again.
-            self._no_good(chosen)
+            z = self._best()
+            if f.objective < z - OBJECTIVE_TOLERANCE:
+                self._no_good(chosen)  # within HiGHS's tolerance but not a tie
+            elif f.objective > self.found[best].objective + OBJECTIVE_TOLERANCE:
+                best = chosen  # pass 1 stopped within HiGHS's gap: go on from the better set
+            elif self._key_of(chosen) < key:
+                best = chosen
+            else:
+                return [best, chosen]
 
     def _no_good(self, chosen: tuple[int, ...]) -> None:
         coef = np.zeros(self.model.nvar)
@@ -393,28 +432,22 @@ class _Search:
         self.model.add_cut(coef, 1.0 - len(chosen), np.inf)
 
     def _tie_rows(self) -> list[tuple[np.ndarray, float, float]]:
-        z = self._best()
-        return [self._objective_row(z), (self.model.key, -np.inf, self.key_value + 0.5)]
+        return self._key_rows(self.key_value)
 
-    def _pass_lex(self) -> None:
-        """Pass 3: the other sets with the smallest key; keep the lexicographic smallest."""
-        if not hasattr(self, "key_set"):
-            return
-        if not self.key_set:
-            return  # the empty set is the only set with key 0
+    def _pass_lex(self, seen: list[tuple[int, ...]]) -> None:
+        """Pass 3: list the other sets with the smallest key (the final pick keeps the
+        lexicographic smallest); past ``tie_enumeration_cap`` sets, fix ids instead."""
+        self.key_value = self._key_of(seen[0])
         zero = np.zeros(self.model.nvar)
-        seen = [self.key_set]
-        cuts: list[tuple[np.ndarray, float, float]] = []
         for _ in range(self.cap):
-            coef = np.zeros(self.model.nvar)
-            coef[list(seen[-1])] = 1.0
-            cuts.append((coef, -np.inf, len(seen[-1]) - 1))
-            chosen, _ = self._run(zero, extra=[*self._tie_rows(), *cuts])
-            if self.timed_out:
+            rows = [*self._tie_rows(), *(self._exclude(s) for s in seen)]
+            chosen, _ = self._run(zero, extra=rows)
+            if chosen is None or self.timed_out:
                 return
-            if chosen is None:
-                return
-            self._record(chosen)
+            f = self._record(chosen)
+            if f.objective < self._best() - OBJECTIVE_TOLERANCE:
+                self._no_good(chosen)
+                continue
             seen.append(chosen)
         self._lex_by_fixing()
 
