@@ -9,7 +9,8 @@ Instances (``random_problem``): half contexts, half tools; token costs uniform i
 [40, 200] (contexts) and [20, 120] (tool schemas); tool latency uniform in [50, 2000] ms and
 cost in [0, 0.01] USD; unary utility uniform in [0, 1]; each context–tool pair gets an
 interaction with probability ``density`` (0.1), weight standard normal, stored under one
-random order; every budget limit is ``tightness`` (0.4) times the pool's total. Scores are
+random order; every budget limit is ``tightness`` (0.4) times the pool's total (1.0: all
+fits, so enumeration visits all 2^n subsets; tight budgets let it prune). Scores are
 rounded to 4 decimals, as the synthetic suites round them. Seeded with ``random.Random``.
 
 Usage: ``python bench/exact_solver.py [--json] [--instances K] [--time-limit S]``
@@ -73,12 +74,12 @@ def _timed(selector, problem):
     return time.perf_counter() - start, selection
 
 
-def versus_enumeration(sizes, instances: int) -> list[dict]:
+def versus_enumeration(sizes, instances: int, tightness: float) -> list[dict]:
     rows = []
     for n in sizes:
         enum_times, solver_times, same = [], [], True
         for seed in range(instances):
-            problem = random_problem(n, seed)
+            problem = random_problem(n, seed, tightness=tightness)
             te, expected = _timed(ExactJointSelector(), problem)
             ts, got = _timed(MilpJointSelector(time_limit_s=None), problem)
             enum_times.append(te)
@@ -86,7 +87,7 @@ def versus_enumeration(sizes, instances: int) -> list[dict]:
             same &= (got.model_dump(exclude=SOLVER_FIELDS)
                      == expected.model_dump(exclude=SOLVER_FIELDS))
         e, s = statistics.median(enum_times), statistics.median(solver_times)
-        rows.append({"n": n, "enumeration_median_s": round(e, 4), "solver_median_s": round(s, 4),
+        rows.append({"n": n, "tightness": tightness, "enumeration_median_s": round(e, 4), "solver_median_s": round(s, 4),
                      "ratio": round(e / s, 1), "same_selection": same})
     return rows
 
@@ -117,10 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=10.0,
                         help="solver time limit per instance in the scaling runs, s (10)")
     parser.add_argument("--versus", type=int, nargs="*", default=[12, 16, 20])
+    parser.add_argument("--versus-tightness", type=float, nargs="*", default=[0.4, 1.0],
+                        help="budget tightness for the enumeration comparison (0.4: the "
+                             "scaling family; 1.0: every limit is the pool total, nothing pruned)")
     parser.add_argument("--scaling", type=int, nargs="*", default=[50, 100, 200, 400])
     args = parser.parse_args(argv)
     result = {
-        "versus_enumeration": versus_enumeration(args.versus, args.enumeration_instances),
+        "versus_enumeration": [
+            row for tightness in args.versus_tightness
+            for row in versus_enumeration(args.versus, args.enumeration_instances, tightness)
+        ],
         "scaling": scaling(args.scaling, args.instances, args.time_limit),
         "time_limit_s": args.time_limit,
     }
@@ -128,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
     else:
         for row in result["versus_enumeration"]:
-            print("n={n:4d} enumeration {enumeration_median_s:8.4f}s solver "
+            print("n={n:4d} tightness {tightness} enumeration {enumeration_median_s:8.4f}s solver "
                   "{solver_median_s:8.4f}s ratio {ratio:7.1f} same={same_selection}".format(**row))
         for row in result["scaling"]:
             print("n={n:4d} median {median_s:7.3f}s max {max_s:7.3f}s optimal "
