@@ -90,3 +90,13 @@ for _name, _build, _what in (
     ("bfcl-memory", _bfcl.memory_suite, "BFCL memory: answer from prior-conversation turns"),
 ):
     register_suite(SuiteInfo(_name, _build, _bfcl.DEFAULT_SIZE, _bfcl.POOL_LIMIT, _what))
+for _n in (50, 100, 200):  # the exact strategy's solver runs here; enumeration could not
+    register_suite(SuiteInfo(
+        f"synthetic-{_n}",
+        lambda seed=0, size=None, _n=_n: synthetic_suite(
+            seed=seed, size=size or 20, n_contexts=_n // 2, n_tools=_n // 2,
+            density=10 / _n, suite=f"synthetic-{_n}"),
+        default_size=3, pool_limit=None,
+        description=f"seeded synthetic tasks, {_n // 2} contexts + {_n // 2} tools, "
+                    f"about 5 interactions per candidate (density 10/{_n}), planted coupling",
+    ))

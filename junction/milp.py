@@ -72,7 +72,7 @@ __all__ = [
     "AUTO_ENUMERATION_MAX",
 ]
 
-DEFAULT_TIME_LIMIT_S = 60.0
+DEFAULT_TIME_LIMIT_S = 10.0
 """Wall-clock limit (seconds) for all solver passes of one ``select`` call."""
 
 AUTO_ENUMERATION_MAX = 12

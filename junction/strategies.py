@@ -20,7 +20,8 @@ from junction.candidates import (
 )
 from junction.errors import UnknownNameError
 from junction.selection import JointProblem, Selection, Selector
-from junction.selectors import AdaptiveSplitBaseline, ExactJointSelector, FixedSplitBaseline
+from junction.milp import AutoJointSelector
+from junction.selectors import AdaptiveSplitBaseline, FixedSplitBaseline
 from junction.tasks import RouterView
 
 __all__ = [
@@ -121,7 +122,8 @@ def _selector_strategy(selector_factory: Callable[[], Selector]) -> Callable[[],
     return factory
 
 
-register_strategy("exact", _selector_strategy(ExactJointSelector))
+# "exact": enumeration up to 12 candidates, the MILP solver above (junction.milp).
+register_strategy("exact", _selector_strategy(AutoJointSelector))
 register_strategy("fixed_split", _selector_strategy(FixedSplitBaseline))
 register_strategy("adaptive_split", _selector_strategy(AdaptiveSplitBaseline))
 
