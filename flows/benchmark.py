@@ -27,6 +27,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from datasets import SUITES, SuiteBuild, SuiteInfo, build_suite, get_suite, suite_names
 from datasets.jsonl import load_suite_file
@@ -148,6 +149,8 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
 def run_unit(root: str, run_id: str, suite: str, strategy: str, seed: int, scale: float,
              unit: str, tasks: list, pool_limit: int | None) -> dict[str, Any]:
     """Prefect task around ``run_unit_now`` (writes a Parquet file: I/O is retried)."""
+    if isinstance(tasks, quote):
+        tasks = tasks.unquote()
     return run_unit_now(root, run_id, suite, strategy, seed, scale, unit, tasks, pool_limit)
 
 
@@ -281,9 +284,10 @@ def benchmark(
             for strategy in strategies:
                 for lo, hi in _units(len(built.tasks), batch_size):
                     unit = f"seed{seed}-scale{scale:g}-{lo:06d}-{hi:06d}"
+                    # quote(): Prefect must not walk every task model looking for futures
                     futures.append(run_unit.submit(
                         output_root, run_id, name, strategy, seed, scale, unit,
-                        built.tasks[lo:hi], info.pool_limit))
+                        quote(built.tasks[lo:hi]), info.pool_limit))
     done = 0
     results = []
     for future in as_completed(futures):
