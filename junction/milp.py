@@ -51,7 +51,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import csr_array
+from scipy.sparse import coo_array, csr_array, vstack
+from scipy.sparse.csgraph import dijkstra
 
 from junction.errors import SelectionError
 from junction.resources import ContextResource, ToolResource
@@ -70,16 +71,28 @@ __all__ = [
     "MilpJointSelector",
     "DEFAULT_TIME_LIMIT_S",
     "AUTO_ENUMERATION_MAX",
+    "CYCLE_CUT_MIN_CANDIDATES",
 ]
 
 DEFAULT_TIME_LIMIT_S = 10.0
 """Wall-clock limit (seconds) for all solver passes of one ``select`` call."""
+
+CYCLE_CUT_MIN_CANDIDATES = 40
+"""Odd-cycle cuts are separated at the root from this many candidates up (measured with
+bench/exact_solver.py: they close most of the LP gap at 200 candidates; below 40 HiGHS
+alone is faster)."""
 
 AUTO_ENUMERATION_MAX = 12
 """``AutoJointSelector`` enumerates up to this many candidates (after removing those that
 cannot be selected) and calls the solver above it; measured with bench/exact_solver.py."""
 
 _Item = ContextResource | ToolResource
+
+_CUT_ROUNDS = 20
+"""At most this many rounds of odd-cycle separation at the root."""
+
+_CUT_STALL = 1e-4
+"""Stop separating when a round lowers the LP bound by less than this (relative)."""
 
 _NEAR = 1e-5
 """Objectives within this of the best (absolute; 10x HiGHS's default absolute MIP gap
@@ -254,20 +267,106 @@ class _Model:
         lb: np.ndarray | None = None,
         ub: np.ndarray | None = None,
         time_limit: float | None = None,
+        relax: bool = False,
     ):
-        """Minimise ``c @ v`` over the model plus cuts and ``extra`` rows."""
-        constraints = []
-        if self.A.shape[0]:
-            constraints.append(LinearConstraint(self.A, self.lo, self.hi))
-        for coef, low, high in (*self.cuts, *extra):
-            constraints.append(LinearConstraint(coef[None, :], [low], [high]))
-        options: dict[str, object] = {"mip_rel_gap": 0.0, "presolve": True}
+        """Minimise ``c @ v`` over the model plus cuts and ``extra`` rows (``relax``: the
+        LP relaxation)."""
+        rows = [*self.cuts, *extra]
+        A, lo, hi = self.A, self.lo, self.hi
+        if rows:
+            A = vstack([A, csr_array(np.array([r[0] for r in rows]))], format="csr")
+            lo = np.concatenate([lo, [r[1] for r in rows]])
+            hi = np.concatenate([hi, [r[2] for r in rows]])
+        constraints = [LinearConstraint(A, lo, hi)] if A.shape[0] else []
+        options: dict[str, object] = {"presolve": True}
+        if not relax:
+            options["mip_rel_gap"] = 0.0
         if time_limit is not None:
             options["time_limit"] = max(time_limit, 1e-3)
         bounds = Bounds(np.zeros(self.nvar) if lb is None else lb,
                         np.ones(self.nvar) if ub is None else ub)
-        return milp(c, integrality=self.integrality, bounds=bounds,
+        return milp(c, integrality=None if relax else self.integrality, bounds=bounds,
                     constraints=constraints, options=options)
+
+    def separate_cycles(self, v: np.ndarray, max_cuts: int) -> list[tuple[np.ndarray, float, float]]:
+        """Violated odd-cycle inequalities at the LP point ``v`` (see ``_cycle_cuts``)."""
+        return _cycle_cuts(self, v, max_cuts)
+
+
+def _cycle_cuts(model: _Model, v: np.ndarray, max_cuts: int,
+                eps: float = 1e-6) -> list[tuple[np.ndarray, float, float]]:
+    """Odd-cycle inequalities of the Boolean quadric polytope violated at ``v``.
+
+    Through the covariance map (Padberg 1989; De Simone 1990) z_0i = x_i and
+    z_ct = x_c + x_t - 2 x_c x_t are cut variables of the graph of pairs plus a node 0
+    joined to every candidate; every cycle C and odd F ⊆ C give the cycle inequality
+    Σ_F z_e - Σ_{C∖F} z_e <= |F| - 1 (Barahona & Mahjoub 1986). With y_ct for x_c x_t it is
+    valid wherever y is the product, so at every integer x with its best y, and it cuts
+    off the fractional points the pair rows allow. Separation is exact for the cycles
+    through each node: a shortest path from (v, 0) to (v, 1) in the parity-doubled graph
+    with weights z_e (parity kept) and 1 - z_e (parity flipped) shorter than 1 is a
+    violated inequality (Barahona & Mahjoub 1986). Non-simple walks are skipped.
+    Returns at most ``max_cuts`` rows (coefficients, low, high), most violated first.
+    """
+    nx = model.nx
+    pairs = model.red.pairs
+    n_nodes = nx + 1  # candidates, then node 0
+    x = np.clip(v[:nx], 0.0, 1.0)
+    pc = np.array([c for c, _, _ in pairs], dtype=np.int64)
+    pt = np.array([t for _, t, _ in pairs], dtype=np.int64)
+    y = v[nx: nx + len(pairs)]
+    eu = np.concatenate([pc, np.full(nx, nx, dtype=np.int64)])
+    ev = np.concatenate([pt, np.arange(nx, dtype=np.int64)])
+    z = np.clip(np.concatenate([x[pc] + x[pt] - 2 * y, x]), 0.0, 1.0)
+    tiny = 1e-9  # csgraph drops zero-weight edges
+    graph = coo_array(
+        (np.concatenate([z, z, 1 - z, 1 - z]) + tiny,
+         (np.concatenate([eu, eu + n_nodes, eu, eu + n_nodes]),
+          np.concatenate([ev, ev + n_nodes, ev + n_nodes, ev]))),
+        shape=(2 * n_nodes, 2 * n_nodes),
+    ).tocsr()
+    sources = np.arange(n_nodes)
+    dist, pred = dijkstra(graph, directed=False, indices=sources, return_predecessors=True)
+    closing = dist[sources, sources + n_nodes]
+    edge_of = {}
+    for k in range(len(eu)):
+        edge_of[(int(eu[k]), int(ev[k]))] = k
+        edge_of[(int(ev[k]), int(eu[k]))] = k
+    cuts: list[tuple[np.ndarray, float, float]] = []
+    seen: set[frozenset[tuple[int, bool]]] = set()
+    for s in sources[np.argsort(closing, kind="stable")]:
+        if not closing[s] < 1.0 - eps or len(cuts) >= max_cuts:
+            break
+        walk = []
+        node = int(s) + n_nodes
+        while node != s:
+            prev = int(pred[s, node])
+            walk.append((prev, node))
+            node = prev
+        visited = [a % n_nodes for a, _ in walk]
+        if len(set(visited)) != len(visited):
+            continue
+        signed = frozenset(
+            (edge_of[(a % n_nodes, b % n_nodes)], (a >= n_nodes) != (b >= n_nodes))
+            for a, b in walk
+        )
+        if signed in seen:
+            continue
+        seen.add(signed)
+        coef = np.zeros(model.nvar)
+        n_flipped = 0
+        for k, flipped in signed:
+            sign = 1.0 if flipped else -1.0
+            n_flipped += flipped
+            if k < len(pairs):
+                c, t, _ = pairs[k]
+                coef[c] += sign
+                coef[t] += sign
+                coef[nx + k] -= 2 * sign
+            else:
+                coef[k - len(pairs)] += sign
+        cuts.append((coef, -np.inf, float(n_flipped - 1)))
+    return cuts
 
 
 @dataclass
@@ -283,12 +382,14 @@ class _Search:
     """The three passes for one problem (see the module docstring)."""
 
     def __init__(self, problem: JointProblem, red: _Reduced, max_size: int | None,
-                 deadline: float | None, tie_enumeration_cap: int) -> None:
+                 deadline: float | None, tie_enumeration_cap: int,
+                 cycle_cut_min_candidates: int = 0) -> None:
         self.problem = problem
         self.red = red
         self.max_size = max_size
         self.deadline = deadline
         self.cap = tie_enumeration_cap
+        self.cut_min = cycle_cut_min_candidates
         self.model = _Model(red, problem, max_size)
         self.found: dict[tuple[int, ...], _Found] = {}
         self.timed_out = False
@@ -354,7 +455,29 @@ class _Search:
         return max(f.objective for f in self.found.values())
 
     # -- passes ------------------------------------------------------------------------
+    def _root_cuts(self) -> None:
+        """Rounds of LP relaxation + odd-cycle separation; the cuts stay for all passes."""
+        if self.model.nx < self.cut_min or not self.red.pairs:
+            return
+        last = math.inf
+        for _ in range(_CUT_ROUNDS):
+            left = self._time_left()
+            if left is not None and left <= 0:
+                return
+            res = self.model.solve(-self.model.obj, time_limit=left, relax=True)
+            if res.x is None or res.status != 0:
+                return
+            bound = -float(res.fun)
+            if bound > last - _CUT_STALL * max(1.0, abs(last)):
+                return
+            last = bound
+            cuts = self.model.separate_cycles(res.x, max_cuts=self.model.nx + 1)
+            if not cuts:
+                return
+            self.model.cuts.extend(cuts)
+
     def run(self) -> tuple[tuple[int, ...], str, float | None]:
+        self._root_cuts()
         chosen, res = self._run(-self.model.obj)
         if chosen is None:
             chosen = ()
@@ -523,6 +646,7 @@ class MilpJointSelector:
         name: str = "exact",
         time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
         tie_enumeration_cap: int = 16,
+        cycle_cut_min_candidates: int = CYCLE_CUT_MIN_CANDIDATES,
     ) -> None:
         if time_limit_s is not None and not time_limit_s >= 0:
             raise ValueError(f"time_limit_s must be >= 0 or None, got {time_limit_s!r}")
@@ -532,6 +656,7 @@ class MilpJointSelector:
         self.name = name
         self.time_limit_s = time_limit_s
         self.tie_enumeration_cap = tie_enumeration_cap
+        self.cycle_cut_min_candidates = cycle_cut_min_candidates
 
     def select(self, problem: JointProblem) -> Selection:
         """Return the optimal ``Selection`` (the empty set when nothing fits or pays).
@@ -546,7 +671,8 @@ class MilpJointSelector:
         chosen: tuple[int, ...] = ()
         if red.items:
             deadline = None if self.time_limit_s is None else start + self.time_limit_s
-            search = _Search(problem, red, max_size, deadline, self.tie_enumeration_cap)
+            search = _Search(problem, red, max_size, deadline, self.tie_enumeration_cap,
+                             self.cycle_cut_min_candidates)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 chosen, status, gap = search.run()
