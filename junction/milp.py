@@ -50,7 +50,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from scipy.sparse import coo_array, csr_array, vstack
 from scipy.sparse.csgraph import dijkstra
 
@@ -93,11 +93,6 @@ _CUT_ROUNDS = 20
 
 _CUT_STALL = 1e-4
 """Stop separating when a round lowers the LP bound by less than this (relative)."""
-
-_NEAR = 1e-5
-"""Objectives within this of the best (absolute; 10x HiGHS's default absolute MIP gap
-``mip_abs_gap`` = 1e-6) are re-examined under an explicit objective row in pass 2."""
-
 
 def _limit(value: float | None) -> float:
     return math.inf if value is None else value
@@ -288,6 +283,32 @@ class _Model:
         return milp(c, integrality=None if relax else self.integrality, bounds=bounds,
                     constraints=constraints, options=options)
 
+    def lp_bound(self) -> tuple[float, np.ndarray, np.ndarray] | None:
+        """LP relaxation (rows + cuts) of the maximisation: (bound, point, loss), where
+        loss[i] bounds how much the objective drops if x_i leaves its LP value 0 or 1
+        (the reduced cost from ``linprog``'s bound marginals; 0 where x_i is fractional).
+        None if HiGHS does not return an optimal LP."""
+        rows = self.cuts
+        A, lo, hi = self.A, self.lo, self.hi
+        if rows:
+            A = vstack([A, csr_array(np.array([r[0] for r in rows]))], format="csr")
+            lo = np.concatenate([lo, [r[1] for r in rows]])
+            hi = np.concatenate([hi, [r[2] for r in rows]])
+        upper = np.isfinite(hi)
+        lower = np.isfinite(lo)
+        A_ub = vstack([A[upper], -A[lower]], format="csr") if A.shape[0] else None
+        b_ub = np.concatenate([hi[upper], -lo[lower]]) if A.shape[0] else None
+        res = linprog(-self.obj, A_ub=A_ub, b_ub=b_ub, bounds=(0, 1), method="highs")
+        if res.status != 0 or res.x is None:
+            return None
+        x = res.x[: self.nx]
+        loss = np.zeros(self.nx)
+        at_zero = x <= 1e-9
+        at_one = x >= 1 - 1e-9
+        loss[at_zero] = np.maximum(res.lower.marginals[: self.nx][at_zero], 0.0)
+        loss[at_one] = np.maximum(-res.upper.marginals[: self.nx][at_one], 0.0)
+        return -float(res.fun), res.x, loss
+
     def separate_cycles(self, v: np.ndarray, max_cuts: int) -> list[tuple[np.ndarray, float, float]]:
         """Violated odd-cycle inequalities at the LP point ``v`` (see ``_cycle_cuts``)."""
         return _cycle_cuts(self, v, max_cuts)
@@ -390,6 +411,9 @@ class _Search:
         self.deadline = deadline
         self.cap = tie_enumeration_cap
         self.cut_min = cycle_cut_min_candidates
+        self.root_lp: tuple[float, np.ndarray, np.ndarray] | None = None
+        self.tie_bounds: tuple[np.ndarray, np.ndarray] | None = None
+        self.n_fixed = 0
         self.model = _Model(red, problem, max_size)
         self.found: dict[tuple[int, ...], _Found] = {}
         self.timed_out = False
@@ -423,6 +447,9 @@ class _Search:
 
     def _run(self, c, extra=(), lb=None, ub=None):
         """Solve; return (chosen set or None if infeasible, result). Handles exact checks."""
+        if self.tie_bounds is not None:
+            lb = self.tie_bounds[0] if lb is None else np.maximum(lb, self.tie_bounds[0])
+            ub = self.tie_bounds[1] if ub is None else np.minimum(ub, self.tie_bounds[1])
         while True:
             left = self._time_left()
             if left is not None and left <= 0:
@@ -456,25 +483,51 @@ class _Search:
 
     # -- passes ------------------------------------------------------------------------
     def _root_cuts(self) -> None:
-        """Rounds of LP relaxation + odd-cycle separation; the cuts stay for all passes."""
-        if self.model.nx < self.cut_min or not self.red.pairs:
+        """Rounds of LP relaxation + odd-cycle separation; the cuts stay for all passes.
+        The last LP's bound and reduced costs are kept for ``_fix_for_ties``."""
+        if self.model.nx < self.cut_min:
             return
         last = math.inf
         for _ in range(_CUT_ROUNDS):
             left = self._time_left()
             if left is not None and left <= 0:
                 return
-            res = self.model.solve(-self.model.obj, time_limit=left, relax=True)
-            if res.x is None or res.status != 0:
+            lp = self.model.lp_bound()
+            if lp is None:
                 return
-            bound = -float(res.fun)
-            if bound > last - _CUT_STALL * max(1.0, abs(last)):
+            self.root_lp = lp
+            bound, point, _ = lp
+            if bound > last - _CUT_STALL * max(1.0, abs(last)) or not self.red.pairs:
                 return
             last = bound
-            cuts = self.model.separate_cycles(res.x, max_cuts=self.model.nx + 1)
+            self._drop_slack_cuts(point)
+            cuts = self.model.separate_cycles(point, max_cuts=self.model.nx + 1)
             if not cuts:
                 return
             self.model.cuts.extend(cuts)
+
+    def _drop_slack_cuts(self, point: np.ndarray) -> None:
+        """Keep only the cuts tight at the LP point (fewer rows: faster node LPs)."""
+        self.model.cuts = [(coef, low, high) for coef, low, high in self.model.cuts
+                           if coef @ point >= high - 1e-6]
+
+    def _fix_for_ties(self) -> None:
+        """Reduced-cost fixing for the tie passes (every set they look for has objective
+        >= z - tolerance): x_i keeps its root LP value 0 or 1 when leaving it would bring
+        the LP bound below that (Nemhauser & Wolsey 1988, reduced-cost fixing)."""
+        if self.root_lp is None:
+            return
+        bound, point, loss = self.root_lp
+        z = self._best()
+        margin = OBJECTIVE_TOLERANCE + 1e-6 * max(1.0, abs(z))  # HiGHS's dual tolerance
+        fixed = bound - loss < z - margin
+        lb = np.zeros(self.model.nvar)
+        ub = np.ones(self.model.nvar)
+        values = np.round(point[: self.model.nx])
+        lb[: self.model.nx][fixed] = values[fixed]
+        ub[: self.model.nx][fixed] = values[fixed]
+        self.tie_bounds = (lb, ub)
+        self.n_fixed = int(fixed.sum())
 
     def run(self) -> tuple[tuple[int, ...], str, float | None]:
         self._root_cuts()
@@ -486,6 +539,7 @@ class _Search:
             gap = None if res is None or res.mip_gap is None else float(res.mip_gap)
             return chosen, "time_limit", gap
         self.gap = float(res.mip_gap) if res is not None and res.mip_gap is not None else 0.0
+        self._fix_for_ties()
         key_sets = self._pass_key(chosen)
         if len(key_sets) > 1 and not self.timed_out:
             self._pass_lex(key_sets)
@@ -517,15 +571,14 @@ class _Search:
         key = self._key_of(best)
         if key == 0:
             return [best]  # the empty set: nothing else has key 0
-        # Fast path: the best other set with a key <= key(best), found by maximising the
-        # objective (HiGHS prunes on it as in pass 1; measured faster than a row on it).
+        # Fast path: is there another set with a key <= key(best) and an objective within
+        # tolerance of the best? Asked as a maximisation with a row on the objective
+        # (measured faster than minimising the key, or than a pure feasibility problem).
         chosen, _ = self._run(-self.model.obj,
-                              extra=[(self.model.key, -np.inf, key + 0.5), self._exclude(best)])
+                              extra=[*self._key_rows(key), self._exclude(best)])
         if chosen is None:
             return [best]
         f = self._record(chosen)
-        if f.objective < self._best() - _NEAR:
-            return [best]
         if f.objective >= self._best() - OBJECTIVE_TOLERANCE and self._key_of(chosen) < key:
             best = chosen
         # Ties or near ties: minimise the key under a row on the objective.
