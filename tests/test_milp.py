@@ -82,6 +82,15 @@ def test_solver_equals_enumeration(problem: JointProblem) -> None:
     assert got.status == "optimal"
 
 
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_cycle_cuts_keep_the_selection(problem: JointProblem) -> None:
+    # Odd-cycle cuts and reduced-cost fixing normally start at 40 candidates; force them.
+    expected = ExactJointSelector().select(problem)
+    assert same(MilpJointSelector(cycle_cut_min_candidates=0).select(problem), expected)
+
+
 @settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(problems(max_candidates=10))
