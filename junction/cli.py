@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 
 from junction.environment import PROJECT_ROOT, configure_prefect_env
+from junction.cli_judge import judge_app
 from junction.errors import JunctionError
 
 configure_prefect_env(logging_level="WARNING")
@@ -27,6 +28,7 @@ app = typer.Typer(
 )
 demo_app = typer.Typer(no_args_is_help=True, help="Small worked examples.")
 app.add_typer(demo_app, name="demo")
+app.add_typer(judge_app, name="judge")
 
 
 def _demo_coupling_result() -> dict:

@@ -25,3 +25,16 @@ def prefect_harness():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture(scope="session")
+def judge():
+    """One loaded judge (embedded Gemma 3 270M, the strategy's config) for the whole session.
+
+    Skips when llama-cpp-python is not installed (``make setup`` builds it).
+    """
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed; run `make setup`")
+    from junction.judge import load_judge
+    from junction.judge.strategy import STRATEGY_JUDGE_CONFIG
+
+    return load_judge(STRATEGY_JUDGE_CONFIG)

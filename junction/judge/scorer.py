@@ -1,0 +1,390 @@
+"""The yes/no judge on llama.cpp, with prefix-shared batch scoring.
+
+score(query, document) = logit("yes") - logit("no") at the answer position (logits;
+comparable only within one query and one instruction).
+
+Batch path (``LlamaJudge.score``), on the low-level llama.cpp API:
+
+1. the prefix (system line, instruction, examples) is decoded once per instruction into
+   sequence 0 and kept;
+2. each query is decoded once into sequence 1, forked from 0 with ``llama_memory_seq_cp``
+   (a unified KV cache, ``kv_unified``, makes a fork a metadata copy: the cells are shared);
+3. candidates fork from sequence 1 into slots 2..n_seq-1, grouped up to the free slots and
+   the free KV cells; one ``llama_decode`` per group, logits requested only at each
+   candidate's last token; the group's sequences are then removed.
+
+Naive path (``LlamaJudge.score_naive``): the whole prompt of each candidate decoded from an
+empty cache, one candidate at a time: the reference the batch path is measured against.
+
+Gemma 3 interleaves sliding-window layers (window 512 tokens) with global ones. With the
+default small sliding-window cache (``swa_full`` off) llama.cpp prunes cells that fall out
+of a sequence's window after each batch, and a fork can only copy what is left; with
+``swa_full`` on, the sliding-window cache is full size, so forked sequences see the same
+cells as a fresh decode and the window is applied by the attention mask alone. The judge
+therefore turns ``swa_full`` on by default (``JudgeConfig.swa_full``).
+
+Decoding uses a fixed thread count and no sampling, so the same inputs in the same groups
+give the same scores. The batch path differs from the naive path by the KV-cache noise
+floor measured by ``bench/judge_throughput.py`` (per cache type).
+"""
+
+from __future__ import annotations
+
+import copy
+import ctypes
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from junction.judge.errors import JudgeError
+from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
+from junction.judge.model import JudgeConfig, embedded_model_path, file_sha256
+from junction.judge.templates import PromptTemplate, choose_template, get_template, normalise_text
+
+__all__ = ["Truncation", "ScoreBatch", "LlamaJudge"]
+
+_GGML_TYPES = {"f16": 1, "q4_0": 2, "q8_0": 8}  # enum ggml_type values (ggml.h)
+_PREFIX_SEQ = 0
+_QUERY_SEQ = 1
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """A text cut to fit its slot: which one (``query`` or document index), tokens before/after."""
+
+    part: str
+    index: int
+    original_tokens: int
+    kept_tokens: int
+
+
+@dataclass(frozen=True)
+class ScoreBatch:
+    """Scores (logits, one per document, input order) and the cuts made to fit the slots.
+
+    ``candidate_tokens``: tokens decoded per candidate (its document part), for throughput.
+    """
+
+    scores: list[float]
+    truncations: list[Truncation] = field(default_factory=list)
+    candidate_tokens: list[int] = field(default_factory=list)
+
+
+def _llama():
+    try:
+        import llama_cpp
+        from llama_cpp._logger import set_verbose
+    except ImportError as exc:
+        raise JudgeError(
+            "llama-cpp-python is not installed; run `make setup` (it builds the wheel from source)"
+        ) from exc
+    set_verbose(False)
+    return llama_cpp
+
+
+@dataclass
+class _ContextState:
+    """Which prefix sequence 0 of the context currently holds (``None``: nothing kept)."""
+
+    prefix_key: str | None = None
+    prefix_len: int = 0
+
+
+class LlamaJudge:
+    """A loaded judge model and one llama.cpp context (see the module docstring).
+
+    Construct through ``junction.judge.load_judge`` (one per config per process). Calls are
+    serialised by a lock: one context cannot decode two batches at once.
+    Raises ``JudgeError`` naming the file when the model cannot be loaded.
+    """
+
+    def __init__(self, config: JudgeConfig) -> None:
+        L = _llama()
+        self._L = L
+        self.config = config
+        path = Path(config.model_path) if config.model_path else embedded_model_path()
+        if not path.is_file():
+            raise JudgeError(f"judge model file not found: {path}")
+        self.model_path = path
+        self.model_hash = file_sha256(path)
+        self._lock = threading.Lock()
+        L.llama_backend_init()
+        mparams = L.llama_model_default_params()
+        self._model = L.llama_model_load_from_file(str(path).encode(), mparams)
+        if not self._model:
+            raise JudgeError(f"llama.cpp could not load the judge model {path}")
+        self._vocab = L.llama_model_get_vocab(self._model)
+        self.metadata = self._read_metadata()
+        self.template: PromptTemplate = (
+            choose_template(self.metadata) if config.template == "auto"
+            else get_template(config.template)
+        )
+        cparams = L.llama_context_default_params()
+        cparams.n_ctx = config.n_ctx
+        cparams.n_batch = config.n_batch
+        cparams.n_ubatch = config.n_ubatch
+        cparams.n_seq_max = config.n_seq
+        cparams.n_threads = config.n_threads
+        cparams.n_threads_batch = config.n_threads
+        cparams.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED
+        cparams.type_k = _GGML_TYPES[config.kv_type]
+        cparams.type_v = _GGML_TYPES[config.kv_type]
+        cparams.kv_unified = True
+        cparams.swa_full = config.swa_full
+        cparams.no_perf = True
+        self._ctx = L.llama_init_from_model(self._model, cparams)
+        if not self._ctx:
+            raise JudgeError(f"llama.cpp could not create a context for {path} with {config}")
+        self._mem = L.llama_get_memory(self._ctx)
+        self._batch = L.llama_batch_init(config.n_batch, 0, 1)
+        self._shared = _ContextState()  # shared with with_template() views
+        self.n_vocab = L.llama_vocab_n_tokens(self._vocab)
+        self._owner = True
+
+    def with_template(self, template: PromptTemplate) -> LlamaJudge:
+        """A view of this judge (same model, context and lock) that prompts with ``template``.
+
+        Used by the smoke tests and for trying layouts without a second model load; the
+        prefix cache key includes the template, so the two views never share a stale prefix.
+        """
+        view = copy.copy(self)
+        view.template = template
+        view._owner = False
+        return view
+
+    def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
+        if not getattr(self, "_owner", False):
+            return
+        try:
+            L = self._L
+            L.llama_batch_free(self._batch)
+            L.llama_free(self._ctx)
+            L.llama_model_free(self._model)
+        except Exception:
+            pass
+
+    # -- metadata and tokens -------------------------------------------------------------
+    def _read_metadata(self) -> dict[str, str]:
+        L = self._L
+        out: dict[str, str] = {}
+        size = 1 << 16
+        buf = ctypes.create_string_buffer(size)
+        for i in range(L.llama_model_meta_count(self._model)):
+            if L.llama_model_meta_key_by_index(self._model, i, buf, size) < 0:
+                continue
+            key = buf.value.decode("utf-8", "replace")
+            if L.llama_model_meta_val_str_by_index(self._model, i, buf, size) < 0:
+                continue
+            out[key] = buf.value.decode("utf-8", "replace")
+        return out
+
+    def tokenize(self, text: str, *, bos: bool = False, special: bool = False) -> list[int]:
+        """Token ids of ``text``; ``bos`` adds the model's BOS token if it uses one,
+        ``special`` parses special-token strings such as ``<|im_end|>``."""
+        data = text.encode("utf-8")
+        cap = len(data) + 16
+        arr = (self._L.llama_token * cap)()
+        n = self._L.llama_tokenize(self._vocab, data, len(data), arr, cap, bos, special)
+        if n < 0:
+            raise JudgeError(f"tokenising {len(data)} bytes needs {-n} tokens > buffer {cap}")
+        return list(arr[:n])
+
+    def piece(self, token: int) -> str:
+        """The text of one token (special tokens rendered)."""
+        buf = ctypes.create_string_buffer(256)
+        n = self._L.llama_token_to_piece(self._vocab, token, buf, 256, 0, True)
+        return buf.raw[: max(n, 0)].decode("utf-8", "replace")
+
+    def answer_tokens(self) -> tuple[list[int], list[int]]:
+        """Token ids of the template's "yes" and "no" strings (the smoke gate wants one each)."""
+        return (self.tokenize(self.template.yes), self.tokenize(self.template.no))
+
+    def _answer_ids(self) -> tuple[int, int]:
+        yes, no = self.answer_tokens()
+        if len(yes) != 1 or len(no) != 1:
+            raise JudgeError(
+                f"answer strings must be single tokens: {self.template.yes!r} -> {yes}, "
+                f"{self.template.no!r} -> {no}"
+            )
+        return yes[0], no[0]
+
+    def prefix_tokens(self, instruction: RerankInstruction) -> list[int]:
+        """Tokens of the shared prefix (with BOS)."""
+        return self.tokenize(self.template.prefix(instruction), bos=True, special=True)
+
+    def _user_tokens(self, text: str, limit: int) -> tuple[list[int], int]:
+        toks = self.tokenize(self.template.lead + normalise_text(text))
+        return toks[:limit], len(toks)
+
+    def query_tokens(self, query: str) -> tuple[list[int], int]:
+        """Tokens of the query part (cut to ``max_query_tokens``) and the uncut text length."""
+        t = self.template
+        user, n = self._user_tokens(query, self.config.max_query_tokens)
+        return (self.tokenize(t.query_before, special=True) + user
+                + self.tokenize(t.query_after, special=True), n)
+
+    def document_tokens(self, document: str) -> tuple[list[int], int]:
+        """Tokens of the document part; only the document text is cut (the answer suffix stays)."""
+        t = self.template
+        user, n = self._user_tokens(document, self.config.max_document_tokens)
+        return (self.tokenize(t.doc_before, special=True) + user
+                + self.tokenize(t.doc_after, special=True), n)
+
+    def instruction_hash(self, instruction: RerankInstruction = RETRIEVAL_INSTRUCTION) -> str:
+        """sha256 of everything that shapes the prompt (``PromptTemplate.prompt_hash``)."""
+        return self.template.prompt_hash(instruction)
+
+    # -- decoding ------------------------------------------------------------------------
+    def _decode(self, items: Sequence[tuple[int, int, int, bool]]) -> None:
+        """One ``llama_decode`` over (token, position, sequence, wants_logits) items."""
+        b = self._batch
+        for i, (tok, pos, seq, out) in enumerate(items):
+            b.token[i] = tok
+            b.pos[i] = pos
+            b.n_seq_id[i] = 1
+            b.seq_id[i][0] = seq
+            b.logits[i] = out
+        b.n_tokens = len(items)
+        rc = self._L.llama_decode(self._ctx, b)
+        if rc != 0:
+            raise JudgeError(
+                f"llama_decode returned {rc} for {len(items)} tokens "
+                f"(1: no KV slot; raise n_ctx={self.config.n_ctx} or lower max_document_tokens)"
+            )
+
+    def _decode_sequence(self, tokens: Sequence[int], start: int, seq: int, last_logits: bool):
+        step = self.config.n_batch
+        for lo in range(0, len(tokens), step):
+            chunk = tokens[lo: lo + step]
+            final = lo + step >= len(tokens)
+            self._decode([(tok, start + lo + i, seq, last_logits and final and i == len(chunk) - 1)
+                          for i, tok in enumerate(chunk)])
+
+    def _gap(self, index: int, yes: int, no: int) -> float:
+        logits = self._L.llama_get_logits_ith(self._ctx, index)
+        value = float(logits[yes]) - float(logits[no])
+        if not math.isfinite(value):
+            raise JudgeError(f"non-finite logit gap {value!r} at batch index {index}")
+        return value
+
+    def _ensure_prefix(self, instruction: RerankInstruction) -> int:
+        key = self.instruction_hash(instruction)
+        if self._shared.prefix_key != key:
+            self._L.llama_memory_clear(self._mem, True)
+            self._shared.prefix_key = None
+            tokens = self.prefix_tokens(instruction)
+            self._decode_sequence(tokens, 0, _PREFIX_SEQ, last_logits=False)
+            self._shared.prefix_key, self._shared.prefix_len = key, len(tokens)
+        return self._shared.prefix_len
+
+    def _prepare(self, query: str, documents: Sequence[str]):
+        q_tokens, q_len = self.query_tokens(query)
+        truncations = []
+        if q_len > self.config.max_query_tokens:
+            truncations.append(Truncation("query", 0, q_len, self.config.max_query_tokens))
+        docs = []
+        for i, doc in enumerate(documents):
+            d_tokens, d_len = self.document_tokens(doc)
+            if d_len > self.config.max_document_tokens:
+                truncations.append(Truncation("document", i, d_len,
+                                              self.config.max_document_tokens))
+            docs.append(d_tokens)
+        return q_tokens, docs, truncations
+
+    def score(
+        self, query: str, documents: Sequence[str],
+        instruction: RerankInstruction = RETRIEVAL_INSTRUCTION,
+    ) -> ScoreBatch:
+        """Batch path: logit gaps of ``documents`` against ``query`` (module docstring).
+
+        Raises ``JudgeError`` if llama.cpp fails or a prompt cannot fit ``n_ctx``.
+        """
+        if not documents:
+            return ScoreBatch(scores=[])
+        yes, no = self._answer_ids()
+        with self._lock:
+            q_tokens, docs, truncations = self._prepare(query, documents)
+            L, mem, cfg = self._L, self._mem, self.config
+            n_prefix = self._ensure_prefix(instruction)
+            try:
+                L.llama_memory_seq_rm(mem, _QUERY_SEQ, -1, -1)
+                L.llama_memory_seq_cp(mem, _PREFIX_SEQ, _QUERY_SEQ, -1, -1)
+                self._decode_sequence(q_tokens, n_prefix, _QUERY_SEQ, last_logits=False)
+                start = n_prefix + len(q_tokens)
+                capacity = min(cfg.n_batch, cfg.n_ctx - start)
+                slots = cfg.n_seq - 2
+                scores: list[float] = [0.0] * len(docs)
+                order = list(range(len(docs)))
+                i = 0
+                while i < len(order):
+                    group, used = [], 0
+                    while (i < len(order) and len(group) < slots
+                           and used + len(docs[order[i]]) <= capacity):
+                        group.append(order[i])
+                        used += len(docs[order[i]])
+                        i += 1
+                    if not group:
+                        raise JudgeError(
+                            f"document {order[i]} needs {len(docs[order[i]])} tokens but only "
+                            f"{capacity} KV cells are free after the prefix and query"
+                        )
+                    items, last = [], []
+                    for slot, d in enumerate(group):
+                        seq = 2 + slot
+                        L.llama_memory_seq_cp(mem, _QUERY_SEQ, seq, -1, -1)
+                        toks = docs[d]
+                        for j, tok in enumerate(toks):
+                            items.append((tok, start + j, seq, j == len(toks) - 1))
+                        last.append(len(items) - 1)
+                    try:
+                        self._decode(items)
+                        for d, idx in zip(group, last):
+                            scores[d] = self._gap(idx, yes, no)
+                    finally:
+                        for slot in range(len(group)):
+                            L.llama_memory_seq_rm(mem, 2 + slot, -1, -1)
+            except Exception:
+                L.llama_memory_clear(mem, True)
+                self._shared.prefix_key = None
+                raise
+            finally:
+                L.llama_memory_seq_rm(mem, _QUERY_SEQ, -1, -1)
+        return ScoreBatch(scores=scores, truncations=truncations,
+                          candidate_tokens=[len(d) for d in docs])
+
+    def score_naive(
+        self, query: str, documents: Sequence[str],
+        instruction: RerankInstruction = RETRIEVAL_INSTRUCTION,
+    ) -> ScoreBatch:
+        """Naive path: each candidate's whole prompt decoded from an empty cache (reference)."""
+        if not documents:
+            return ScoreBatch(scores=[])
+        yes, no = self._answer_ids()
+        with self._lock:
+            q_tokens, docs, truncations = self._prepare(query, documents)
+            prefix = self.prefix_tokens(instruction)
+            L = self._L
+            self._shared.prefix_key = None
+            scores = []
+            try:
+                for d_tokens in docs:
+                    L.llama_memory_clear(self._mem, True)
+                    tokens = prefix + q_tokens + d_tokens
+                    self._decode_sequence(tokens, 0, _PREFIX_SEQ, last_logits=True)
+                    scores.append(self._gap(-1, yes, no))
+            finally:
+                L.llama_memory_clear(self._mem, True)
+        return ScoreBatch(scores=scores, truncations=truncations,
+                          candidate_tokens=[len(d) for d in docs])
+
+    def decode_raw(self, tokens: Sequence[int]) -> None:
+        """Decode ``tokens`` as one prompt from an empty cache (throughput reference)."""
+        with self._lock:
+            self._shared.prefix_key = None
+            self._L.llama_memory_clear(self._mem, True)
+            try:
+                self._decode_sequence(list(tokens), 0, _PREFIX_SEQ, last_logits=True)
+            finally:
+                self._L.llama_memory_clear(self._mem, True)

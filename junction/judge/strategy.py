@@ -1,0 +1,197 @@
+"""The ``judge_admission`` strategy: BM25 first stage, yes/no judge, floor admission.
+
+Per task (``RouterView``):
+
+1. BM25 first stage (``junction.strategies.candidate_pools``): the top
+   ``min(pool_limit, pool_per_lane)`` contexts and tools;
+2. every candidate is judged against ``view.objective`` in one batch (contexts as their
+   content, tools as ``Tool <id>: <description> Schema: <rendered schema>``), through the
+   persistent score cache;
+3. admission (``junction.admission.admit_above_floor``): candidates scoring at least the
+   calibrated floor, best first, each admitted only if the exposed set still fits every
+   limit of the task's shared budget (``Budget.check``). A candidate below the floor is
+   never exposed, so a task where no tool fits can expose none (abstention).
+
+The floor is calibrated once per process (``calibrate_default_floor``) on a calibration
+split that the benchmark never runs (synthetic suite, seed ``CALIBRATION_SEED``), for the
+target precision ``TARGET_PRECISION``. When no floor reaches the target (a weak judge), the
+floor with the best precision reached is used instead and a ``UserWarning`` says so; the
+floor, its target and the precision it reached are recorded in every trace with the judge
+scores, the instruction hash and the model hash.
+"""
+
+from __future__ import annotations
+
+import threading
+import dataclasses
+import warnings
+from collections.abc import Callable
+
+from junction.admission import (
+    AdmissionError,
+    FloorCalibration,
+    ScoredResource,
+    admit_above_floor,
+    calibrate_floor,
+)
+from junction.candidates import Candidate
+from junction.judge.cache import ScoreCache, cached_scores
+from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
+from junction.judge.model import JudgeConfig, load_judge, state_dir
+from junction.judge.smoke import run_smoke
+from junction.selection import make_selection
+from junction.strategies import StrategyResult, candidate_pools, joint_problem
+from junction.tasks import RouterView
+
+__all__ = [
+    "DEFAULT_POOL_PER_LANE",
+    "STRATEGY_JUDGE_CONFIG",
+    "TARGET_PRECISION",
+    "CALIBRATION_SEED",
+    "CALIBRATION_SIZE",
+    "candidate_text",
+    "calibrate_default_floor",
+    "make_judge_admission_strategy",
+]
+
+DEFAULT_POOL_PER_LANE = 4
+"""Judged candidates per lane: 8 per task keep the default benchmark (about 100 tasks)
+within its 10-minute budget on 2 cores (one ``llama_decode`` group per task)."""
+
+STRATEGY_JUDGE_CONFIG = JudgeConfig(max_document_tokens=96)
+"""Documents cut to 96 tokens in the strategy (each cut is counted in the trace): the head
+of a passage or a tool's description carries most of its topic, and it halves the cost."""
+
+TARGET_PRECISION = 0.5
+"""Floor calibration target: at least half of what passes the floor is gold."""
+
+CALIBRATION_SEED = 1
+"""Seed of the calibration split (the benchmark runs seed 0)."""
+
+CALIBRATION_SIZE = 12
+"""Tasks in the calibration split."""
+
+
+def candidate_text(view: RouterView, candidate: Candidate) -> str:
+    """The text the judge reads for a candidate (see the module docstring)."""
+    if candidate.kind == "context":
+        return view.context(candidate.resource_id).content
+    tool = view.tool(candidate.resource_id)
+    return f"Tool {tool.id}: {tool.description} Schema: {tool.rendered_schema()}"
+
+
+def _judge_pools(judge, cache, view: RouterView, pools, instruction) -> dict[str, float]:
+    cands = [*pools.contexts, *pools.tools]
+    if not cands:
+        return {}
+    texts = [candidate_text(view, c) for c in cands]
+    scores = cached_scores(judge, cache, view.objective, texts, instruction)
+    return {c.resource_id: s for c, s in zip(cands, scores)}
+
+
+def calibrate_default_floor(judge, cache: ScoreCache | None,
+                            instruction: RerankInstruction = RETRIEVAL_INSTRUCTION,
+                            pool_per_lane: int = DEFAULT_POOL_PER_LANE) -> FloorCalibration:
+    """Calibrate the admission floor on the calibration split (module docstring).
+
+    Pools every judged (task, candidate) pair of ``CALIBRATION_SIZE`` synthetic tasks built
+    with ``CALIBRATION_SEED``; labels are the tasks' gold ids. Raises ``AdmissionError``
+    when no floor reaches ``TARGET_PRECISION``.
+    """
+    from datasets import build_suite  # the suites live outside the library
+
+    scores: list[float] = []
+    labels: list[bool] = []
+    for task in build_suite("synthetic", seed=CALIBRATION_SEED, size=CALIBRATION_SIZE).tasks:
+        view = task.router_view()
+        pools = candidate_pools(view, pool_per_lane)
+        judged = _judge_pools(judge, cache, view, pools, instruction)
+        gold = set(task.gold_context_ids) | set(task.gold_tool_ids)
+        for rid, score in sorted(judged.items()):
+            scores.append(score)
+            labels.append(rid in gold)
+    try:
+        return calibrate_floor(scores, labels, TARGET_PRECISION)
+    except AdmissionError as exc:
+        best = max(_precisions(scores, labels))
+        warnings.warn(f"judge floor: {exc}; using the floor of the best precision ({best:.3f})",
+                      stacklevel=2)
+        calibration = calibrate_floor(scores, labels, best)
+        return dataclasses.replace(calibration, target_precision=TARGET_PRECISION)
+
+
+def _precisions(scores: list[float], labels: list[bool]) -> list[float]:
+    """Precision of {score >= t} for every observed threshold t."""
+    return [sum(y for s, y in zip(scores, labels) if s >= t)
+            / sum(1 for s in scores if s >= t) for t in set(scores)]
+
+
+_FLOORS: dict[tuple, FloorCalibration] = {}
+_FLOORS_LOCK = threading.Lock()
+_SMOKED: set[tuple] = set()
+
+
+def make_judge_admission_strategy(
+    config: JudgeConfig | None = None,
+    instruction: RerankInstruction = RETRIEVAL_INSTRUCTION,
+    pool_per_lane: int = DEFAULT_POOL_PER_LANE,
+    floor: float | None = None,
+    use_cache: bool = True,
+) -> Callable[[RouterView, int | None], StrategyResult]:
+    """A ready ``judge_admission`` strategy ``(view, pool_limit) -> StrategyResult``.
+
+    Loads the judge once per process (``load_judge``), runs the smoke test (raises
+    ``SmokeTestError`` naming the failed gate), opens the score cache
+    (``state_dir()/judge_scores.sqlite``) and calibrates the floor unless ``floor``
+    (logits) is given. ``extra`` of each result holds ``judge_scores`` (resource id ->
+    logit gap), ``instruction_hash``, ``model_hash``, ``judge_floor`` and the rejected ids.
+    """
+    config = config or STRATEGY_JUDGE_CONFIG
+    judge = load_judge(config)
+    smoke_key = (config, judge.instruction_hash(instruction))
+    with _FLOORS_LOCK:
+        if smoke_key not in _SMOKED:
+            run_smoke(judge, instruction)
+            _SMOKED.add(smoke_key)
+    cache = ScoreCache(state_dir() / "judge_scores.sqlite") if use_cache else None
+    instruction_hash = judge.instruction_hash(instruction)
+    if floor is None:
+        key = (config, instruction_hash, pool_per_lane)
+        with _FLOORS_LOCK:
+            if key not in _FLOORS:
+                _FLOORS[key] = calibrate_default_floor(judge, cache, instruction, pool_per_lane)
+            calibration = _FLOORS[key]
+        floor_value = calibration.floor
+        floor_info = {"judge_floor_target_precision": calibration.target_precision,
+                      "judge_floor_calibration_precision": round(calibration.precision, 4),
+                      "judge_floor_calibration_recall": round(calibration.recall, 4)}
+    else:
+        floor_value = float(floor)
+        floor_info = {}
+
+    def strategy(view: RouterView, pool_limit: int | None) -> StrategyResult:
+        n = pool_per_lane if pool_limit is None else min(pool_limit, pool_per_lane)
+        pools = candidate_pools(view, n)
+        problem = joint_problem(view, pools)
+        scores = _judge_pools(judge, cache, view, pools, instruction)
+        items = [ScoredResource(r, scores[r.id]) for r in (*problem.contexts, *problem.tools)]
+        result = admit_above_floor(items, floor_value, view.budget)
+        admitted = set(result.admitted_ids)
+        selection = make_selection(
+            "judge_admission", problem,
+            [c.id for c in problem.contexts if c.id in admitted],
+            [t.id for t in problem.tools if t.id in admitted],
+            status="heuristic",
+        )
+        return StrategyResult(selection=selection, pools=pools, extra={
+            "judge_scores": {rid: round(s, 6) for rid, s in sorted(scores.items())},
+            "instruction_hash": instruction_hash,
+            "model_hash": judge.model_hash,
+            "judge_floor": round(floor_value, 6),
+            "judge_rejected": {r.item.resource_id: r.reason for r in result.rejected},
+            "judge_best_rejected": [s.resource_id for s in result.best_rejected],
+            **floor_info,
+        })
+
+    return strategy
+
