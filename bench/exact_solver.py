@@ -87,7 +87,8 @@ def versus_enumeration(sizes, instances: int, tightness: float) -> list[dict]:
             same &= (got.model_dump(exclude=SOLVER_FIELDS)
                      == expected.model_dump(exclude=SOLVER_FIELDS))
         e, s = statistics.median(enum_times), statistics.median(solver_times)
-        rows.append({"n": n, "tightness": tightness, "enumeration_median_s": round(e, 4), "solver_median_s": round(s, 4),
+        rows.append({"n": n, "tightness": tightness, "enumeration_median_s": round(e, 4),
+                     "solver_median_s": round(s, 4),
                      "ratio": round(e / s, 1), "same_selection": same})
     return rows
 

@@ -333,7 +333,8 @@ class _Model:
         loss[at_one] = np.maximum(-res.upper.marginals[: self.nx][at_one], 0.0)
         return -float(res.fun), res.x, loss
 
-    def separate_cycles(self, v: np.ndarray, max_cuts: int) -> list[tuple[np.ndarray, float, float]]:
+    def separate_cycles(self, v: np.ndarray,
+                        max_cuts: int) -> list[tuple[np.ndarray, float, float]]:
         """Violated odd-cycle inequalities at the LP point ``v`` (see ``_cycle_cuts``)."""
         return _cycle_cuts(self, v, max_cuts)
 
