@@ -211,6 +211,44 @@ def _fits(red: _Reduced, chosen: Sequence[int], budget, max_size: int | None) ->
     return None
 
 
+def _local_search(red: _Reduced, budget, max_size: int | None) -> tuple[int, ...]:
+    """A feasible set by greedy insertion and improving single flips (no optimality claim).
+
+    Kept as a fallback when the time limit stops pass 1 before HiGHS finds a better set.
+    Gains are exact in the model (u_i + Σ_{j∈S} W_ij); feasibility uses running sums and
+    the set is re-checked by ``_fits`` before use.
+    """
+    n = len(red.items)
+    gain = np.array(red.unary, dtype=float)
+    W = np.zeros((n, n))
+    for c, t, w in red.pairs:
+        W[c, t] = W[t, c] = w
+    tokens = np.array([r.token_cost for r in red.items], dtype=float)
+    is_tool = np.arange(n) >= red.n_ctx
+    latency = np.array([getattr(r, "estimated_latency_ms", 0.0) for r in red.items])
+    cost = np.array([getattr(r, "estimated_cost_usd", 0.0) for r in red.items])
+    limits = (_limit(budget.max_tokens), _limit(budget.max_tools),
+              _limit(budget.max_latency_ms), _limit(budget.max_cost_usd),
+              math.inf if max_size is None else max_size)
+    inside = np.zeros(n, dtype=bool)
+    used = np.zeros(5)
+    use = np.stack([tokens, is_tool.astype(float), latency * is_tool, cost * is_tool,
+                    np.ones(n)], axis=1)
+    for _ in range(4 * n + 10):
+        fits = np.all(used + use <= np.array(limits), axis=1) & ~inside
+        delta = np.where(inside, -gain, gain)
+        delta[~inside & ~fits] = -np.inf
+        i = int(np.argmax(delta))  # first best: deterministic
+        if not delta[i] > 1e-12:
+            break
+        inside[i] = not inside[i]
+        sign = 1.0 if inside[i] else -1.0
+        used += sign * use[i]
+        gain += sign * W[i]
+    chosen = tuple(int(i) for i in np.flatnonzero(inside))
+    return chosen if _fits(red, chosen, budget, max_size) is None else ()
+
+
 class _Model:
     """The MILP of one reduced problem: columns x (candidates) then y (pairs)."""
 
@@ -572,8 +610,15 @@ class _Search:
             chosen = ()
         self._record(chosen)
         if self.timed_out:
-            gap = None if res is None or res.mip_gap is None else float(res.mip_gap)
-            return chosen, "time_limit", gap
+            # Keep the better of HiGHS's set and a local search's; gap against its bound.
+            fallback = self._record(_local_search(self.red, self.problem.budget,
+                                                  self.max_size))
+            best = max([self.found[chosen], fallback], key=lambda f: (f.objective, f.chosen))
+            gap = None
+            if res is not None and res.mip_dual_bound is not None:
+                bound = -float(res.mip_dual_bound)
+                gap = max(bound - best.objective, 0.0) / max(abs(best.objective), 1e-9)
+            return best.chosen, "time_limit", gap
         self.gap = float(res.mip_gap) if res is not None and res.mip_gap is not None else 0.0
         self._fix_for_ties()
         key_sets = self._pass_key(chosen)
