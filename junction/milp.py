@@ -49,8 +49,11 @@ whose objectives differ by less than that (but by more than ``OBJECTIVE_TOLERANC
 ranked as equal; scores given to a few decimals, as every suite here gives them, are exact.
 
 Status: ``optimal`` only when all passes finished; ``time_limit`` when the time limit
-stopped any pass: the best set found, with HiGHS's relative gap |primal - dual| / |primal|
-of pass 1 (None when pass 1 found no set; 0.0 when pass 1 finished and a tie pass did not).
+stopped any pass. If it stopped pass 1, the selection is the better of HiGHS's best set
+and a greedy + single-flip local search (``_local_search``), with the relative gap
+(dual bound - objective) / |objective| against HiGHS's dual bound (None if HiGHS gave no
+bound); if pass 1 finished and a tie pass did not, the set is optimal in objective but
+the tie rule is unproven, and the gap is 0.0.
 Deterministic: the tie rule fixes the answer, whichever optimal set HiGHS returns first.
 """
 
