@@ -43,7 +43,14 @@ from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
 from junction.judge.model import JudgeConfig, embedded_model_path, file_sha256
 from junction.judge.templates import PromptTemplate, choose_template, get_template, normalise_text
 
-__all__ = ["Truncation", "ScoreBatch", "LlamaJudge"]
+__all__ = ["Truncation", "ScoreBatch", "LlamaJudge", "NOISE_FLOOR_LOGITS"]
+
+NOISE_FLOOR_LOGITS = {"f16": 0.44, "q8_0": 0.22, "q4_0": 0.59}
+"""Noise floor per KV cache type (logits), measured by ``bench/judge_throughput.py`` on the
+embedded Gemma 3 270M (28 candidates, 2 threads): the larger of the spread of one passage
+scored in every slot of a batch (f16 0.436, q8_0 0.0, q4_0 0.0) and the largest
+|batch - naive| gap (f16 0.218, q8_0 0.217, q4_0 0.583), rounded up to 0.01. Score
+differences below it mean nothing."""
 
 _GGML_TYPES = {"f16": 1, "q4_0": 2, "q8_0": 8}  # enum ggml_type values (ggml.h)
 _PREFIX_SEQ = 0
@@ -131,7 +138,7 @@ class LlamaJudge:
         cparams.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED
         cparams.type_k = _GGML_TYPES[config.kv_type]
         cparams.type_v = _GGML_TYPES[config.kv_type]
-        cparams.kv_unified = True
+        cparams.kv_unified = config.kv_unified
         cparams.swa_full = config.swa_full
         cparams.no_perf = True
         self._ctx = L.llama_init_from_model(self._model, cparams)
@@ -314,6 +321,8 @@ class LlamaJudge:
                 self._decode_sequence(q_tokens, n_prefix, _QUERY_SEQ, last_logits=False)
                 start = n_prefix + len(q_tokens)
                 capacity = min(cfg.n_batch, cfg.n_ctx - start)
+                if not cfg.kv_unified:  # each slot has its own n_ctx / n_seq cells
+                    capacity = cfg.n_batch
                 slots = cfg.n_seq - 2
                 scores: list[float] = [0.0] * len(docs)
                 order = list(range(len(docs)))

@@ -1,0 +1,90 @@
+"""The judge on the embedded model: smoke gates, batch vs naive, truncation, strategy."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from junction.judge import RETRIEVAL_INSTRUCTION, SmokeTestError, run_smoke
+from junction.judge.scorer import NOISE_FLOOR_LOGITS
+from junction.judge.templates import FEW_SHOT
+
+pytestmark = pytest.mark.model
+
+FIXTURE = RETRIEVAL_INSTRUCTION.fixture
+DOCS = [
+    FIXTURE.matching,
+    FIXTURE.non_matching,
+    "Berlin is the capital of Germany.",
+    "Tool get_capital: returns the capital city of a country.",
+    "The Seine flows through Paris, the French capital.",
+]
+
+
+def test_smoke_gates_pass_and_report_measured_values(judge) -> None:
+    report = run_smoke(judge)
+    assert report.passed
+    assert [g.name for g in report.gates] == [
+        "single_token_answers", "tokenisation_boundaries", "fixture_gap"]
+    gap = report.gates[2].measured
+    assert gap["gap"] == pytest.approx(gap["matching"] - gap["non_matching"], abs=1e-3)
+    assert gap["gap"] > FIXTURE.min_gap
+    assert len(report.model_hash) == 64 and len(report.instruction_hash) == 64
+
+
+def test_swapped_yes_no_fails_the_gap_gate(judge) -> None:
+    swapped = judge.with_template(dataclasses.replace(FEW_SHOT, yes=FEW_SHOT.no, no=FEW_SHOT.yes))
+    with pytest.raises(SmokeTestError, match="smoke gate 'fixture_gap' failed") as info:
+        run_smoke(swapped)
+    assert info.value.measured["gap"] < 0  # the answer's log-odds flip sign
+
+
+def test_broken_template_fails_the_boundary_gate(judge) -> None:
+    # the space moved from the query text into the literal: "Query: " + "What..." tokenises
+    # as [..., ":", " "] + ["What"], the whole prompt as [..., ":", " What"].
+    broken = judge.with_template(dataclasses.replace(FEW_SHOT, query_before="Query: ", lead=""))
+    with pytest.raises(SmokeTestError, match="smoke gate 'tokenisation_boundaries' failed") as info:
+        run_smoke(broken)
+    assert info.value.gate == "tokenisation_boundaries"
+    assert "first_mismatch" in info.value.measured
+    report = run_smoke(broken, raise_on_failure=False)
+    assert [g.name for g in report.gates] == ["single_token_answers", "tokenisation_boundaries"]
+
+
+def test_multi_token_answer_fails_the_first_gate(judge) -> None:
+    wordy = judge.with_template(dataclasses.replace(FEW_SHOT, yes=" yes indeed"))
+    with pytest.raises(SmokeTestError, match="smoke gate 'single_token_answers' failed"):
+        run_smoke(wordy)
+
+
+def test_batch_matches_naive_within_the_noise_floor(judge) -> None:
+    batch = judge.score(FIXTURE.query, DOCS).scores
+    naive = judge.score_naive(FIXTURE.query, DOCS).scores
+    floor = NOISE_FLOOR_LOGITS[judge.config.kv_type]
+    assert max(abs(a - b) for a, b in zip(batch, naive)) <= floor
+    # the matching passage still beats the non-matching one on both paths
+    assert batch[0] > batch[1] and naive[0] > naive[1]
+
+
+def test_same_inputs_give_the_same_scores(judge) -> None:
+    assert judge.score(FIXTURE.query, DOCS).scores == judge.score(FIXTURE.query, DOCS).scores
+
+
+def test_long_document_is_cut_in_the_document_only(judge) -> None:
+    long_doc = "word " * 500
+    tokens, n_text = judge.document_tokens(long_doc)
+    suffix = judge.tokenize(judge.template.doc_after, special=True)
+    assert tokens[-len(suffix):] == suffix  # the answer suffix always stays
+    batch = judge.score(FIXTURE.query, [long_doc, FIXTURE.matching])
+    assert [(t.part, t.index, t.original_tokens, t.kept_tokens) for t in batch.truncations] == [
+        ("document", 0, n_text, judge.config.max_document_tokens)]
+
+
+def test_more_candidates_than_slots_are_grouped(judge) -> None:
+    docs = DOCS * 4  # 20 candidates > 14 slots: two llama_decode groups
+    scores = judge.score(FIXTURE.query, docs).scores
+    first = judge.score(FIXTURE.query, DOCS).scores
+    floor = NOISE_FLOOR_LOGITS[judge.config.kv_type]
+    for i, s in enumerate(scores):
+        assert abs(s - first[i % len(DOCS)]) <= floor

@@ -1,0 +1,53 @@
+"""The ``judge_admission`` strategy on the coupling task (embedded model, explicit floors)."""
+
+from __future__ import annotations
+
+import pytest
+
+from datasets.toy import coupling_task
+from junction.judge.strategy import candidate_text, make_judge_admission_strategy
+
+pytestmark = pytest.mark.model
+
+
+def _run(judge, floor):
+    # judge fixture: the strategy's config is already loaded, so no second model load
+    strategy = make_judge_admission_strategy(floor=floor, use_cache=False)
+    task = coupling_task()
+    return task, strategy(task.router_view(), None)
+
+
+def test_admits_within_every_budget_limit_and_records_scores(judge) -> None:
+    task, result = _run(judge, floor=-1e9)  # every candidate passes the floor
+    sel = result.selection
+    assert sel.strategy == "judge_admission" and sel.status == "heuristic"
+    exposed = [*(task.context(c) for c in sel.context_ids)]
+    tools = [task.tool(t) for t in sel.tool_ids]
+    assert task.budget.check(exposed, tools).fits
+    pool_ids = {c.resource_id for c in (*result.pools.contexts, *result.pools.tools)}
+    assert set(result.extra["judge_scores"]) == pool_ids
+    assert set(sel.exposed_ids) <= pool_ids
+    # the budget admits one tool (max_tools=1): the other is rejected for that limit
+    assert len(sel.tool_ids) == 1
+    assert any("max_tools" in why for why in result.extra["judge_rejected"].values())
+    assert all(why.startswith("budget:") for why in result.extra["judge_rejected"].values())
+    assert len(result.extra["instruction_hash"]) == 64
+    assert result.extra["model_hash"] == judge.model_hash
+
+
+def test_abstains_when_nothing_passes_the_floor(judge) -> None:
+    _, result = _run(judge, floor=1e9)
+    assert result.selection.exposed_ids == ()
+    assert set(result.extra["judge_rejected"].values()) == {"below_floor"}
+    assert len(result.extra["judge_best_rejected"]) == 3
+
+
+def test_tools_are_judged_as_description_plus_schema() -> None:
+    task = coupling_task()
+    view = task.router_view()
+    from junction.candidates import Candidate
+
+    text = candidate_text(view, Candidate(resource_id="submit_expense", kind="tool", score=1.0,
+                                          rank=0))
+    tool = task.tool("submit_expense")
+    assert text == f"Tool submit_expense: {tool.description} Schema: {tool.rendered_schema()}"
