@@ -27,7 +27,6 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
-from prefect.utilities.annotations import quote
 
 from datasets import SUITES, SuiteBuild, SuiteInfo, build_suite, get_suite, suite_names
 from datasets.jsonl import load_suite_file
@@ -115,6 +114,24 @@ def _io_error(task_obj, task_run, state) -> bool:
     return False
 
 
+class TaskBatch:
+    """An opaque batch of tasks for one unit.
+
+    Prefect walks list, tuple, dict, dataclass and pydantic parameters looking for futures;
+    on a batch of hundreds of task models that walk costs more than the work. A plain
+    object is not walked (``prefect.utilities.collections.visit_collection``), and it
+    pickles unchanged for Dask, unlike ``prefect.utilities.annotations.quote``.
+    """
+
+    __slots__ = ("tasks",)
+
+    def __init__(self, tasks: list) -> None:
+        self.tasks = list(tasks)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+
 @task(name="load-suite", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
       retry_condition_fn=_io_error)
 def load_suite(name: str, seed: int, size: int | None) -> SuiteBuild:
@@ -147,11 +164,10 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
 @task(name="run-unit", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
       retry_condition_fn=_io_error)
 def run_unit(root: str, run_id: str, suite: str, strategy: str, seed: int, scale: float,
-             unit: str, tasks: list, pool_limit: int | None) -> dict[str, Any]:
+             unit: str, tasks: TaskBatch, pool_limit: int | None) -> dict[str, Any]:
     """Prefect task around ``run_unit_now`` (writes a Parquet file: I/O is retried)."""
-    if isinstance(tasks, quote):
-        tasks = tasks.unquote()
-    return run_unit_now(root, run_id, suite, strategy, seed, scale, unit, tasks, pool_limit)
+    return run_unit_now(root, run_id, suite, strategy, seed, scale, unit, tasks.tasks,
+                        pool_limit)
 
 
 @task(name="refresh-warehouse", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE,
@@ -284,10 +300,9 @@ def benchmark(
             for strategy in strategies:
                 for lo, hi in _units(len(built.tasks), batch_size):
                     unit = f"seed{seed}-scale{scale:g}-{lo:06d}-{hi:06d}"
-                    # quote(): Prefect must not walk every task model looking for futures
                     futures.append(run_unit.submit(
                         output_root, run_id, name, strategy, seed, scale, unit,
-                        quote(built.tasks[lo:hi]), info.pool_limit))
+                        TaskBatch(built.tasks[lo:hi]), info.pool_limit))
     done = 0
     results = []
     for future in as_completed(futures):
