@@ -2,13 +2,14 @@
 
 For each task of a suite, the candidates are the BM25 pools (``candidate_pools``, top
 ``--pool`` per lane, contexts and tools), labelled gold / non-gold from the task's gold ids;
-judge scores are logit("yes") - logit("no") against the objective, BM25 scores are the
-lanes' scores. Scores are comparable only within one query, so the AUC is computed per task
+judge scores are logit("yes") - logit("no") against the objective with the strategy's judge
+config (``STRATEGY_JUDGE_CONFIG``), BM25 scores are the lanes' scores, max-normalised per
+lane (as ``junction.strategies`` does for unary utility) so one ranking covers both lanes. Scores are comparable only within one query, so the AUC is computed per task
 (Mann-Whitney U / (n_pos * n_neg), ties count one half; Hanley & McNeil 1982) and averaged
 over tasks that have both a gold and a non-gold candidate ("macro"); ``*_pooled`` pools
 every pair of the suite. ``pairs`` counts the (task, candidate) pairs scored.
 
-    python bench/judge_quality.py --json [--size 12] [--pool 5] [--suites synthetic bfcl-memory]
+    python bench/judge_quality.py --json [--size 12] [--pool 4] [--suites synthetic bfcl-memory]
 
 Prints ``{"suites": {"<suite>": {"judge_auc", "bm25_auc", "pairs", ...}}, ...}``. A suite
 that is not registered (or cannot be built here) is listed under ``skipped`` with the reason.
@@ -27,9 +28,13 @@ sys.path.insert(0, str(ROOT))
 
 from scipy.stats import rankdata  # noqa: E402
 
-from junction.judge import JudgeConfig, ScoreCache, cached_scores, load_judge  # noqa: E402
+from junction.judge import ScoreCache, cached_scores, load_judge  # noqa: E402
 from junction.judge.model import state_dir  # noqa: E402
-from junction.judge.strategy import candidate_text  # noqa: E402
+from junction.judge.strategy import (  # noqa: E402
+    DEFAULT_POOL_PER_LANE,
+    STRATEGY_JUDGE_CONFIG,
+    candidate_text,
+)
 from junction.strategies import candidate_pools  # noqa: E402
 
 
@@ -82,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--size", type=int, default=12, help="tasks per suite (default 12)")
-    parser.add_argument("--pool", type=int, default=5, help="BM25 candidates per lane (default 5)")
+    parser.add_argument("--pool", type=int, default=DEFAULT_POOL_PER_LANE,
+                        help=f"BM25 candidates per lane (default {DEFAULT_POOL_PER_LANE}, as the strategy)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--suites", nargs="+", default=["synthetic", "bfcl-memory"])
     parser.add_argument("--kv-type", default="q8_0")
@@ -92,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from datasets import build_suite, suite_names
 
-    judge = load_judge(JudgeConfig(kv_type=args.kv_type, template=args.template))
+    judge = load_judge(STRATEGY_JUDGE_CONFIG.model_copy(
+        update={"kv_type": args.kv_type, "template": args.template}))
     cache = None if args.no_cache else ScoreCache(state_dir() / "judge_scores.sqlite")
     out: dict = {"suites": {}, "skipped": {}, "model_hash": judge.model_hash,
                  "instruction_hash": judge.instruction_hash(), "template": judge.template.name,

@@ -58,9 +58,12 @@ DEFAULT_POOL_PER_LANE = 4
 """Judged candidates per lane: 8 per task keep the default benchmark (about 100 tasks)
 within its 10-minute budget on 2 cores (one ``llama_decode`` group per task)."""
 
-STRATEGY_JUDGE_CONFIG = JudgeConfig(max_document_tokens=96)
-"""Documents cut to 96 tokens in the strategy (each cut is counted in the trace): the head
-of a passage or a tool's description carries most of its topic, and it halves the cost."""
+STRATEGY_JUDGE_CONFIG = JudgeConfig(max_document_tokens=64)
+"""Documents cut to 64 tokens in the strategy: the head of a passage or a tool's description
+carries most of its topic. Measured on 2 shared cores, 8 candidates of about 93 tokens cost
+6-8 s per task uncached, too slow for the default benchmark's 10 minutes; 64 tokens cuts
+the candidate tokens by about a third (the judge's AUC, bench/judge_quality.py, did not
+depend on it: it is near chance at 96 and 192 tokens alike)."""
 
 TARGET_PRECISION = 0.5
 """Floor calibration target: at least half of what passes the floor is gold."""
@@ -68,8 +71,8 @@ TARGET_PRECISION = 0.5
 CALIBRATION_SEED = 1
 """Seed of the calibration split (the benchmark runs seed 0)."""
 
-CALIBRATION_SIZE = 12
-"""Tasks in the calibration split."""
+CALIBRATION_SIZE = 8
+"""Tasks in the calibration split (64 judged pairs at 4 per lane; scored once, then cached)."""
 
 
 def candidate_text(view: RouterView, candidate: Candidate) -> str:
