@@ -1,7 +1,7 @@
 """``junction judge``: the judge lane's commands (mounted by ``junction.cli``).
 
-``junction judge smoke`` loads the judge (default: the embedded Gemma 3 270M), runs the
-three start-up gates and prints each gate's measured values; exit status 0 when every gate
+``junction judge smoke`` loads the judge (default: the embedded Gemma 3 270M, with the
+``judge_admission`` strategy's settings), runs the three start-up gates and prints each gate's measured values; exit status 0 when every gate
 passes, 1 otherwise (the failed gate is named on stderr).
 """
 
@@ -16,6 +16,11 @@ import typer
 judge_app = typer.Typer(no_args_is_help=True, help="The yes/no judge (admission lane).")
 
 
+@judge_app.callback()
+def _judge() -> None:
+    """The yes/no judge (admission lane)."""  # a callback keeps `smoke` a sub-command
+
+
 @judge_app.command("smoke")
 def smoke(
     model: Path | None = typer.Option(None, "--model", help="GGUF file (default: embedded)."),
@@ -25,8 +30,12 @@ def smoke(
 ) -> None:
     """Run the judge's start-up smoke gates and print what each measured."""
     from junction.judge import JudgeConfig, load_judge, run_smoke
+    from junction.judge.strategy import STRATEGY_JUDGE_CONFIG
 
-    judge = load_judge(JudgeConfig(model_path=model, template=template, kv_type=kv_type))
+    # the strategy's config, so the gates check the judge the benchmark uses
+    config = JudgeConfig(**{**STRATEGY_JUDGE_CONFIG.model_dump(), "model_path": model,
+                            "template": template, "kv_type": kv_type})
+    judge = load_judge(config)
     report = run_smoke(judge, raise_on_failure=False)
     payload = {
         "passed": report.passed,

@@ -88,3 +88,19 @@ def test_more_candidates_than_slots_are_grouped(judge) -> None:
     floor = NOISE_FLOOR_LOGITS[judge.config.kv_type]
     for i, s in enumerate(scores):
         assert abs(s - first[i % len(DOCS)]) <= floor
+
+
+def test_cli_smoke_prints_each_gate(judge) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from junction.cli_judge import judge_app
+
+    result = CliRunner().invoke(judge_app, ["smoke", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert payload["passed"] and payload["model_hash"] == judge.model_hash
+    assert [g["name"] for g in payload["gates"]] == [
+        "single_token_answers", "tokenisation_boundaries", "fixture_gap"]
+    assert payload["gates"][2]["measured"]["gap"] > payload["gates"][2]["measured"]["min_gap"]
