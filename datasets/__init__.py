@@ -75,7 +75,7 @@ def build_suite(name: str, seed: int = 0, size: int | None = None) -> SuiteBuild
 register_suite(SuiteInfo("coupling", coupling_suite, None, description="hand-made coupling task"))
 register_suite(SuiteInfo(
     "synthetic", lambda seed=0, size=None: synthetic_suite(seed=seed, size=size or 200),
-    default_size=40, description="seeded synthetic tasks, 6 contexts + 6 tools, planted coupling",
+    default_size=20, description="seeded synthetic tasks, 6 contexts + 6 tools, planted coupling",
 ))
 
 # BFCL suites (datasets/bfcl.py). Imported here, after SuiteBuild is defined, since bfcl.py

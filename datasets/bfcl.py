@@ -96,10 +96,11 @@ schemas, more than three times ``DEFAULT_MAX_TOKENS``)."""
 DEFAULT_MEMORY_POOL_SIZE = 20
 """Tools per memory task: the 15 ``memory_kv`` functions plus 5 distractors."""
 
-DEFAULT_SIZE = 10
-"""Tasks per BFCL suite in the default benchmark (a seeded sample of the loaded rows): 50
-BFCL tasks in all, so the whole default benchmark, judge strategy included, stays within
-its 10-minute budget on 2 cores (see ``junction.judge.strategy.DEFAULT_POOL_PER_LANE``)."""
+DEFAULT_SIZE = 8
+"""Tasks per BFCL suite in the default benchmark (a seeded sample of the loaded rows): 40
+tasks over the five suites, so the whole default benchmark, with the LLM-judge strategy
+scoring every task uncached, stays within 10 minutes on 2 cores. ``size=None`` (the CLI's
+``--full``) loads every row."""
 
 POOL_LIMIT = 8
 """Candidates per lane handed to a selector: keeps the enumerating exact selector cheap

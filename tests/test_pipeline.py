@@ -70,7 +70,7 @@ def test_flow_writes_traces_warehouse_and_deterministic_report(prefect_harness, 
     wh = Warehouse(str(tmp_path / "wh"))
     rows = wh.query("select strategy, count(*) as n from traces where run_id = ? "
                     "group by 1 order by 1", [first["run_id"]]).to_pylist()
-    assert rows == [{"strategy": s, "n": 41} for s in FAST]  # 1 coupling + 40 synthetic
+    assert rows == [{"strategy": s, "n": 21} for s in FAST]  # 1 coupling + 20 synthetic
     assert (tmp_path / "wh" / "junction.duckdb").is_file()
     summary = wh.query("select * from strategy_summary where suite = 'synthetic'").num_rows
     assert summary == 2 * len(FAST)
@@ -90,13 +90,13 @@ def test_interrupted_run_resumes_without_duplicates(prefect_harness, tmp_path):
         FAIL["on"] = False
     store = TraceStore(str(tmp_path / "broken" / "wh"))
     partial = store.read_traces("resume-me").num_rows
-    assert 0 < partial < 80
+    assert 0 < partial < 40
     resumed = _run(tmp_path / "broken", strategies=["flaky", "exact"], suites=["synthetic"],
                    batch_size=5, run_id="resume-me")
     assert 0 < resumed["units_skipped"] < resumed["units"]
     table = store.read_traces("resume-me")
     keys = pc.binary_join_element_wise(table["suite"], table["strategy"], table["task_id"], "/")
-    assert len(pc.unique(keys)) == table.num_rows == 80
+    assert len(pc.unique(keys)) == table.num_rows == 40
     assert _rows(store, "resume-me") == _rows(TraceStore(str(tmp_path / "clean" / "wh")),
                                               clean["run_id"])
 
