@@ -216,12 +216,15 @@ def _fits(red: _Reduced, chosen: Sequence[int], budget, max_size: int | None) ->
     return None
 
 
-def _local_search(red: _Reduced, budget, max_size: int | None) -> tuple[int, ...]:
+def _local_search(red: _Reduced, budget, max_size: int | None,
+                  start: np.ndarray | None = None) -> tuple[int, ...]:
     """A feasible set by greedy insertion and improving single flips (no optimality claim).
 
-    Kept as a fallback when the time limit stops pass 1 before HiGHS finds a better set.
-    Gains are exact in the model (u_i + Σ_{j∈S} W_ij); feasibility uses running sums and
-    the set is re-checked by ``_fits`` before use.
+    From the empty set, or from ``start`` (a boolean mask; members with the smallest gain
+    are dropped until it fits), e.g. the root LP point rounded at 1/2. Used for pass 1's
+    incumbent (see ``_Search._incumbent``) and as a fallback when the time limit stops
+    pass 1. Gains are exact in the model (u_i + Σ_{j∈S} W_ij); feasibility uses running
+    sums and the set is re-checked by ``_fits`` before use.
     """
     n = len(red.items)
     gain = np.array(red.unary, dtype=float)
@@ -239,6 +242,16 @@ def _local_search(red: _Reduced, budget, max_size: int | None) -> tuple[int, ...
     used = np.zeros(5)
     use = np.stack([tokens, is_tool.astype(float), latency * is_tool, cost * is_tool,
                     np.ones(n)], axis=1)
+    if start is not None:
+        inside = np.array(start, dtype=bool)
+        gain += W @ inside
+        used = use[inside].sum(axis=0)
+        while inside.any() and np.any(used > np.array(limits)):
+            members = np.flatnonzero(inside)
+            i = int(members[np.argmin(gain[members])])
+            inside[i] = False
+            used -= use[i]
+            gain -= W[i]
     for _ in range(4 * n + 10):
         fits = np.all(used + use <= np.array(limits), axis=1) & ~inside
         delta = np.where(inside, -gain, gain)
@@ -327,10 +340,12 @@ class _Model:
         ub: np.ndarray | None = None,
         time_limit: float | None = None,
         heuristics: bool = True,
+        start: np.ndarray | None = None,
     ) -> _MipResult:
         """Minimise ``c @ v`` over the model plus cuts and ``extra`` rows with HiGHS
         (``highspy``). ``heuristics=False`` switches HiGHS's primal heuristics off (see
-        ``_NO_HEURISTICS``)."""
+        ``_NO_HEURISTICS``); ``start``: a feasible point handed to HiGHS
+        (``Highs.setSolution``) as its first incumbent."""
         rows = [*self.cuts, *extra]
         A, lo, hi = self.A, self.lo, self.hi
         if rows:
@@ -345,7 +360,7 @@ class _Model:
         return _highs_milp(c, csr_array(A), lo, hi,
                            np.zeros(self.nvar) if lb is None else lb,
                            np.ones(self.nvar) if ub is None else ub,
-                           self.nx, options)
+                           self.nx, options, start)
 
     def lp_bound(self, time_limit: float | None = None
                  ) -> tuple[float, np.ndarray, np.ndarray] | None:
@@ -442,7 +457,7 @@ def _new_highs():
 
 def _highs_milp(c: np.ndarray, A: csr_array, row_lo: np.ndarray, row_hi: np.ndarray,
                 col_lo: np.ndarray, col_hi: np.ndarray, n_int: int,
-                options: dict[str, object]) -> _MipResult:
+                options: dict[str, object], start: np.ndarray | None = None) -> _MipResult:
     """Minimise ``c @ v`` s.t. row_lo <= A v <= row_hi, col_lo <= v <= col_hi, the first
     ``n_int`` columns integer, with HiGHS through ``highspy`` (``Highs.passModel``; same
     solver as ``scipy.optimize.milp``, which does not expose the heuristic options)."""
@@ -470,6 +485,11 @@ def _highs_milp(c: np.ndarray, A: csr_array, row_lo: np.ndarray, row_hi: np.ndar
     lp.integrality_ = ([highspy.HighsVarType.kInteger] * n_int
                        + [highspy.HighsVarType.kContinuous] * (nvar - n_int))
     h.passModel(lp)
+    if start is not None:
+        solution = highspy.HighsSolution()
+        solution.col_value = [float(v) for v in start]
+        solution.value_valid = True
+        h.setSolution(solution)
     h.run()
     model_status = h.getModelStatus()
     info = h.getInfo()
@@ -631,7 +651,7 @@ class _Search:
         coef[part] = 1.0
         self.model.add_cut(coef, -np.inf, len(part) - 1)
 
-    def _run(self, c, extra=(), lb=None, ub=None, heuristics: bool = True):
+    def _run(self, c, extra=(), lb=None, ub=None, heuristics: bool = True, start=None):
         """Solve; return (chosen set or None if infeasible, result). Handles exact checks."""
         if self.tie_bounds is not None:
             lb = self.tie_bounds[0] if lb is None else np.maximum(lb, self.tie_bounds[0])
@@ -641,7 +661,7 @@ class _Search:
             if left is not None and left <= 0:
                 self.timed_out = True
                 return None, None
-            res = self.model.solve(c, extra, lb, ub, left, heuristics)
+            res = self.model.solve(c, extra, lb, ub, left, heuristics, start)
             self.nodes += int(res.mip_node_count or 0)
             if res.status == 1:
                 self.timed_out = True
@@ -717,16 +737,48 @@ class _Search:
         self.tie_bounds = (lb, ub)
         self.n_fixed = int(fixed.sum())
 
+    def _incumbent(self) -> tuple[tuple[int, ...], np.ndarray] | None:
+        """Pass 1's first incumbent: the root LP point (after the cut rounds) rounded at 1/2,
+        repaired and improved by ``_local_search``; with its point (x, y = x_c·x_t) for
+        ``Highs.setSolution``. None without a root LP (below ``cycle_cut_min_candidates``)."""
+        if self.root_lp is None:
+            return None
+        nx = self.model.nx
+        chosen = _local_search(self.red, self.problem.budget, self.max_size,
+                               start=self.root_lp[1][:nx] > 0.5)
+        point = np.zeros(self.model.nvar)
+        point[list(chosen)] = 1.0
+        for k, (c, t, _) in enumerate(self.red.pairs):
+            point[nx + k] = point[c] * point[t]
+        return chosen, point
+
     def run(self) -> tuple[tuple[int, ...], str, float | None]:
         self._root_cuts()
-        chosen, res = self._run(-self.model.obj)
+        incumbent = self._incumbent()
+        if incumbent is None:
+            chosen, res = self._run(-self.model.obj)
+        else:
+            # A row objective >= z0 - tolerance (z0: the incumbent's exact objective, so the
+            # optimum lies in the row's region) plus the incumbent as HiGHS's start: 22% less
+            # pass-1 time over 5 bench instances at 200 candidates, 2 runs each (64.9 s ->
+            # 50.6 s; 4 of 5 instances faster). The row lets presolve and propagation use
+            # the bound, which the start alone does not (start alone: no gain, measured).
+            start_set, point = incumbent
+            self._record(start_set)
+            row = self._objective_row(self.found[start_set].objective)
+            chosen, res = self._run(-self.model.obj, extra=[row], start=point)
+            if chosen is None and not self.timed_out:
+                chosen, res = self._run(-self.model.obj)  # numerically lost: ask without it
         if chosen is None:
             chosen = ()
         self._record(chosen)
         if self.timed_out:
-            # Keep the better of HiGHS's set and a local search's; gap against its bound.
+            # Keep the best of HiGHS's set and the local searches'; gap against its bound.
             fallback = self._record(_local_search(self.red, self.problem.budget,
                                                   self.max_size))
+            if incumbent is not None:
+                fallback = max([fallback, self.found[incumbent[0]]],
+                               key=lambda f: (f.objective, f.chosen))
             best = max([self.found[chosen], fallback], key=lambda f: (f.objective, f.chosen))
             gap = None
             if res is not None and res.mip_dual_bound is not None:
