@@ -29,7 +29,8 @@ before HiGHS starts; the cuts are valid for every integer x with y = x_c·x_t an
 the model for every pass.
 
 Ties: broken by a documented second pass, not inside one model. Pass 1 maximises the
-objective (value z). Pass 2 asks whether another set with a key tokens·(N+1) + |S| no
+objective (value z); with root cuts it starts from an incumbent (the root LP point rounded,
+then ``_local_search``) and a row objective >= its value (``_Search.run``). Pass 2 asks whether another set with a key tokens·(N+1) + |S| no
 larger than the best's (N = number of candidates; the key orders sets exactly as the
 first two levels of the tie rule: fewer tokens, then fewer resources) has an objective
 >= z - ``OBJECTIVE_TOLERANCE`` (a maximisation with a row on the objective; variables
