@@ -7,7 +7,6 @@ missing and never duplicates a row. Only file I/O is retried (``retry_condition_
 accepts ``OSError`` only); pure work that fails, fails once.
 """
 
-from __future__ import annotations
 
 import hashlib
 import json
@@ -20,7 +19,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
@@ -216,7 +215,7 @@ def benchmark(
     output_root: str = DEFAULT_WAREHOUSE,
     reports_root: str = DEFAULT_REPORTS,
     run_id: str | None = None,
-    runner: Literal["thread", "dask"] = "thread",
+    runner: str = "thread",
     workers: int | None = None,
     dask_address: str | None = None,
     write_reports: bool = True,
@@ -241,6 +240,8 @@ def benchmark(
     seeds = seeds or [0]
     budget_scales = budget_scales or [1.0]
     _check_names(suites, strategies)
+    if runner not in ("thread", "dask"):
+        raise UnknownNameError(f"unknown runner {runner!r}; valid runners: dask, thread")
     if batch_size < 1:
         raise JunctionError(f"batch_size must be >= 1, got {batch_size}")
     for scale in budget_scales:
