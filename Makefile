@@ -35,8 +35,10 @@ $(VENV)/.installed: pyproject.toml Makefile
 		rm -rf $(LLAMA_WHEEL_DIR) && mv $(LLAMA_WHEEL_DIR).tmp $(LLAMA_WHEEL_DIR); \
 	fi
 	$(PIP) install --quiet $(LLAMA_WHEEL_DIR)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
-	$(PIP) install --quiet --no-deps bfcl-eval==$(BFCL_VERSION)
 	$(PIP) install --quiet -e '.[dev]'
+	@# BFCL's data only: its own pins (numpy 1.26, provider SDKs) would clash, so no deps;
+	@# installed last so pip's resolver does not list its unmet pins on every set-up.
+	$(PIP) install --quiet --no-deps bfcl-eval==$(BFCL_VERSION)
 	touch $@
 
 bench: setup

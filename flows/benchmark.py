@@ -199,6 +199,26 @@ def _check_names(suites: list[str], strategies: list[str]) -> None:
                                    f"{', '.join(strategy_names())}")
 
 
+def check_params(suites: list[str], strategies: list[str], budget_scales: list[float],
+                 batch_size: int, runner: str, run_id: str | None, output_root: str) -> None:
+    """Refuse bad run parameters before anything starts (the CLI calls this too).
+
+    Raises ``UnknownNameError`` (suite, strategy, runner) or ``JunctionError`` naming the
+    parameter and its value.
+    """
+    _check_names(suites, strategies)
+    if runner not in ("thread", "dask"):
+        raise UnknownNameError(f"unknown runner {runner!r}; valid runners: dask, thread")
+    if batch_size < 1:
+        raise JunctionError(f"batch_size must be >= 1, got {batch_size}")
+    for scale in budget_scales:
+        if not (math.isfinite(scale) and scale >= 0):
+            raise JunctionError(f"budget scale must be finite and >= 0, got {scale}")
+    if run_id:
+        check_name(run_id, "run_id")
+    TraceStore(output_root)  # an unknown protocol or a missing fsspec backend fails here
+
+
 def _units(n_tasks: int, batch_size: int) -> list[tuple[int, int]]:
     return [(i, min(n_tasks, i + batch_size)) for i in range(0, n_tasks, batch_size)]
 
@@ -239,14 +259,7 @@ def benchmark(
     strategies = sorted(strategies or DEFAULT_STRATEGIES)
     seeds = seeds or [0]
     budget_scales = budget_scales or [1.0]
-    _check_names(suites, strategies)
-    if runner not in ("thread", "dask"):
-        raise UnknownNameError(f"unknown runner {runner!r}; valid runners: dask, thread")
-    if batch_size < 1:
-        raise JunctionError(f"batch_size must be >= 1, got {batch_size}")
-    for scale in budget_scales:
-        if not (math.isfinite(scale) and scale >= 0):
-            raise JunctionError(f"budget scale must be finite and >= 0, got {scale}")
+    check_params(suites, strategies, budget_scales, batch_size, runner, run_id, output_root)
     run_id = check_name(run_id, "run_id") if run_id else new_run_id()
     params = {
         "suites": suites, "strategies": strategies, "seeds": seeds,

@@ -104,7 +104,8 @@ def bench(
     size: int = typer.Option(None, "--size", min=1, help="Tasks per suite (default: each suite's default size)."),
     full: bool = typer.Option(False, "--full", help="Every task of every suite (no subsampling)."),
     batch_size: int = typer.Option(100, "--batch-size", min=1, help="Tasks per work unit."),
-    run_id: str = typer.Option(None, "--run-id", help="Resume or complete this run id."),
+    run_id: str = typer.Option(None, "--run-id", help="Name the run; if a run of this id "
+                               "exists, complete it (same parameters only)."),
     runner: Runner = typer.Option(Runner.thread, "--runner", help="Task runner."),
     workers: int = typer.Option(None, "--workers", min=1, help="Workers (threads or Dask processes)."),
     dask_address: str = typer.Option(None, "--dask-address", help="Existing Dask scheduler address."),
@@ -114,23 +115,21 @@ def bench(
     reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
 ) -> None:
     """Run the benchmark flow and write the report."""
-    from datasets import get_suite
-    from junction.strategies import STRATEGY_FACTORIES, strategy_names
-    from junction.errors import UnknownNameError
-
     from datasets.jsonl import load_suite_file
 
-    for name in suite or []:
-        get_suite(name)
+    import flows.benchmark as fb
+
+    root = warehouse or _warehouse_root()
+    fb.check_params(suite or [], strategy or [], budget_scale or [], batch_size, runner.value,
+                    run_id, root)
     for path in suite_file or []:
         load_suite_file(path)  # refuse a malformed file before anything starts
-    for name in strategy or []:
-        if name not in STRATEGY_FACTORIES:
-            raise UnknownNameError(f"unknown strategy {name!r}; valid strategies: "
-                                   f"{', '.join(strategy_names())}")
-    from rich.progress import Progress
+    if run_id:
+        from junction.store import TraceStore
 
-    import flows.benchmark as fb
+        known = TraceStore(root).read_run_meta(run_id) is not None
+        typer.echo(f"{'resuming' if known else 'starting new'} run {run_id}")
+    from rich.progress import Progress
 
     with Progress(transient=False) as progress:
         bar = progress.add_task("benchmark units", total=None)
@@ -143,7 +142,7 @@ def bench(
             result = fb.run_benchmark(
                 suites=suite or None, strategies=strategy or None, seeds=seed or None,
                 budget_scales=budget_scale or None, size=size, full=full,
-                batch_size=batch_size, output_root=warehouse or _warehouse_root(),
+                batch_size=batch_size, output_root=root,
                 reports_root=reports or _reports_root(), run_id=run_id, runner=runner.value,
                 workers=workers, dask_address=dask_address,
                 suite_files=[str(p.resolve()) for p in suite_file or []] or None,
@@ -207,6 +206,7 @@ def diff(
     a: str = typer.Argument(..., help="Before: run id, latest, previous, or a git commit."),
     b: str = typer.Argument(..., help="After: run id, latest, previous, or a git commit."),
     fmt: DiffFormat = typer.Option(DiffFormat.table, "--format"),
+    changed: bool = typer.Option(False, "--changed", help="Only rows whose value changed."),
     warehouse: str = WAREHOUSE_OPTION,
 ) -> None:
     """Per suite and strategy: each metric before, after, change and paired bootstrap 95% CI."""
@@ -215,7 +215,14 @@ def diff(
 
     store = TraceStore(warehouse or _warehouse_root())
     run_a, run_b = resolve_run(store, a), resolve_run(store, b)
+    if run_a == run_b:
+        raise JunctionError(f"{a!r} and {b!r} are the same run ({run_a}); nothing to compare")
     rows = diff_runs(store.read_traces(run_a), store.read_traces(run_b))
+    n_total = len(rows)
+    n_changed = sum(r["change"] != 0 for r in rows)
+    n_significant = sum(r["significant"] for r in rows)
+    if changed:
+        rows = [r for r in rows if r["change"] != 0]
     if fmt is DiffFormat.json:
         typer.echo(json.dumps({"before": run_a, "after": run_b, "rows": rows}, sort_keys=True))
         return
@@ -224,7 +231,7 @@ def diff(
         return "–" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
 
     header = ("suite", "strategy", "scale", "metric", "tasks", "before", "after", "change",
-              "95% CI", "")
+              "95% CI", "sig")
     cells = [(r["suite"], r["strategy"], f"{r['budget_scale']:g}", r["metric"], str(r["tasks"]),
               f"{r['before']:.3f}", f"{r['after']:.3f}", f"{r['change']:+.3f}", ci(r),
               "*" if r["significant"] else "") for r in rows]
@@ -238,12 +245,16 @@ def diff(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{run_a} -> {run_b}  (* = 95% CI excludes 0)")
+    table = Table(title=f"{run_a} -> {run_b}  (sig * = 95% CI excludes 0)")
     for col in header:
         table.add_column(col)
     for row in cells:
         table.add_row(*row)
-    Console(width=200).print(table)
+    console = Console(width=200)
+    if cells:
+        console.print(table)
+    summary = f"{n_changed} of {n_total} metric rows changed, {n_significant} significantly"
+    console.print(summary if changed else summary + " (--changed shows only those)")
 
 
 class SqlFormat(str, Enum):

@@ -23,7 +23,7 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from junction.errors import TraceError
+from junction.errors import JunctionError, TraceError
 from junction.traces import TRACE_SCHEMA, TaskTraceRecord, records_to_table, timings_to_table
 
 __all__ = ["TraceStore", "check_name"]
@@ -46,7 +46,10 @@ class TraceStore:
 
     def __init__(self, root: str) -> None:
         self.root = str(root)
-        self.fs, self.base = fsspec.core.url_to_fs(self.root)
+        try:
+            self.fs, self.base = fsspec.core.url_to_fs(self.root)
+        except (ImportError, ValueError) as exc:  # unknown protocol or its package missing
+            raise JunctionError(f"cannot open traces root {self.root!r}: {exc}") from None
         self.base = self.base.rstrip("/")
         self.protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
 

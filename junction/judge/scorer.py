@@ -30,6 +30,8 @@ floor measured by ``bench/judge_throughput.py`` (per cache type).
 
 from __future__ import annotations
 
+import logging
+
 import copy
 import ctypes
 import math
@@ -82,15 +84,32 @@ class ScoreBatch:
     candidate_tokens: list[int] = field(default_factory=list)
 
 
+_LOG_CALLBACK = None
+
+
 def _llama():
+    global _LOG_CALLBACK
     try:
+        import ctypes
+
         import llama_cpp
-        from llama_cpp._logger import set_verbose
     except ImportError as exc:
         raise JudgeError(
             "llama-cpp-python is not installed; run `make setup` (it builds the wheel from source)"
         ) from exc
-    set_verbose(False)
+    if _LOG_CALLBACK is None:
+        # llama.cpp prints load-time notices on stderr (for Gemma 3, at error level: a note
+        # that '</s>' is not a control token; at warning level: the full-size SWA cache).
+        # Route all of it to Python logging at DEBUG ("junction.judge.llama_cpp"); a real
+        # failure surfaces as a null model/context, which raises JudgeError.
+        log = logging.getLogger("junction.judge.llama_cpp")
+
+        @llama_cpp.llama_log_callback
+        def _on_log(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+            log.debug("[%d] %s", level, text.decode("utf-8", "replace").rstrip())
+
+        _LOG_CALLBACK = _on_log  # keep a reference: llama.cpp holds only the pointer
+        llama_cpp.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))
     return llama_cpp
 
 

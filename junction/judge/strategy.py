@@ -15,7 +15,7 @@ Per task (``RouterView``):
 The floor is calibrated once per process (``calibrate_default_floor``) on a calibration
 split that the benchmark never runs (synthetic suite, seed ``CALIBRATION_SEED``), for the
 target precision ``TARGET_PRECISION``. When no floor reaches the target (a weak judge), the
-floor with the best precision reached is used instead and a ``UserWarning`` says so; the
+floor with the best precision reached is used instead and an INFO log line says so; the
 floor, its target and the precision it reached are recorded in every trace with the judge
 scores, the instruction hash and the model hash.
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import dataclasses
-import warnings
+import logging
 from collections.abc import Callable
 
 from junction.admission import (
@@ -42,6 +42,8 @@ from junction.judge.smoke import run_smoke
 from junction.selection import make_selection
 from junction.strategies import StrategyResult, candidate_pools, joint_problem
 from junction.tasks import RouterView
+
+_LOG = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_POOL_PER_LANE",
@@ -117,8 +119,7 @@ def calibrate_default_floor(judge, cache: ScoreCache | None,
         return calibrate_floor(scores, labels, TARGET_PRECISION)
     except AdmissionError as exc:
         best = max(_precisions(scores, labels))
-        warnings.warn(f"judge floor: {exc}; using the floor of the best precision ({best:.3f})",
-                      stacklevel=2)
+        _LOG.info("judge floor: %s; using the floor of the best precision (%.3f)", exc, best)
         calibration = calibrate_floor(scores, labels, best)
         return dataclasses.replace(calibration, target_precision=TARGET_PRECISION)
 
