@@ -8,6 +8,7 @@ from junction.candidates import (
 )
 from junction.errors import JunctionError
 from junction.execution import ExecutionResult, Outcome, ToolCall, execute, verify, verify_toy
+from junction.milp import AutoJointSelector, MilpJointSelector
 from junction.resources import ContextResource, SourceKind, ToolResource
 from junction.selection import JointProblem, Selection
 from junction.selectors import AdaptiveSplitBaseline, ExactJointSelector, FixedSplitBaseline
@@ -18,6 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AdaptiveSplitBaseline",
+    "AutoJointSelector",
     "BenchmarkTask",
     "Budget",
     "BudgetCheck",
@@ -33,6 +35,7 @@ __all__ = [
     "JunctionError",
     "LexicalContextCandidateGenerator",
     "LexicalToolCandidateGenerator",
+    "MilpJointSelector",
     "Outcome",
     "RouterView",
     "Selection",
