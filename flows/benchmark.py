@@ -34,7 +34,7 @@ from junction.errors import JunctionError, UnknownNameError
 from junction.evaluate import evaluate_batch
 from junction.reports import write_report
 from junction.store import TraceStore, check_name
-from junction.strategies import STRATEGY_FACTORIES, make_strategy, strategy_names
+from junction.strategies import make_strategy, strategy_factory
 from junction.warehouse import Warehouse
 
 __all__ = ["benchmark", "run_benchmark", "DEFAULT_STRATEGIES", "default_suites",
@@ -190,15 +190,6 @@ def write_run_report(root: str, reports_root: str, run_id: str,
     return str(paths["report.md"])
 
 
-def _check_names(suites: list[str], strategies: list[str]) -> None:
-    for name in suites:
-        get_suite(name)
-    for name in strategies:
-        if name not in STRATEGY_FACTORIES:
-            raise UnknownNameError(f"unknown strategy {name!r}; valid strategies: "
-                                   f"{', '.join(strategy_names())}")
-
-
 def check_params(suites: list[str], strategies: list[str], budget_scales: list[float],
                  batch_size: int, runner: str, run_id: str | None, output_root: str) -> None:
     """Refuse bad run parameters before anything starts (the CLI calls this too).
@@ -206,7 +197,10 @@ def check_params(suites: list[str], strategies: list[str], budget_scales: list[f
     Raises ``UnknownNameError`` (suite, strategy, runner) or ``JunctionError`` naming the
     parameter and its value.
     """
-    _check_names(suites, strategies)
+    for name in suites:
+        get_suite(name)
+    for name in strategies:
+        strategy_factory(name)
     if runner not in ("thread", "dask"):
         raise UnknownNameError(f"unknown runner {runner!r}; valid runners: dask, thread")
     if batch_size < 1:
@@ -217,6 +211,12 @@ def check_params(suites: list[str], strategies: list[str], budget_scales: list[f
     if run_id:
         check_name(run_id, "run_id")
     TraceStore(output_root)  # an unknown protocol or a missing fsspec backend fails here
+
+
+def _suite_summary(built: SuiteBuild, sampling: str) -> dict[str, Any]:
+    """What the report says of one built suite (deterministic: no timings)."""
+    return {"tasks": len(built.tasks), "rows_loaded": built.rows_loaded,
+            "rows_skipped": dict(built.rows_skipped), "sampling": sampling, "note": built.note}
 
 
 def _units(n_tasks: int, batch_size: int) -> list[tuple[int, int]]:
@@ -260,7 +260,7 @@ def benchmark(
     seeds = seeds or [0]
     budget_scales = budget_scales or [1.0]
     check_params(suites, strategies, budget_scales, batch_size, runner, run_id, output_root)
-    run_id = check_name(run_id, "run_id") if run_id else new_run_id()
+    run_id = run_id or new_run_id()  # a given id was checked by check_params
     params = {
         "suites": suites, "strategies": strategies, "seeds": seeds,
         "budget_scales": budget_scales, "size": size, "full": full, "batch_size": batch_size,
@@ -286,18 +286,14 @@ def benchmark(
             sampling = ("every task" if n is None else
                         f"{len(built.tasks)} tasks (the suite's default benchmark "
                         "size; --full runs every task)" if size is None else f"size={size}")
-            suite_info[key] = {"tasks": len(built.tasks), "rows_loaded": built.rows_loaded,
-                               "rows_skipped": dict(built.rows_skipped), "sampling": sampling,
-                               "note": built.note}
+            suite_info[key] = _suite_summary(built, sampling)
             loaded.append((name, info, seed, built))
     for path in suite_files:
         built = load_file_suite(path, None if full else size)
         name = check_name(built.tasks[0].suite, f"suite of {path}")
         if name in SUITES or name in suite_info:
             raise JunctionError(f"{path}: suite name {name!r} is already taken; rename it")
-        suite_info[name] = {"tasks": len(built.tasks), "rows_loaded": built.rows_loaded,
-                            "rows_skipped": {}, "sampling": f"file {Path(path).name}",
-                            "note": ""}
+        suite_info[name] = _suite_summary(built, f"file {Path(path).name}")
         loaded.append((name, SuiteInfo(name, load_suite_file, None), 0, built))
     meta = {
         "run_id": run_id, "params": params, "params_hash": phash, "seeds": seeds,
@@ -317,13 +313,11 @@ def benchmark(
                     futures.append(run_unit.submit(
                         output_root, run_id, name, strategy, seed, scale, unit,
                         TaskBatch(built.tasks[lo:hi]), info.pool_limit))
-    done = 0
     results = []
     for future in as_completed(futures):
         results.append(future.result())
-        done += 1
         if PROGRESS_CALLBACK is not None:
-            PROGRESS_CALLBACK(done, len(futures))
+            PROGRESS_CALLBACK(len(results), len(futures))
     refresh_warehouse(output_root)
     meta.update(finished_at=datetime.now(UTC).isoformat(), status="completed",
                 suites=suite_info)

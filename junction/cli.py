@@ -63,18 +63,26 @@ def demo_coupling(
     if as_json:
         typer.echo(json.dumps(result, sort_keys=True))
         return
+    rows = [(name, ", ".join(row["context_ids"]), ", ".join(row["tool_ids"]),
+             f"{row['tokens_used']}/{row['budget_tokens']}", f"{row['objective']:.3f}",
+             "yes" if row["verified"] else f"no: {row['reason']}")
+            for name, row in result["strategies"].items()]
+    _print_table(("strategy", "contexts", "tools", "tokens", "objective", "verified"), rows,
+                 title=f"coupling task {result['task_id']}", width=None)
+
+
+
+def _print_table(header, rows, title: str | None = None, width: int | None = 200) -> None:
+    """Print rows of strings as a rich table (``width`` None: the terminal's width)."""
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"coupling task {result['task_id']}")
-    for col in ("strategy", "contexts", "tools", "tokens", "objective", "verified"):
+    table = Table(title=title)
+    for col in header:
         table.add_column(col)
-    for name, row in result["strategies"].items():
-        table.add_row(name, ", ".join(row["context_ids"]), ", ".join(row["tool_ids"]),
-                      f"{row['tokens_used']}/{row['budget_tokens']}", f"{row['objective']:.3f}",
-                      "yes" if row["verified"] else f"no: {row['reason']}")
-    Console().print(table)
-
+    for row in rows:
+        table.add_row(*row)
+    Console(width=width).print(table)
 
 
 def _warehouse_root() -> str:
@@ -157,23 +165,18 @@ def bench(
 @app.command()
 def runs(warehouse: str = WAREHOUSE_OPTION) -> None:
     """List benchmark runs, oldest first."""
-    from rich.console import Console
-    from rich.table import Table
-
     from junction.store import TraceStore
 
     metas = TraceStore(warehouse or _warehouse_root()).run_metas()
     if not metas:
         raise JunctionError("no runs yet; run `junction bench` first")
-    table = Table()
-    for col in ("run_id", "commit", "status", "started_at", "suites", "strategies"):
-        table.add_column(col)
+    rows = []
     for m in metas:
         params = m.get("params", {})
         commit = (m.get("git_commit") or "?")[:10] + ("+" if m.get("git_dirty") else "")
-        table.add_row(m["run_id"], commit, m.get("status", "?"), m.get("started_at", ""),
-                      ",".join(params.get("suites", [])), ",".join(params.get("strategies", [])))
-    Console(width=200).print(table)
+        rows.append((m["run_id"], commit, m.get("status", "?"), m.get("started_at", ""),
+                     ",".join(params.get("suites", [])), ",".join(params.get("strategies", []))))
+    _print_table(("run_id", "commit", "status", "started_at", "suites", "strategies"), rows)
 
 
 @app.command()
@@ -242,19 +245,10 @@ def diff(
         for row in cells:
             typer.echo("| " + " | ".join(row) + " |")
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"{run_a} -> {run_b}  (sig * = 95% CI excludes 0)")
-    for col in header:
-        table.add_column(col)
-    for row in cells:
-        table.add_row(*row)
-    console = Console(width=200)
     if cells:
-        console.print(table)
+        _print_table(header, cells, title=f"{run_a} -> {run_b}  (sig * = 95% CI excludes 0)")
     summary = f"{n_changed} of {n_total} metric rows changed, {n_significant} significantly"
-    console.print(summary if changed else summary + " (--changed shows only those)")
+    typer.echo(summary if changed else summary + " (--changed shows only those)")
 
 
 class SqlFormat(str, Enum):
@@ -284,15 +278,8 @@ def sql(
     if fmt is SqlFormat.json:
         typer.echo(json.dumps(rows, default=str, sort_keys=True))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table()
-    for name in result.column_names:
-        table.add_column(name)
-    for row in rows:
-        table.add_row(*("NULL" if v is None else str(v) for v in row.values()))
-    Console(width=200).print(table)
+    _print_table(result.column_names,
+                 [["NULL" if v is None else str(v) for v in row.values()] for row in rows])
 
 
 @app.command()

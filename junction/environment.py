@@ -12,13 +12,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["PROJECT_ROOT", "STATE_DIR", "configure_prefect_env"]
+__all__ = ["PROJECT_ROOT", "state_dir", "configure_prefect_env"]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-STATE_DIR = Path(os.environ.get("JUNCTION_STATE_DIR", PROJECT_ROOT / ".state"))
+
+
+def state_dir() -> Path:
+    """The git-ignored state folder: ``$JUNCTION_STATE_DIR`` or ``<repo root>/.state``.
+
+    Read at call time, so a process (or a test) that sets the variable later is honoured.
+    """
+    env = os.environ.get("JUNCTION_STATE_DIR")
+    return Path(env) if env else PROJECT_ROOT / ".state"
+
 
 _DEFAULTS = {
-    "PREFECT_HOME": str(STATE_DIR / "prefect"),
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_CLOUD_ENABLE_ORCHESTRATION_TELEMETRY": "false",
     "PREFECT_TELEMETRY_ENABLE_RESOURCE_METRICS": "false",
@@ -29,6 +37,7 @@ _DEFAULTS = {
 
 def configure_prefect_env(logging_level: str | None = None) -> None:
     """Set Prefect's offline defaults (see module docstring) unless already set."""
+    os.environ.setdefault("PREFECT_HOME", str(state_dir() / "prefect"))
     for key, value in _DEFAULTS.items():
         os.environ.setdefault(key, value)
     if logging_level:

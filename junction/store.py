@@ -164,10 +164,14 @@ class TraceStore:
         with self.fs.open(path, "rb") as handle:
             return json.loads(handle.read())
 
+    def run_meta_files(self) -> list[str]:
+        """Every ``runs/<run_id>.json`` (sorted)."""
+        return sorted(self.fs.glob(f"{self.base}/runs/*.json"))
+
     def run_metas(self) -> list[dict[str, Any]]:
         """Every run's metadata, oldest first (by ``started_at``, then run id)."""
         metas = []
-        for path in self.fs.glob(f"{self.base}/runs/*.json"):
+        for path in self.run_meta_files():
             with self.fs.open(path, "rb") as handle:
                 try:
                     metas.append(json.loads(handle.read()))

@@ -33,6 +33,7 @@ __all__ = [
     "STRATEGY_FACTORIES",
     "register_strategy",
     "make_strategy",
+    "strategy_factory",
     "strategy_names",
 ]
 
@@ -100,18 +101,22 @@ def strategy_names() -> list[str]:
     return sorted(STRATEGY_FACTORIES)
 
 
+def strategy_factory(name: str) -> Callable[[], Strategy]:
+    """The registered factory for ``name``; ``UnknownNameError`` listing the valid names."""
+    try:
+        return STRATEGY_FACTORIES[name]
+    except KeyError:
+        raise UnknownNameError(
+            f"unknown strategy {name!r}; valid strategies: {', '.join(strategy_names())}"
+        ) from None
+
+
 def make_strategy(name: str) -> Strategy:
     """A ready strategy callable ``(view, pool_limit) -> StrategyResult``.
 
     Raises ``UnknownNameError`` listing the valid names.
     """
-    try:
-        factory = STRATEGY_FACTORIES[name]
-    except KeyError:
-        raise UnknownNameError(
-            f"unknown strategy {name!r}; valid strategies: {', '.join(strategy_names())}"
-        ) from None
-    return factory()
+    return strategy_factory(name)()
 
 
 def _selector_strategy(selector_factory: Callable[[], Selector]) -> Callable[[], Strategy]:

@@ -3,7 +3,7 @@
 The database file ``<root>/junction.duckdb`` (local roots only) holds the views, so any
 DuckDB client can query them. DuckDB admits one writer per file: ``refresh`` waits for the
 lock up to ``lock_timeout_s`` and then fails with a clear message; ``connect_reader`` never
-blocks: when the file is locked or absent it builds the same views in memory.
+blocks: it builds the same views in an in-memory database, whoever holds the file.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class Warehouse:
         present = {
             "traces": True,
             "timings": bool(self.store.timing_files()),
-            "runs": bool(self.store.fs.glob(f"{self.store.base}/runs/*.json")),
+            "runs": bool(self.store.run_meta_files()),
         }
         globs = self._globs()
         try:
@@ -135,7 +135,7 @@ class Warehouse:
             con.close()
 
     def connect_reader(self) -> duckdb.DuckDBPyConnection:
-        """A connection with the views; never waits for a writer (falls back to memory)."""
+        """An in-memory connection with the views: it never waits for the file's writer."""
         con = duckdb.connect(":memory:")
         self._create_views(con)
         return con

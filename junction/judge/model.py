@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from junction.environment import state_dir
 from junction.judge.errors import JudgeError
 
 __all__ = [
@@ -32,12 +33,6 @@ __all__ = [
 
 KV_TYPES = ("f16", "q8_0", "q4_0")
 """KV cache types the judge supports (ggml type names); q8_0 is the default."""
-
-
-def state_dir() -> Path:
-    """The git-ignored state folder: ``$JUNCTION_STATE_DIR`` or ``<repo root>/.state``."""
-    env = os.environ.get("JUNCTION_STATE_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / ".state"
 
 
 class JudgeConfig(BaseModel):
