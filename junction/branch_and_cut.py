@@ -1,0 +1,536 @@
+"""Exact joint selection by a dedicated branch and cut over HiGHS linear programs.
+
+Same objective, budget rows, size cap and tie rule as ``junction.selection`` and the
+enumerating selector; same model as ``junction.milp`` (one binary x per candidate, one
+y_ct per context–tool pair with W_ct != 0, McCormick rows by the sign of W_ct, the budget
+rows, the optional size row; candidates that never fit or never pay removed first). What
+differs is who branches: HiGHS solves only linear programs here (``_NodeLP``: dual simplex,
+presolve off, warm-started from the previous node's basis), and this module does the rest:
+
+1. Root: rounds of LP + exact odd-cycle separation (``junction.milp._cycle_cuts``; the
+   cuts are valid for every integer point, so they stay in every node's LP) until the bound
+   stalls; then an incumbent from the root point rounded at 1/2 and improved by single
+   flips (``junction.milp._local_search``).
+2. Depth-first branch and bound on the x columns: the most fractional x first (ties: the
+   smaller index), the child its value rounds to first. A node is pruned when its LP bound
+   is below the cutoff ``z* - OBJECTIVE_TOLERANCE - margin`` (z*: best exact objective
+   found; margin = 1e-6 · max(1, |z*|), HiGHS's optimality tolerance, so LP round-off
+   cannot prune a tie). Reduced-cost fixing at each node (Nemhauser & Wolsey 1988, §II.5):
+   a free x at a bound whose reduced cost d_i gives bound - |d_i| < cutoff is fixed there
+   for the subtree.
+3. Ties inside the tree: the cutoff keeps every set within the tolerance of z* alive, so
+   all ties reach a leaf. At a node whose LP point is integral (its set S, checked exactly
+   in Python: budget sums in id order, objective with ``math.fsum``), every other set in the
+   node differs from S in a free x that reduced-cost fixing could not fix (flipping any
+   other costs more than the cutoff allows). For those "degenerate" x_1..x_k the node is
+   split into {S} and k children "x_1..x_{j-1} as in S, x_j flipped", so every set in the
+   node is examined once. The final pick is the smallest tie key (tokens, size, context
+   ids, tool ids) among the sets within the tolerance of the best, as in
+   ``junction.selection``. No second pass is needed.
+
+A rounded LP point that breaks a limit in exact arithmetic (LP tolerance) is branched on
+its free member with the largest use of that limit.
+
+Status: ``optimal`` when the tree is exhausted; ``time_limit`` when the wall-clock limit
+stopped it, with the best set found and gap (bound - objective) / max(|objective|, 1e-9),
+bound = the largest LP bound of an open node. Deterministic: the same problem gives the
+same node order and the same answer (HiGHS's simplex is deterministic, single-threaded).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from junction.milp import (
+    DEFAULT_TIME_LIMIT_S,
+    _cycle_cuts,
+    _fits,
+    _limit,
+    _Model,
+    _new_highs,
+    _reduce,
+    _Reduced,
+    _rows_to_csr,
+)
+from junction.selection import (
+    OBJECTIVE_TOLERANCE,
+    JointProblem,
+    Selection,
+    make_selection,
+    objective_terms,
+    tie_break_key,
+)
+
+__all__ = ["BranchAndCutJointSelector", "ROOT_CUT_MIN_CANDIDATES"]
+
+ROOT_CUT_MIN_CANDIDATES = 0
+"""Root odd-cycle separation runs from this many candidates (after removal) up."""
+
+_EPS = 1e-6
+"""An x within this of 0 or 1 counts as integral."""
+
+_ROOT_ROUNDS = 60
+_ROOT_STALL = 1e-4
+"""Stop root separation when a round lowers the bound by less than this (relative)."""
+_ROOT_TIME_SHARE = 0.3
+_NODE_ROUNDS = 0
+_NODE_CUTS = 50
+_STRONG = 0
+_RENS_TIME_SHARE = 0.1
+"""Share of the time limit the root separation may use."""
+
+
+class _NodeLP:
+    """The model's LP relaxation (plus cuts) in one ``highspy.Highs``, re-solved per node
+    with new x bounds; HiGHS keeps the last basis, so each solve is warm-started."""
+
+    def __init__(self, model: _Model) -> None:
+        import highspy
+
+        self.nx = model.nx
+        self.nvar = model.nvar
+        h = _new_highs()
+        h.setOptionValue("presolve", "off")
+        h.setOptionValue("solver", "simplex")
+        h.setOptionValue("simplex_strategy", 1)  # dual simplex: bound changes keep dual feasibility
+        lp = highspy.HighsLp()
+        A = model.A
+        lp.num_col_ = self.nvar
+        lp.num_row_ = A.shape[0]
+        # Minimise -objective: HiGHS's dual simplex honours ``objective_bound`` (stop once
+        # the LP value is proven worse than the cutoff) for minimisation only (measured).
+        lp.sense_ = highspy.ObjSense.kMinimize
+        lp.col_cost_ = -np.asarray(model.obj, dtype=float)
+        lp.col_lower_ = np.zeros(self.nvar)
+        lp.col_upper_ = np.ones(self.nvar)
+        lp.row_lower_ = np.asarray(model.lo, dtype=float)
+        lp.row_upper_ = np.asarray(model.hi, dtype=float)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.num_col_ = self.nvar
+        lp.a_matrix_.num_row_ = A.shape[0]
+        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = A.indices.astype(np.int32)
+        lp.a_matrix_.value_ = A.data.astype(float)
+        h.passModel(lp)
+        self.h = h
+        self._cols = np.arange(self.nx, dtype=np.int32)
+        self.solves = 0
+
+    def add_rows(self, rows: list[tuple[np.ndarray, float, float]]) -> None:
+        if not rows:
+            return
+        mat = _rows_to_csr([r[0] for r in rows], self.nvar)
+        self.h.addRows(len(rows), np.array([r[1] for r in rows], dtype=float),
+                       np.array([r[2] for r in rows], dtype=float), int(mat.nnz),
+                       mat.indptr[:-1].astype(np.int32), mat.indices.astype(np.int32),
+                       mat.data.astype(float))
+
+    def solve(self, lb: np.ndarray, ub: np.ndarray, time_left: float | None,
+              cutoff: float = -math.inf) -> tuple[str, float, np.ndarray, np.ndarray]:
+        """("optimal" | "infeasible" | "cutoff" | "time_limit", value, point, |reduced
+        cost| of x). "cutoff": the dual simplex proved the LP value below ``cutoff``
+        (HiGHS's ``objective_bound``) and stopped early."""
+        import highspy
+
+        h = self.h
+        h.changeColsBounds(self.nx, self._cols, lb.astype(float), ub.astype(float))
+        h.setOptionValue("objective_bound", -cutoff)
+        # HiGHS's time limit is on its own clock, which runs on across ``run`` calls.
+        limit = math.inf if time_left is None else h.getRunTime() + max(time_left, 1e-3)
+        h.setOptionValue("time_limit", limit)
+        h.run()
+        self.solves += 1
+        status = h.getModelStatus()
+        S = highspy.HighsModelStatus
+        if status == S.kOptimal:
+            sol = h.getSolution()
+            x = np.array(sol.col_value)
+            d = np.abs(np.array(sol.col_dual)[: self.nx])
+            return "optimal", -float(h.getInfo().objective_function_value), x, d
+        if status == S.kObjectiveBound:
+            return "cutoff", -math.inf, np.zeros(0), np.zeros(0)
+        if status in (S.kInfeasible, S.kUnboundedOrInfeasible):
+            return "infeasible", -math.inf, np.zeros(0), np.zeros(0)
+        if status in (S.kTimeLimit, S.kInterrupt):
+            return "time_limit", math.inf, np.zeros(0), np.zeros(0)
+        # Numerical trouble: solve again from scratch once before giving up on the node.
+        h.clearSolver()
+        h.run()
+        if h.getModelStatus() == S.kOptimal:
+            sol = h.getSolution()
+            return ("optimal", -float(h.getInfo().objective_function_value),
+                    np.array(sol.col_value), np.abs(np.array(sol.col_dual)[: self.nx]))
+        raise RuntimeError(f"HiGHS LP status {h.modelStatusToString(status)}")
+
+
+@dataclass
+class _Node:
+    lb: np.ndarray
+    ub: np.ndarray
+    bound: float  # the parent's LP bound: valid for every set in this node
+
+
+class _Tree:
+    """One problem's branch and cut (see the module docstring)."""
+
+    def __init__(self, problem: JointProblem, red: _Reduced, max_size: int | None,
+                 deadline: float | None, root_cut_min: int) -> None:
+        self.problem = problem
+        self.red = red
+        self.max_size = max_size
+        self.deadline = deadline
+        self.root_cut_min = root_cut_min
+        self.model = _Model(red, problem, max_size)
+        self.lp = _NodeLP(self.model)
+        self.nx = self.model.nx
+        self.found: dict[tuple[int, ...], tuple[float, tuple]] = {}
+        self.z = -math.inf
+        self.nodes = 0
+        self.timed_out = False
+        self.strong_solves = 0
+        tool = np.arange(self.nx) >= red.n_ctx
+        self.use = {
+            "max_tokens": np.array([r.token_cost for r in red.items], dtype=float),
+            "max_tools": tool.astype(float),
+            "max_latency_ms": np.array([getattr(r, "estimated_latency_ms", 0.0)
+                                        for r in red.items]) * tool,
+            "max_cost_usd": np.array([getattr(r, "estimated_cost_usd", 0.0)
+                                      for r in red.items]) * tool,
+            "max_size": np.ones(self.nx),
+        }
+        self.U = np.stack(list(self.use.values()), axis=1)  # (n, 5) uses per limit
+        b = problem.budget
+        self.L = np.array([_limit(b.max_tokens), _limit(b.max_tools), _limit(b.max_latency_ms),
+                           _limit(b.max_cost_usd), _limit(max_size)])
+        self.unary = np.array(red.unary, dtype=float)
+        self.W = np.zeros((self.nx, self.nx))
+        for c, t, w in red.pairs:
+            self.W[c, t] = self.W[t, c] = w
+
+    # -- bookkeeping -------------------------------------------------------------------
+    def _time_left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.perf_counter()
+
+    def _record(self, chosen: tuple[int, ...]) -> None:
+        """Exact objective and tie key of a set that fits (checked by the caller)."""
+        if chosen in self.found:
+            return
+        cs = [self.red.items[i].id for i in chosen if i < self.red.n_ctx]
+        ts = [self.red.items[i].id for i in chosen if i >= self.red.n_ctx]
+        u, w = objective_terms(self.problem, cs, ts)
+        tokens = sum(self.red.items[i].token_cost for i in chosen)
+        self.found[chosen] = (u + w, tie_break_key(tokens, cs, ts))
+        self.z = max(self.z, u + w)
+
+    def _cutoff(self) -> float:
+        return self.z - OBJECTIVE_TOLERANCE - 1e-6 * max(1.0, abs(self.z))
+
+    def _heuristic(self, x: np.ndarray) -> None:
+        """Round the LP point at 1/2, repair, then improving flips and swaps."""
+        inside = self._improve(x[: self.nx] > 0.5)
+        chosen = tuple(int(i) for i in np.flatnonzero(inside))
+        if _fits(self.red, chosen, self.problem.budget, self.max_size) is None:
+            self._record(chosen)
+
+    def _rens(self, point: np.ndarray) -> None:
+        """RENS (Berthold 2014): the MILP with every x that is integral in the root LP fixed
+        to its value, solved by HiGHS within ``_RENS_TIME_SHARE`` of the time left; its
+        set is improved by ``_improve`` and recorded if it fits exactly."""
+        x = point[: self.nx]
+        frac = (x > _EPS) & (x < 1 - _EPS)
+        if not frac.any():
+            return
+        lb = np.zeros(self.model.nvar)
+        ub = np.ones(self.model.nvar)
+        lb[: self.nx][x >= 1 - _EPS] = 1.0
+        ub[: self.nx][x <= _EPS] = 0.0
+        left = self._time_left()
+        limit = None if left is None else _RENS_TIME_SHARE * max(left, 0.0)
+        res = self.model.solve(-self.model.obj, lb=lb, ub=ub, time_limit=limit)
+        if res.x is None:
+            return
+        inside = self._improve(res.x[: self.nx] > 0.5)
+        chosen = tuple(int(i) for i in np.flatnonzero(inside))
+        if _fits(self.red, chosen, self.problem.budget, self.max_size) is None:
+            self._record(chosen)
+
+    def _improve(self, inside: np.ndarray) -> np.ndarray:
+        """Local search (no optimality claim): drop the least-gain members until the set
+        fits, then apply the best improving single flip, else the best improving swap
+        (one member out, one non-member in), until none improves by more than 1e-9."""
+        W, U, L = self.W, self.U, self.L
+        inside = np.array(inside, dtype=bool)
+        gain = self.unary + W @ inside
+        used = U[inside].sum(axis=0)
+        while inside.any() and np.any(used > L):
+            members = np.flatnonzero(inside)
+            i = int(members[np.argmin(gain[members])])
+            inside[i] = False
+            used -= U[i]
+            gain -= W[i]
+        for _ in range(20 * self.nx + 10):
+            fits = np.all(used + U <= L, axis=1) & ~inside
+            delta = np.where(inside, -gain, gain)
+            delta[~inside & ~fits] = -np.inf
+            i = int(np.argmax(delta))
+            if delta[i] > 1e-9:
+                sign = -1.0 if inside[i] else 1.0
+                inside[i] = not inside[i]
+                used += sign * U[i]
+                gain += sign * W[i]
+                continue
+            members = np.flatnonzero(inside)
+            others = np.flatnonzero(~inside)
+            if not len(members) or not len(others):
+                break
+            d = gain[others][None, :] - gain[members][:, None] - W[np.ix_(members, others)]
+            ok = np.all(used - U[members][:, None, :] + U[others][None, :, :] <= L, axis=2)
+            d[~ok] = -np.inf
+            k = int(np.argmax(d))
+            if not d.flat[k] > 1e-9:
+                break
+            out, into = int(members[k // len(others)]), int(others[k % len(others)])
+            inside[out] = False
+            inside[into] = True
+            used += U[into] - U[out]
+            gain += W[into] - W[out]
+        return inside
+
+    def best(self) -> tuple[int, ...]:
+        ties = [(key, chosen) for chosen, (obj, key) in self.found.items()
+                if obj >= self.z - OBJECTIVE_TOLERANCE]
+        return min(ties)[1]
+
+    # -- root --------------------------------------------------------------------------
+    def _root(self) -> tuple[str, float, np.ndarray, np.ndarray]:
+        lb, ub = np.zeros(self.nx), np.ones(self.nx)
+        res = self.lp.solve(lb, ub, self._time_left())
+        if self.nx < self.root_cut_min or not self.red.pairs or res[0] != "optimal":
+            return res
+        stop = None
+        if self.deadline is not None:
+            stop = time.perf_counter() + _ROOT_TIME_SHARE * max(self._time_left(), 0.0)
+        for _ in range(_ROOT_ROUNDS):
+            if stop is not None and time.perf_counter() >= stop:
+                break
+            cuts = _cycle_cuts(self.model, res[2], max_cuts=self.nx + 1)
+            if not cuts:
+                break
+            self.lp.add_rows(cuts)
+            new = self.lp.solve(lb, ub, self._time_left())
+            if new[0] != "optimal":
+                return new
+            stalled = new[1] > res[1] - _ROOT_STALL * max(1.0, abs(res[1]))
+            res = new
+            if stalled:
+                break
+        return res
+
+    # -- search ------------------------------------------------------------------------
+    def run(self) -> tuple[tuple[int, ...], str, float | None]:
+        self._record(())  # the empty set always fits
+        res = self._root()
+        if res[0] == "time_limit":
+            self.timed_out = True
+            return self.best(), "time_limit", None
+        if res[0] == "optimal":
+            self._heuristic(res[2])
+            self._rens(res[2])
+        stack = [_Node(np.zeros(self.nx), np.ones(self.nx), math.inf)]
+        first = res
+        while stack:
+            node = stack.pop()
+            if node.bound < self._cutoff():
+                continue
+            left = self._time_left()
+            if left is not None and left <= 0:
+                stack.append(node)
+                self.timed_out = True
+                break
+            if first is not None:
+                status, value, point, d = first
+                first = None
+            else:
+                status, value, point, d = self._node_lp(node, left)
+            self.nodes += 1
+            if status == "time_limit":
+                stack.append(node)
+                self.timed_out = True
+                break
+            if status in ("infeasible", "cutoff") or value < self._cutoff():
+                continue
+            self._branch(node, value, point, d, stack)
+        if self.timed_out:
+            bound = max((n.bound for n in stack), default=self.z)
+            gap = max(bound - self.z, 0.0) / max(abs(self.z), 1e-9)
+            return self.best(), "time_limit", (None if math.isinf(gap) else gap)
+        return self.best(), "optimal", 0.0
+
+    def _node_lp(self, node: _Node, left: float | None):
+        """The node's LP, tightened by up to ``_NODE_ROUNDS`` rounds of cycle cuts."""
+        res = self.lp.solve(node.lb, node.ub, left, self._cutoff())
+        if self.nx < self.root_cut_min or not self.red.pairs:
+            return res
+        for _ in range(_NODE_ROUNDS):
+            if res[0] != "optimal" or res[1] < self._cutoff():
+                return res
+            x = res[2][: self.nx]
+            if not ((x > _EPS) & (x < 1 - _EPS)).any():
+                return res
+            cuts = _cycle_cuts(self.model, res[2], max_cuts=_NODE_CUTS)
+            if not cuts:
+                return res
+            self.lp.add_rows(cuts)
+            res = self.lp.solve(node.lb, node.ub, self._time_left())
+        return res
+
+    def _branch(self, node: _Node, value: float, point: np.ndarray, d: np.ndarray,
+                stack: list[_Node]) -> None:
+        x = point[: self.nx]
+        lb, ub = node.lb.copy(), node.ub.copy()
+        free = (lb < 0.5) & (ub > 0.5)
+        low = x <= _EPS
+        high = x >= 1 - _EPS
+        frac = free & ~low & ~high
+        if frac.any():
+            if self.nodes <= 1 or self.nodes % 16 == 0:
+                self._heuristic(point)
+            self._fix(value, x, d, lb, ub, free)
+            f = np.flatnonzero(frac)
+            f = f[np.argsort(np.abs(x[f] - 0.5), kind="stable")]
+            if _STRONG > 0:
+                picked = self._strong(f[:_STRONG], lb, ub, value)
+                if picked is None:
+                    return
+                i, down, up = picked
+                self._push_pair(stack, lb, ub, i, up_first=up >= down, bound=value,
+                                bounds=(down, up))
+                return
+            i = int(f[0])
+            self._push_pair(stack, lb, ub, i, up_first=x[i] >= 0.5, bound=value)
+            return
+        chosen = tuple(int(i) for i in np.flatnonzero(x > 0.5))
+        broken = _fits(self.red, chosen, self.problem.budget, self.max_size)
+        if broken is not None:
+            members = [i for i in chosen if free[i]]
+            if not members:
+                return  # every member fixed: no set in this node fits exactly
+            use = self.use[broken]
+            i = max(members, key=lambda k: (use[k], -k))
+            self._push_pair(stack, lb, ub, i, up_first=False, bound=value)
+            return
+        self._record(chosen)
+        self._fix(value, x, d, lb, ub, free)
+        open_ = np.flatnonzero((lb < 0.5) & (ub > 0.5))
+        # Split the node into {chosen} and "open_[:j] as in chosen, open_[j] flipped".
+        pushed = []
+        for j, i in enumerate(open_):
+            clb, cub = lb.copy(), ub.copy()
+            agree = open_[:j]
+            clb[agree] = np.round(x[agree])
+            cub[agree] = np.round(x[agree])
+            flipped = 1.0 - round(float(x[i]))
+            clb[i] = cub[i] = flipped
+            pushed.append(_Node(clb, cub, value - d[i]))
+        stack.extend(reversed(pushed))
+
+    def _fix(self, value: float, x: np.ndarray, d: np.ndarray, lb: np.ndarray,
+             ub: np.ndarray, free: np.ndarray) -> None:
+        """Reduced-cost fixing in place: flipping x_i lowers the bound by >= d_i."""
+        hopeless = free & (value - d < self._cutoff())
+        ub[hopeless & (x <= _EPS)] = 0.0
+        lb[hopeless & (x >= 1 - _EPS)] = 1.0
+
+    def _strong(self, cands, lb, ub, value):
+        """Strong branching: solve both children of each candidate; a child below the
+        cutoff fixes the variable the other way (in place); None if the node is empty."""
+        best = None
+        for i in cands:
+            i = int(i)
+            if lb[i] > 0.5 or ub[i] < 0.5:
+                continue
+            t = ub.copy(); t[i] = 0.0
+            down = self.lp.solve(lb, t, self._time_left())
+            t = lb.copy(); t[i] = 1.0
+            up = self.lp.solve(t, ub, self._time_left())
+            self.strong_solves += 2
+            vd = down[1] if down[0] == "optimal" else (-math.inf if down[0] == "infeasible" else value)
+            vu = up[1] if up[0] == "optimal" else (-math.inf if up[0] == "infeasible" else value)
+            cut = self._cutoff()
+            if vd < cut and vu < cut:
+                return None
+            if vd < cut:
+                lb[i] = 1.0
+                continue
+            if vu < cut:
+                ub[i] = 0.0
+                continue
+            score = max(value - vd, 1e-6) * max(value - vu, 1e-6)
+            if best is None or score > best[0]:
+                best = (score, i, vd, vu)
+        if best is None:
+            # every candidate was fixed: branch on the first still free fractional one
+            free = [int(i) for i in cands if lb[i] < 0.5 and ub[i] > 0.5]
+            if not free:
+                free = [int(i) for i in np.flatnonzero((lb < 0.5) & (ub > 0.5))]
+                if not free:
+                    return None
+            return free[0], value, value
+        return best[1], best[2], best[3]
+
+    @staticmethod
+    def _push_pair(stack: list[_Node], lb: np.ndarray, ub: np.ndarray, i: int,
+                   up_first: bool, bound: float, bounds=None) -> None:
+        down_ub = ub.copy()
+        down_ub[i] = 0.0
+        up_lb = lb.copy()
+        up_lb[i] = 1.0
+        bd, bu = bounds if bounds is not None else (bound, bound)
+        down = _Node(lb, down_ub, bd)
+        up = _Node(up_lb, ub, bu)
+        stack.extend([down, up] if up_first else [up, down])
+
+
+class BranchAndCutJointSelector:
+    """Exact maximiser of the joint objective by branch and cut (see the module docstring).
+
+    Same objective, limits (tokens, tool count, latency ms, cost USD), size cap and tie
+    rule as ``ExactJointSelector``. ``max_size`` overrides the problem's when given;
+    ``time_limit_s`` (seconds; ``None``: none) bounds the whole search, after which the
+    best set found is returned with status ``time_limit`` and its gap;
+    ``root_cut_min_candidates``: odd-cycle cuts at the root from this many candidates up.
+    ``subsets_examined`` counts LP nodes. Raises ``ValueError`` on a negative time limit.
+    """
+
+    name = "exact"
+
+    def __init__(self, max_size: int | None = None, name: str = "exact",
+                 time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
+                 root_cut_min_candidates: int = ROOT_CUT_MIN_CANDIDATES) -> None:
+        if time_limit_s is not None and not time_limit_s >= 0:
+            raise ValueError(f"time_limit_s must be >= 0 or None, got {time_limit_s!r}")
+        self.max_size = max_size
+        self.name = name
+        self.time_limit_s = time_limit_s
+        self.root_cut_min_candidates = root_cut_min_candidates
+
+    def select(self, problem: JointProblem) -> Selection:
+        start = time.perf_counter()
+        max_size = self.max_size if self.max_size is not None else problem.max_size
+        red = _reduce(problem, max_size)
+        chosen: tuple[int, ...] = ()
+        status, gap, nodes = "optimal", 0.0, 0
+        if red.items:
+            deadline = None if self.time_limit_s is None else start + self.time_limit_s
+            tree = _Tree(problem, red, max_size, deadline, self.root_cut_min_candidates)
+            chosen, status, gap = tree.run()
+            nodes = tree.nodes
+        cs = [red.items[i].id for i in chosen if i < red.n_ctx]
+        ts = [red.items[i].id for i in chosen if i >= red.n_ctx]
+        return make_selection(self.name, problem, cs, ts, subsets_examined=nodes,
+                              status=status, gap=gap,
+                              solve_time_ms=round((time.perf_counter() - start) * 1000, 3))
