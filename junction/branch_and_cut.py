@@ -79,8 +79,9 @@ _ROOT_STALL = 1e-4
 _ROOT_TIME_SHARE = 0.3
 _NODE_ROUNDS = 0
 _NODE_CUTS = 50
-_STRONG = 0
 _RENS_TIME_SHARE = 0.1
+_RELIABLE = 1
+_LOOKAHEAD = 8
 """Share of the time limit the root separation may use."""
 
 
@@ -119,15 +120,28 @@ class _NodeLP:
         self.h = h
         self._cols = np.arange(self.nx, dtype=np.int32)
         self.solves = 0
+        self.cuts: list[tuple[np.ndarray, float, float]] = []
 
     def add_rows(self, rows: list[tuple[np.ndarray, float, float]]) -> None:
         if not rows:
             return
+        self.cuts.extend(rows)
         mat = _rows_to_csr([r[0] for r in rows], self.nvar)
         self.h.addRows(len(rows), np.array([r[1] for r in rows], dtype=float),
                        np.array([r[2] for r in rows], dtype=float), int(mat.nnz),
                        mat.indptr[:-1].astype(np.int32), mat.indices.astype(np.int32),
                        mat.data.astype(float))
+
+    def drop_slack_cuts(self, first: int) -> None:
+        """Delete the cut rows (row ``first`` on) that are not tight at the last LP point:
+        fewer rows, cheaper simplex iterations in every node after the root."""
+        values = np.array(self.h.getSolution().row_value)
+        rows = np.arange(first, len(values))
+        slack = np.array([values[r] < self.cuts[r - first][2] - 1e-6 for r in rows], dtype=bool)
+        if slack.any():
+            drop = rows[slack].astype(np.int32)
+            self.h.deleteRows(len(drop), drop)
+            self.cuts = [c for c, s in zip(self.cuts, slack) if not s]
 
     def solve(self, lb: np.ndarray, ub: np.ndarray, time_left: float | None,
               cutoff: float = -math.inf) -> tuple[str, float, np.ndarray, np.ndarray]:
@@ -172,6 +186,9 @@ class _Node:
     lb: np.ndarray
     ub: np.ndarray
     bound: float  # the parent's LP bound: valid for every set in this node
+    var: int = -1  # the branching that made this node: x_var fixed to ``up``
+    up: int = 0
+    frac: float = 0.0  # x_var in the parent's LP point
 
 
 class _Tree:
@@ -191,7 +208,11 @@ class _Tree:
         self.z = -math.inf
         self.nodes = 0
         self.timed_out = False
-        self.strong_solves = 0
+        self.strong = 0
+        self.pc_down = np.zeros(red_n := len(red.items))
+        self.pc_up = np.zeros(red_n)
+        self.pc_down_n = np.zeros(red_n)
+        self.pc_up_n = np.zeros(red_n)
         tool = np.arange(self.nx) >= red.n_ctx
         self.use = {
             "max_tokens": np.array([r.token_cost for r in red.items], dtype=float),
@@ -328,7 +349,8 @@ class _Tree:
             res = new
             if stalled:
                 break
-        return res
+        self.lp.drop_slack_cuts(self.model.A.shape[0])
+        return self.lp.solve(lb, ub, self._time_left())
 
     # -- search ------------------------------------------------------------------------
     def run(self) -> tuple[tuple[int, ...], str, float | None]:
@@ -361,6 +383,10 @@ class _Tree:
                 stack.append(node)
                 self.timed_out = True
                 break
+            if status == "optimal":
+                self._learn(node, value)
+            elif status == "cutoff":
+                self._learn(node, self._cutoff())
             if status in ("infeasible", "cutoff") or value < self._cutoff():
                 continue
             self._branch(node, value, point, d, stack)
@@ -400,18 +426,13 @@ class _Tree:
             if self.nodes <= 1 or self.nodes % 16 == 0:
                 self._heuristic(point)
             self._fix(value, x, d, lb, ub, free)
-            f = np.flatnonzero(frac)
-            f = f[np.argsort(np.abs(x[f] - 0.5), kind="stable")]
-            if _STRONG > 0:
-                picked = self._strong(f[:_STRONG], lb, ub, value)
-                if picked is None:
-                    return
-                i, down, up = picked
-                self._push_pair(stack, lb, ub, i, up_first=up >= down, bound=value,
-                                bounds=(down, up))
+            picked = self._pick(np.flatnonzero(frac), x, lb, ub, value)
+            if picked is None:
+                return  # strong branching cut off both children of some x
+            if picked < 0:
+                stack.append(_Node(lb, ub, value))  # strong branching fixed some x: again
                 return
-            i = int(f[0])
-            self._push_pair(stack, lb, ub, i, up_first=x[i] >= 0.5, bound=value)
+            self._push_pair(stack, lb, ub, picked, x[picked], bound=value)
             return
         chosen = tuple(int(i) for i in np.flatnonzero(x > 0.5))
         broken = _fits(self.red, chosen, self.problem.budget, self.max_size)
@@ -421,7 +442,7 @@ class _Tree:
                 return  # every member fixed: no set in this node fits exactly
             use = self.use[broken]
             i = max(members, key=lambda k: (use[k], -k))
-            self._push_pair(stack, lb, ub, i, up_first=False, bound=value)
+            self._push_pair(stack, lb, ub, i, 0.0, bound=value)
             return
         self._record(chosen)
         self._fix(value, x, d, lb, ub, free)
@@ -445,54 +466,97 @@ class _Tree:
         ub[hopeless & (x <= _EPS)] = 0.0
         lb[hopeless & (x >= 1 - _EPS)] = 1.0
 
-    def _strong(self, cands, lb, ub, value):
-        """Strong branching: solve both children of each candidate; a child below the
-        cutoff fixes the variable the other way (in place); None if the node is empty."""
-        best = None
-        for i in cands:
+    def _pick(self, frac: np.ndarray, x: np.ndarray, lb: np.ndarray, ub: np.ndarray,
+              value: float) -> int | None:
+        """Branching variable by reliability branching (Achterberg, Koch & Martin 2005):
+        pseudo-cost scores (bound drop per unit change down and up, product rule), with
+        both children LPs solved ("strong branching", stopped at the cutoff) for
+        candidates branched on fewer than ``_RELIABLE`` times, at most ``_LOOKAHEAD``
+        of them without a better score. A strong-branching child below the cutoff fixes
+        the x the other way in ``lb``/``ub``; returns -1 if it fixed any (solve the node
+        again), None if both children of one x are below the cutoff (the node is empty),
+        else the index to branch on. Ties: the more fractional, then the smaller index."""
+        score = self._pc_score(frac, x)
+        order = frac[np.lexsort((frac, np.abs(x[frac] - 0.5), -score))]
+        best, best_score, stale, fixed = int(order[0]), -1.0, 0, False
+        rank = {int(i): k for k, i in enumerate(order)}
+        for i in order:
             i = int(i)
-            if lb[i] > 0.5 or ub[i] < 0.5:
-                continue
-            t = ub.copy(); t[i] = 0.0
-            down = self.lp.solve(lb, t, self._time_left())
-            t = lb.copy(); t[i] = 1.0
-            up = self.lp.solve(t, ub, self._time_left())
-            self.strong_solves += 2
-            vd = down[1] if down[0] == "optimal" else (-math.inf if down[0] == "infeasible" else value)
-            vu = up[1] if up[0] == "optimal" else (-math.inf if up[0] == "infeasible" else value)
-            cut = self._cutoff()
-            if vd < cut and vu < cut:
-                return None
-            if vd < cut:
-                lb[i] = 1.0
-                continue
-            if vu < cut:
-                ub[i] = 0.0
-                continue
-            score = max(value - vd, 1e-6) * max(value - vu, 1e-6)
-            if best is None or score > best[0]:
-                best = (score, i, vd, vu)
-        if best is None:
-            # every candidate was fixed: branch on the first still free fractional one
-            free = [int(i) for i in cands if lb[i] < 0.5 and ub[i] > 0.5]
-            if not free:
-                free = [int(i) for i in np.flatnonzero((lb < 0.5) & (ub > 0.5))]
-                if not free:
+            if min(self.pc_down_n[i], self.pc_up_n[i]) >= _RELIABLE:
+                sc = float(score[np.searchsorted(frac, i)])
+            else:
+                cut = self._cutoff()
+                t = ub.copy()
+                t[i] = 0.0
+                down = self._child_value(lb, t, cut)
+                t = lb.copy()
+                t[i] = 1.0
+                up = self._child_value(t, ub, cut)
+                self.strong += 2
+                for v, side, change in ((down, 0, x[i]), (up, 1, 1 - x[i])):
+                    self._learn_one(i, side, max(value - max(v, cut), 0.0) / change)
+                if down < cut and up < cut:
                     return None
-            return free[0], value, value
-        return best[1], best[2], best[3]
+                if down < cut or up < cut:
+                    lb[i] = 1.0 if down < cut else lb[i]
+                    ub[i] = 0.0 if up < cut else ub[i]
+                    fixed = True
+                    continue
+                sc = max(value - down, 1e-6) * max(value - up, 1e-6)
+            if sc > best_score or (sc == best_score and rank[i] < rank[best]):
+                best, best_score, stale = i, sc, 0
+            else:
+                stale += 1
+                if stale >= _LOOKAHEAD:
+                    break
+        return -1 if fixed else best
+
+    def _child_value(self, lb: np.ndarray, ub: np.ndarray, cut: float) -> float:
+        status, v, _, _ = self.lp.solve(lb, ub, self._time_left(), cut)
+        if status == "optimal":
+            return v
+        if status == "time_limit":
+            return math.inf
+        return -math.inf  # infeasible or stopped at the cutoff
+
+    def _pc_score(self, frac: np.ndarray, x: np.ndarray) -> np.ndarray:
+        est = []
+        for pc, n in ((self.pc_down, self.pc_down_n), (self.pc_up, self.pc_up_n)):
+            seen = n > 0
+            mean = float(pc[seen].sum() / n[seen].sum()) if seen.any() else 1.0
+            est.append(np.where(seen, pc / np.maximum(n, 1), mean)[frac])
+        xf = x[frac]
+        return np.maximum(est[0] * xf, 1e-6) * np.maximum(est[1] * (1 - xf), 1e-6)
+
+    def _learn_one(self, i: int, up: int, drop: float) -> None:
+        if up:
+            self.pc_up[i] += drop
+            self.pc_up_n[i] += 1
+        else:
+            self.pc_down[i] += drop
+            self.pc_down_n[i] += 1
+
+    def _learn(self, node: _Node, value: float) -> None:
+        """Update the pseudo-cost of the branching that made ``node`` (bound drop per
+        unit of change; an LP stopped at the cutoff counts as a drop to the cutoff)."""
+        if node.var < 0 or not math.isfinite(node.bound):
+            return
+        change = node.frac if node.up == 0 else 1.0 - node.frac
+        if change <= _EPS:
+            return
+        self._learn_one(node.var, node.up, max(node.bound - value, 0.0) / change)
 
     @staticmethod
     def _push_pair(stack: list[_Node], lb: np.ndarray, ub: np.ndarray, i: int,
-                   up_first: bool, bound: float, bounds=None) -> None:
+                   xi: float, bound: float) -> None:
+        """Children x_i = 0 and x_i = 1; the one ``xi`` rounds to is popped first."""
         down_ub = ub.copy()
         down_ub[i] = 0.0
         up_lb = lb.copy()
         up_lb[i] = 1.0
-        bd, bu = bounds if bounds is not None else (bound, bound)
-        down = _Node(lb, down_ub, bd)
-        up = _Node(up_lb, ub, bu)
-        stack.extend([down, up] if up_first else [up, down])
+        down = _Node(lb, down_ub, bound, i, 0, xi)
+        up = _Node(up_lb, ub, bound, i, 1, xi)
+        stack.extend([down, up] if xi >= 0.5 else [up, down])
 
 
 class BranchAndCutJointSelector:
