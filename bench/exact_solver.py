@@ -1,9 +1,11 @@
-"""Benchmark: exact joint selection by enumeration versus the MILP solver, and solver scaling.
+"""Benchmark: exact joint selection by enumeration versus the solvers, and solver scaling.
 
-Prints, side by side in one run, the enumerating selector's and the solver's median times
-at 12, 16 and 20 candidates (with their ratio and whether they chose the same set), and the
-solver's median and worst time at 50, 100, 200 and 400 candidates. Figures only: nothing
-here asserts a time.
+"solver" is ``BranchAndCutJointSelector`` (what the ``exact`` strategy runs above 12
+candidates); "milp" is ``MilpJointSelector`` (HiGHS's own branch and cut on the same
+model), timed on the same instances for comparison. Prints, side by side in one run, the
+enumerating selector's and the solvers' median times at 12, 16 and 20 candidates (with
+their ratios and whether all chose the same set), and the solvers' median and worst times
+at 50, 100, 200 and 400 candidates. Figures only: nothing here asserts a time.
 
 Instances (``random_problem``): half contexts, half tools; token costs uniform integers in
 [40, 200] (contexts) and [20, 120] (tool schemas); tool latency uniform in [50, 2000] ms and
@@ -30,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from junction.budget import Budget  # noqa: E402
+from junction.branch_and_cut import BranchAndCutJointSelector  # noqa: E402
 from junction.milp import MilpJointSelector  # noqa: E402
 from junction.resources import ContextResource, ToolResource  # noqa: E402
 from junction.selection import JointProblem  # noqa: E402
@@ -77,39 +80,55 @@ def _timed(selector, problem):
 def versus_enumeration(sizes, instances: int, tightness: float) -> list[dict]:
     rows = []
     for n in sizes:
-        enum_times, solver_times, same = [], [], True
+        enum_times, solver_times, milp_times, same = [], [], [], True
         for seed in range(instances):
             problem = random_problem(n, seed, tightness=tightness)
             te, expected = _timed(ExactJointSelector(), problem)
-            ts, got = _timed(MilpJointSelector(time_limit_s=None), problem)
+            ts, got = _timed(BranchAndCutJointSelector(time_limit_s=None), problem)
+            tm, milp = _timed(MilpJointSelector(time_limit_s=None), problem)
             enum_times.append(te)
             solver_times.append(ts)
-            same &= (got.model_dump(exclude=SOLVER_FIELDS)
-                     == expected.model_dump(exclude=SOLVER_FIELDS))
-        e, s = statistics.median(enum_times), statistics.median(solver_times)
+            milp_times.append(tm)
+            want = expected.model_dump(exclude=SOLVER_FIELDS)
+            same &= (got.model_dump(exclude=SOLVER_FIELDS) == want
+                     and milp.model_dump(exclude=SOLVER_FIELDS) == want)
+        e, s, m = (statistics.median(enum_times), statistics.median(solver_times),
+                   statistics.median(milp_times))
         rows.append({"n": n, "tightness": tightness, "enumeration_median_s": round(e, 4),
-                     "solver_median_s": round(s, 4),
-                     "ratio": round(e / s, 1), "same_selection": same})
+                     "solver_median_s": round(s, 4), "ratio": round(e / s, 1),
+                     "milp_median_s": round(m, 4), "milp_ratio": round(e / m, 1),
+                     "same_selection": same})
     return rows
 
 
-def scaling(sizes, instances: int, time_limit: float) -> list[dict]:
+def _runs(selector_factory, n: int, instances: int, time_limit: float) -> dict:
+    times, statuses, gaps, objectives = [], [], [], []
+    for seed in range(instances):
+        t, got = _timed(selector_factory(time_limit_s=time_limit), random_problem(n, seed))
+        times.append(t)
+        statuses.append(got.status)
+        gaps.append(got.gap)
+        objectives.append(got.objective)
+    return {"median_s": round(statistics.median(times), 3), "max_s": round(max(times), 3),
+            "all_optimal": all(s == "optimal" for s in statuses),
+            "optimal": sum(s == "optimal" for s in statuses),
+            "worst_gap": max((g for g in gaps if g is not None), default=None),
+            "objectives": objectives}
+
+
+def scaling(sizes, instances: int, time_limit: float, milp: bool) -> list[dict]:
     rows = []
     for n in sizes:
-        times, statuses, gaps = [], [], []
-        for seed in range(instances):
-            t, got = _timed(MilpJointSelector(time_limit_s=time_limit), random_problem(n, seed))
-            times.append(t)
-            statuses.append(got.status)
-            gaps.append(got.gap)
-        rows.append({"n": n, "median_s": round(statistics.median(times), 3),
-                     "max_s": round(max(times), 3),
-                     "all_optimal": all(s == "optimal" for s in statuses),
-                     "optimal": sum(s == "optimal" for s in statuses), "instances": instances,
-                     # pass 1 finished (objective proven) even where a tie pass did not
-                     "objective_proven": sum(s == "optimal" or g == 0.0
-                                             for s, g in zip(statuses, gaps)),
-                     "worst_gap": max((g for g in gaps if g is not None), default=None)})
+        solver = _runs(BranchAndCutJointSelector, n, instances, time_limit)
+        row = {"n": n, "instances": instances, **solver}
+        if milp:
+            other = _runs(MilpJointSelector, n, instances, time_limit)
+            row.update({f"milp_{k}": v for k, v in other.items() if k != "objectives"})
+            # instance by instance: which solver's set is better (both proven: equal)
+            row["solver_objective_minus_milp"] = [
+                round(a - b, 6) for a, b in zip(solver["objectives"], other["objectives"])]
+        row.pop("objectives")
+        rows.append(row)
     return rows
 
 
@@ -126,13 +145,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="budget tightness for the enumeration comparison (0.4: the "
                              "scaling family; 1.0: every limit is the pool total, nothing pruned)")
     parser.add_argument("--scaling", type=int, nargs="*", default=[50, 100, 200, 400])
+    parser.add_argument("--no-milp", action="store_true",
+                        help="skip MilpJointSelector in the scaling runs (it takes ~2 min)")
     args = parser.parse_args(argv)
     result = {
         "versus_enumeration": [
             row for tightness in args.versus_tightness
             for row in versus_enumeration(args.versus, args.enumeration_instances, tightness)
         ],
-        "scaling": scaling(args.scaling, args.instances, args.time_limit),
+        "scaling": scaling(args.scaling, args.instances, args.time_limit, not args.no_milp),
         "time_limit_s": args.time_limit,
     }
     if args.json:
@@ -140,11 +161,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for row in result["versus_enumeration"]:
             print("n={n:4d} tightness {tightness} enumeration {enumeration_median_s:8.4f}s solver "
-                  "{solver_median_s:8.4f}s ratio {ratio:7.1f} same={same_selection}".format(**row))
+                  "{solver_median_s:8.4f}s ratio {ratio:7.1f} milp {milp_median_s:8.4f}s ratio "
+                  "{milp_ratio:7.1f} same={same_selection}".format(**row))
         for row in result["scaling"]:
-            print("n={n:4d} median {median_s:7.3f}s max {max_s:7.3f}s optimal "
-                  "{optimal}/{instances} (objective proven {objective_proven}) "
-                  "worst gap {worst_gap}".format(**row))
+            line = ("n={n:4d} solver median {median_s:7.3f}s max {max_s:7.3f}s optimal "
+                    "{optimal}/{instances} worst gap {worst_gap}".format(**row))
+            if "milp_median_s" in row:
+                line += (" | milp median {milp_median_s:7.3f}s max {milp_max_s:7.3f}s optimal "
+                         "{milp_optimal}/{instances} worst gap {milp_worst_gap}".format(**row))
+            print(line)
     return 0
 
 

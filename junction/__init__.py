@@ -1,5 +1,6 @@
 """Junction: joint selection of context documents and tools under one visible budget."""
 
+from junction.branch_and_cut import AutoJointSelector, BranchAndCutJointSelector
 from junction.budget import Budget, BudgetCheck, BudgetUsage
 from junction.candidates import (
     Candidate,
@@ -8,7 +9,7 @@ from junction.candidates import (
 )
 from junction.errors import JunctionError
 from junction.execution import ExecutionResult, Outcome, ToolCall, execute, verify, verify_toy
-from junction.milp import AutoJointSelector, MilpJointSelector
+from junction.milp import MilpJointSelector
 from junction.resources import ContextResource, SourceKind, ToolResource
 from junction.selection import JointProblem, Selection
 from junction.selectors import AdaptiveSplitBaseline, ExactJointSelector, FixedSplitBaseline
@@ -21,6 +22,7 @@ __all__ = [
     "AdaptiveSplitBaseline",
     "AutoJointSelector",
     "BenchmarkTask",
+    "BranchAndCutJointSelector",
     "Budget",
     "BudgetCheck",
     "BudgetUsage",

@@ -5,36 +5,43 @@ enumerating selector; same model as ``junction.milp`` (one binary x per candidat
 y_ct per context–tool pair with W_ct != 0, McCormick rows by the sign of W_ct, the budget
 rows, the optional size row; candidates that never fit or never pay removed first). What
 differs is who branches: HiGHS solves only linear programs here (``_NodeLP``: dual simplex,
-presolve off, warm-started from the previous node's basis), and this module does the rest:
+presolve off, warm-started from the previous LP's basis), and this module does the rest.
+Measured with bench/exact_solver.py against ``MilpJointSelector`` (HiGHS's own branch and
+cut on the same model), which spends most of its time in root processing (sub-MIP
+heuristics, its separators) and needs a second and third pass for the tie rule.
 
-1. Root: rounds of LP + exact odd-cycle separation (``junction.milp._cycle_cuts``; the
-   cuts are valid for every integer point, so they stay in every node's LP) until the bound
-   stalls; then an incumbent from the root point rounded at 1/2 and improved by single
-   flips (``junction.milp._local_search``).
-2. Depth-first branch and bound on the x columns: the most fractional x first (ties: the
-   smaller index), the child its value rounds to first. A node is pruned when its LP bound
-   is below the cutoff ``z* - OBJECTIVE_TOLERANCE - margin`` (z*: best exact objective
+1. Root: rounds of LP + exact odd-cycle separation (``junction.milp._cycle_cuts``; valid
+   for every integer point, so the cuts stay in every node's LP) until the bound falls by
+   less than ``_ROOT_STALL`` (relative) or ``_ROOT_TIME_SHARE`` of the time is spent; cuts
+   slack at the last root LP are deleted. Incumbents: the root point rounded at 1/2 and
+   improved by flips and swaps (``_Tree._improve``), and RENS (the MILP with the root's
+   integral x fixed, solved by HiGHS within ``_RENS_TIME_SHARE`` of the time).
+2. Depth-first branch and bound on the x columns. A node is pruned when its LP bound is
+   below the cutoff ``z* - OBJECTIVE_TOLERANCE - margin`` (z*: the best exact objective
    found; margin = 1e-6 · max(1, |z*|), HiGHS's optimality tolerance, so LP round-off
-   cannot prune a tie). Reduced-cost fixing at each node (Nemhauser & Wolsey 1988, §II.5):
-   a free x at a bound whose reduced cost d_i gives bound - |d_i| < cutoff is fixed there
-   for the subtree.
+   cannot prune a tie); each node LP is stopped as soon as the dual simplex proves it
+   below the cutoff (HiGHS's ``objective_bound``). Reduced-cost fixing at each node
+   (Nemhauser & Wolsey 1988, §II.5). Branching: reliability branching (``_Tree._pick``).
+   Every 16th node the LP point seeds another local search.
 3. Ties inside the tree: the cutoff keeps every set within the tolerance of z* alive, so
    all ties reach a leaf. At a node whose LP point is integral (its set S, checked exactly
-   in Python: budget sums in id order, objective with ``math.fsum``), every other set in the
-   node differs from S in a free x that reduced-cost fixing could not fix (flipping any
-   other costs more than the cutoff allows). For those "degenerate" x_1..x_k the node is
-   split into {S} and k children "x_1..x_{j-1} as in S, x_j flipped", so every set in the
-   node is examined once. The final pick is the smallest tie key (tokens, size, context
-   ids, tool ids) among the sets within the tolerance of the best, as in
-   ``junction.selection``. No second pass is needed.
+   in Python: budget sums in id order, objective with ``math.fsum``), every other set in
+   the node differs from S in a free x that reduced-cost fixing could not fix. For those
+   x_1..x_k the node is split into {S} and k children "x_1..x_{j-1} as in S, x_j
+   flipped", so every set in the node is examined once. The pick is the smallest tie key
+   (tokens, size, context ids, tool ids) among the sets within the tolerance of the best,
+   as in ``junction.selection``; no second pass.
 
 A rounded LP point that breaks a limit in exact arithmetic (LP tolerance) is branched on
-its free member with the largest use of that limit.
+its free member with the largest use of that limit. Tried and dropped (bench, 200
+candidates): cycle cuts at every node (30% fewer nodes, more time: the rows pile up);
+strong branching on the 3-8 most fractional x at every node (slower than pseudo-costs).
 
 Status: ``optimal`` when the tree is exhausted; ``time_limit`` when the wall-clock limit
 stopped it, with the best set found and gap (bound - objective) / max(|objective|, 1e-9),
-bound = the largest LP bound of an open node. Deterministic: the same problem gives the
-same node order and the same answer (HiGHS's simplex is deterministic, single-threaded).
+bound = the largest LP bound of an open node (None if the root LP did not finish).
+Deterministic: the same problem gives the same nodes and answer (HiGHS's simplex is
+deterministic and single-threaded here) unless the time limit cuts the search short.
 """
 
 from __future__ import annotations
@@ -64,25 +71,38 @@ from junction.selection import (
     objective_terms,
     tie_break_key,
 )
+from junction.selectors import ExactJointSelector
 
-__all__ = ["BranchAndCutJointSelector", "ROOT_CUT_MIN_CANDIDATES"]
+__all__ = [
+    "AUTO_ENUMERATION_MAX",
+    "AutoJointSelector",
+    "BranchAndCutJointSelector",
+    "ROOT_CUT_MIN_CANDIDATES",
+]
+
+AUTO_ENUMERATION_MAX = 12
+"""``AutoJointSelector`` enumerates up to this many candidates (after removing those that
+cannot be selected) and runs branch and cut above it; measured with bench/exact_solver.py."""
 
 ROOT_CUT_MIN_CANDIDATES = 0
 """Root odd-cycle separation runs from this many candidates (after removal) up."""
 
 _EPS = 1e-6
-"""An x within this of 0 or 1 counts as integral."""
-
+"""An x within this of 0 or 1 counts as integral (HiGHS's MIP feasibility tolerance)."""
 _ROOT_ROUNDS = 60
+"""At most this many rounds of root separation."""
 _ROOT_STALL = 1e-4
 """Stop root separation when a round lowers the bound by less than this (relative)."""
 _ROOT_TIME_SHARE = 0.3
-_NODE_ROUNDS = 0
-_NODE_CUTS = 50
+"""Share of the time limit the root separation may use (at 400 candidates the bound still
+falls after 20 rounds; the rest goes to the tree)."""
 _RENS_TIME_SHARE = 0.1
+"""Share of the time left that the RENS sub-MIP may use."""
 _RELIABLE = 1
+"""Pseudo-costs of an x count as reliable after this many observations per direction
+(1 measured fastest at 200 candidates; HiGHS uses 8)."""
 _LOOKAHEAD = 8
-"""Share of the time limit the root separation may use."""
+"""Stop evaluating branching candidates after this many without a better score."""
 
 
 class _NodeLP:
@@ -377,7 +397,8 @@ class _Tree:
                 status, value, point, d = first
                 first = None
             else:
-                status, value, point, d = self._node_lp(node, left)
+                status, value, point, d = self.lp.solve(node.lb, node.ub, left,
+                                                        self._cutoff())
             self.nodes += 1
             if status == "time_limit":
                 stack.append(node)
@@ -395,24 +416,6 @@ class _Tree:
             gap = max(bound - self.z, 0.0) / max(abs(self.z), 1e-9)
             return self.best(), "time_limit", (None if math.isinf(gap) else gap)
         return self.best(), "optimal", 0.0
-
-    def _node_lp(self, node: _Node, left: float | None):
-        """The node's LP, tightened by up to ``_NODE_ROUNDS`` rounds of cycle cuts."""
-        res = self.lp.solve(node.lb, node.ub, left, self._cutoff())
-        if self.nx < self.root_cut_min or not self.red.pairs:
-            return res
-        for _ in range(_NODE_ROUNDS):
-            if res[0] != "optimal" or res[1] < self._cutoff():
-                return res
-            x = res[2][: self.nx]
-            if not ((x > _EPS) & (x < 1 - _EPS)).any():
-                return res
-            cuts = _cycle_cuts(self.model, res[2], max_cuts=_NODE_CUTS)
-            if not cuts:
-                return res
-            self.lp.add_rows(cuts)
-            res = self.lp.solve(node.lb, node.ub, self._time_left())
-        return res
 
     def _branch(self, node: _Node, value: float, point: np.ndarray, d: np.ndarray,
                 stack: list[_Node]) -> None:
@@ -598,3 +601,54 @@ class BranchAndCutJointSelector:
         return make_selection(self.name, problem, cs, ts, subsets_examined=nodes,
                               status=status, gap=gap,
                               solve_time_ms=round((time.perf_counter() - start) * 1000, 3))
+
+
+class AutoJointSelector:
+    """Exact joint selection by whichever is cheaper: enumeration or branch and cut.
+
+    Enumerates (``ExactJointSelector``) when at most ``enumeration_max`` candidates are
+    left after removing those that cannot be selected (``junction.milp``'s reductions),
+    else solves with ``BranchAndCutJointSelector``. Both give the same selection; the
+    choice changes only the time and the bookkeeping fields. Default threshold
+    ``AUTO_ENUMERATION_MAX``; ``time_limit_s`` is the solver's (seconds, ``None``: none).
+    """
+
+    name = "exact"
+
+    def __init__(
+        self,
+        max_size: int | None = None,
+        name: str = "exact",
+        enumeration_max: int = AUTO_ENUMERATION_MAX,
+        time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
+    ) -> None:
+        self.max_size = max_size
+        self.name = name
+        self.enumeration_max = enumeration_max
+        self.enumerator = ExactJointSelector(max_size=max_size, name=name)
+        self.solver = BranchAndCutJointSelector(max_size=max_size, name=name,
+                                                time_limit_s=time_limit_s)
+
+    def select(self, problem: JointProblem) -> Selection:
+        """The optimal ``Selection``; see the class docstring for which method runs."""
+        max_size = self.max_size if self.max_size is not None else problem.max_size
+        red = _reduce(problem, max_size)
+        if len(red.items) > self.enumeration_max:
+            return self.solver.select(problem)
+        # Enumerate only the candidates that can be selected; same answer, fewer subsets.
+        reduced = JointProblem(
+            contexts=tuple(r for r in red.items[: red.n_ctx]),
+            tools=tuple(r for r in red.items[red.n_ctx:]),
+            budget=problem.budget,
+            unary=problem.unary,
+            interactions=problem.interactions,
+            max_size=problem.max_size,
+        )
+        selection = self.enumerator.select(reduced)
+        return make_selection(
+            self.name, problem, selection.context_ids, selection.tool_ids,
+            subsets_examined=selection.subsets_examined,
+            subsets_feasible=selection.subsets_feasible,
+            status=selection.status,
+            solve_time_ms=selection.solve_time_ms,
+        )

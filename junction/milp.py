@@ -83,13 +83,10 @@ from junction.selection import (
     objective_terms,
     tie_break_key,
 )
-from junction.selectors import ExactJointSelector
 
 __all__ = [
-    "AutoJointSelector",
     "MilpJointSelector",
     "DEFAULT_TIME_LIMIT_S",
-    "AUTO_ENUMERATION_MAX",
     "CYCLE_CUT_MIN_CANDIDATES",
 ]
 
@@ -100,10 +97,6 @@ CYCLE_CUT_MIN_CANDIDATES = 40
 """Odd-cycle cuts are separated at the root from this many candidates up (measured with
 bench/exact_solver.py: they close most of the LP gap at 200 candidates; below 40 HiGHS
 alone is faster)."""
-
-AUTO_ENUMERATION_MAX = 12
-"""``AutoJointSelector`` enumerates up to this many candidates (after removing those that
-cannot be selected) and calls the solver above it; measured with bench/exact_solver.py."""
 
 _Item = ContextResource | ToolResource
 
@@ -989,53 +982,4 @@ class MilpJointSelector:
             status=status,
             gap=gap,
             solve_time_ms=round((time.perf_counter() - start) * 1000, 3),
-        )
-
-
-class AutoJointSelector:
-    """Exact joint selection by whichever is cheaper: enumeration or the MILP solver.
-
-    Enumerates (``ExactJointSelector``) when at most ``enumeration_max`` candidates are
-    left after removing those that cannot be selected (see the module docstring), else
-    solves with ``MilpJointSelector``. Both give the same selection; the choice changes
-    only the time and the bookkeeping fields. Default threshold ``AUTO_ENUMERATION_MAX``.
-    """
-
-    name = "exact"
-
-    def __init__(
-        self,
-        max_size: int | None = None,
-        name: str = "exact",
-        enumeration_max: int = AUTO_ENUMERATION_MAX,
-        time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
-    ) -> None:
-        self.max_size = max_size
-        self.name = name
-        self.enumeration_max = enumeration_max
-        self.enumerator = ExactJointSelector(max_size=max_size, name=name)
-        self.solver = MilpJointSelector(max_size=max_size, name=name, time_limit_s=time_limit_s)
-
-    def select(self, problem: JointProblem) -> Selection:
-        """The optimal ``Selection``; see the class docstring for which method runs."""
-        max_size = self.max_size if self.max_size is not None else problem.max_size
-        red = _reduce(problem, max_size)
-        if len(red.items) > self.enumeration_max:
-            return self.solver.select(problem)
-        # Enumerate only the candidates that can be selected; same answer, fewer subsets.
-        reduced = JointProblem(
-            contexts=tuple(r for r in red.items[: red.n_ctx]),
-            tools=tuple(r for r in red.items[red.n_ctx:]),
-            budget=problem.budget,
-            unary=problem.unary,
-            interactions=problem.interactions,
-            max_size=problem.max_size,
-        )
-        selection = self.enumerator.select(reduced)
-        return make_selection(
-            self.name, problem, selection.context_ids, selection.tool_ids,
-            subsets_examined=selection.subsets_examined,
-            subsets_feasible=selection.subsets_feasible,
-            status=selection.status,
-            solve_time_ms=selection.solve_time_ms,
         )

@@ -20,7 +20,7 @@ from junction.candidates import (
 )
 from junction.errors import UnknownNameError
 from junction.selection import JointProblem, Selection, Selector
-from junction.milp import AutoJointSelector
+from junction.branch_and_cut import AutoJointSelector
 from junction.selectors import AdaptiveSplitBaseline, FixedSplitBaseline
 from junction.tasks import RouterView
 
@@ -127,7 +127,7 @@ def _selector_strategy(selector_factory: Callable[[], Selector]) -> Callable[[],
     return factory
 
 
-# "exact": enumeration up to 12 candidates, the MILP solver above (junction.milp).
+# "exact": enumeration up to 12 candidates, branch and cut above (junction.branch_and_cut).
 register_strategy("exact", _selector_strategy(AutoJointSelector))
 register_strategy("fixed_split", _selector_strategy(FixedSplitBaseline))
 register_strategy("adaptive_split", _selector_strategy(AdaptiveSplitBaseline))

@@ -1,4 +1,7 @@
-"""The MILP joint selector against the enumerating oracle: same selection, ties included.
+"""The exact solvers against the enumerating oracle: same selection, ties included.
+
+Both solvers are checked: ``BranchAndCutJointSelector`` (the ``exact`` strategy's, through
+``AutoJointSelector``) and ``MilpJointSelector`` (HiGHS's own branch and cut).
 
 Property tests draw instances of up to 14 candidates with mixed-sign interactions and all
 four budget limits (plus an optional size cap); scores lie on a 0.01 grid so many
@@ -16,7 +19,8 @@ from hypothesis import strategies as st
 
 from datasets.toy import coupling_task
 from junction.budget import Budget
-from junction.milp import AutoJointSelector, MilpJointSelector
+from junction.branch_and_cut import AutoJointSelector, BranchAndCutJointSelector
+from junction.milp import MilpJointSelector
 from junction.resources import ContextResource, ToolResource
 from junction.selection import JointProblem
 from junction.selectors import ExactJointSelector
@@ -72,6 +76,19 @@ def problems(draw, max_candidates: int = 14) -> JointProblem:
     return JointProblem(contexts, tools, budget, unary, interactions, max_size)
 
 
+SOLVERS = {"branch_and_cut": BranchAndCutJointSelector, "milp": MilpJointSelector}
+
+
+@settings(max_examples=500, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_branch_and_cut_equals_enumeration(problem: JointProblem) -> None:
+    expected = ExactJointSelector().select(problem)
+    got = BranchAndCutJointSelector().select(problem)
+    assert same(got, expected), (got, expected)
+    assert got.status == "optimal"
+
+
 @settings(max_examples=500, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(problems())
@@ -80,6 +97,15 @@ def test_solver_equals_enumeration(problem: JointProblem) -> None:
     got = MilpJointSelector().select(problem)
     assert same(got, expected), (got, expected)
     assert got.status == "optimal"
+
+
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_branch_and_cut_without_root_cuts(problem: JointProblem) -> None:
+    expected = ExactJointSelector().select(problem)
+    got = BranchAndCutJointSelector(root_cut_min_candidates=10**9).select(problem)
+    assert same(got, expected), (got, expected)
 
 
 @settings(max_examples=150, deadline=None, derandomize=True,
@@ -147,18 +173,20 @@ T1, T2 = tool("t1", 10, latency=0.1), tool("t2", 10, latency=0.2)
     (JointProblem((), (T1, T2), Budget(max_latency_ms=0.3), {"t1": 0.4, "t2": 0.5}),
      (), ("t2",)),
 ])
-def test_table(problem: JointProblem, context_ids, tool_ids) -> None:
-    got = MilpJointSelector().select(problem)
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_table(problem: JointProblem, context_ids, tool_ids, solver: str) -> None:
+    got = SOLVERS[solver]().select(problem)
     assert (got.context_ids, got.tool_ids) == (context_ids, tool_ids)
     assert got.status == "optimal"
     assert same(got, ExactJointSelector().select(problem))
 
 
-def test_coupling_task_picks_policy_and_expense() -> None:
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_coupling_task_picks_policy_and_expense(solver: str) -> None:
     view = coupling_task().router_view()
     problem = JointProblem(view.contexts, view.tools, view.budget, dict(view.unary),
                            view.interaction_map())
-    got = MilpJointSelector().select(problem)
+    got = SOLVERS[solver]().select(problem)
     assert (got.context_ids, got.tool_ids) == (("contractor-policy",), ("submit_expense",))
     assert got.objective == pytest.approx(1.9)
 
@@ -175,20 +203,31 @@ def _large(n: int, seed: int) -> JointProblem:
                         {r.id: rng.random() for r in (*contexts, *tools)}, interactions)
 
 
-def test_time_limit_is_reported_never_optimal() -> None:
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_time_limit_is_reported_never_optimal(solver: str) -> None:
     problem = _large(300, seed=3)
-    got = MilpJointSelector(time_limit_s=0.05).select(problem)
+    got = SOLVERS[solver](time_limit_s=0.05).select(problem)
     assert got.status == "time_limit"
     by_id = {r.id: r for r in (*problem.contexts, *problem.tools)}
     assert problem.budget.check([by_id[i] for i in got.context_ids],
                                 [by_id[i] for i in got.tool_ids]).fits
 
 
-def test_same_input_same_selection() -> None:
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_same_input_same_selection(solver: str) -> None:
     problem = _large(40, seed=1)
-    first = MilpJointSelector().select(problem)
-    assert same(first, MilpJointSelector().select(problem))
+    first = SOLVERS[solver]().select(problem)
+    assert same(first, SOLVERS[solver]().select(problem))
     assert first.status == "optimal" and first.gap is not None
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_two_solvers_agree_past_enumeration(seed: int) -> None:
+    # 60 candidates: no enumeration; two independent exact searches must agree.
+    problem = _large(60, seed=seed)
+    got = BranchAndCutJointSelector(time_limit_s=None).select(problem)
+    assert got.status == "optimal"
+    assert same(got, MilpJointSelector(time_limit_s=None).select(problem))
 
 
 def test_auto_enumerates_small_and_solves_large() -> None:
@@ -204,3 +243,8 @@ def test_auto_enumerates_small_and_solves_large() -> None:
 def test_bad_arguments(kwargs, message) -> None:
     with pytest.raises(ValueError, match=message):
         MilpJointSelector(**kwargs)
+
+
+def test_branch_and_cut_bad_time_limit() -> None:
+    with pytest.raises(ValueError, match="time_limit_s must be >= 0 or None, got -1.0"):
+        BranchAndCutJointSelector(time_limit_s=-1.0)
