@@ -13,9 +13,11 @@ heuristics, its separators) and needs a second and third pass for the tie rule.
 1. Root: rounds of LP + exact odd-cycle separation (``junction.milp._cycle_cuts``; valid
    for every integer point, so the cuts stay in every node's LP) until the bound falls by
    less than ``_ROOT_STALL`` (relative) or ``_ROOT_TIME_SHARE`` of the time is spent; cuts
-   slack at the last root LP are deleted. Incumbents: the root point rounded at 1/2 and
-   improved by flips and swaps (``_Tree._improve``), and RENS (the MILP with the root's
-   integral x fixed, solved by HiGHS within ``_RENS_TIME_SHARE`` of the time).
+   slack at the last root LP are deleted. Incumbents: greedy insertion from the empty set
+   and the root point rounded at 1/2, each improved by flips and swaps
+   (``_Tree._improve``), and RENS (the MILP with the root's integral x fixed, solved by
+   HiGHS within ``_RENS_TIME_SHARE`` of the time). If the time limit stops the root LP,
+   the greedy set is returned (gap None).
 2. Depth-first branch and bound on the x columns. A node is pruned when its LP bound is
    below the cutoff ``z* - OBJECTIVE_TOLERANCE - margin`` (z*: the best exact objective
    found; margin = 1e-6 · max(1, |z*|), HiGHS's optimality tolerance, so LP round-off
@@ -271,7 +273,8 @@ class _Tree:
         return self.z - OBJECTIVE_TOLERANCE - 1e-6 * max(1.0, abs(self.z))
 
     def _heuristic(self, x: np.ndarray) -> None:
-        """Round the LP point at 1/2, repair, then improving flips and swaps."""
+        """Round the point ``x`` at 1/2, repair, then improving flips and swaps; record
+        the set if it fits exactly."""
         inside = self._improve(x[: self.nx] > 0.5)
         chosen = tuple(int(i) for i in np.flatnonzero(inside))
         if _fits(self.red, chosen, self.problem.budget, self.max_size) is None:
@@ -377,9 +380,12 @@ class _Tree:
         self._record(())  # the empty set always fits
         res = self._root()
         if res[0] == "time_limit":
+            # No LP bound yet: the greedy + local-search set, gap unknown.
             self.timed_out = True
+            self._heuristic(np.zeros(self.model.nvar))
             return self.best(), "time_limit", None
         if res[0] == "optimal":
+            self._heuristic(np.zeros(self.model.nvar))  # greedy from the empty set
             self._heuristic(res[2])
             self._rens(res[2])
         stack = [_Node(np.zeros(self.nx), np.ones(self.nx), math.inf)]
