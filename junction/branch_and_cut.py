@@ -144,15 +144,22 @@ class _NodeLP:
         self.solves = 0
         self.cuts: list[tuple[np.ndarray, float, float]] = []
 
-    def add_rows(self, rows: list[tuple[np.ndarray, float, float]]) -> None:
+    def add_rows(self, rows: list[tuple[np.ndarray, float, float]], keep: bool = True) -> None:
+        """Append rows (dense coefficients, low, high); ``keep``: record them as cuts (a
+        row not kept must be removed with ``delete_last_row`` before the next add)."""
         if not rows:
             return
-        self.cuts.extend(rows)
+        if keep:
+            self.cuts.extend(rows)
         mat = _rows_to_csr([r[0] for r in rows], self.nvar)
         self.h.addRows(len(rows), np.array([r[1] for r in rows], dtype=float),
                        np.array([r[2] for r in rows], dtype=float), int(mat.nnz),
                        mat.indptr[:-1].astype(np.int32), mat.indices.astype(np.int32),
                        mat.data.astype(float))
+
+    def delete_last_row(self) -> None:
+        last = self.h.getNumRow() - 1
+        self.h.deleteRows(1, np.array([last], dtype=np.int32))
 
     def drop_slack_cuts(self, first: int) -> None:
         """Delete the cut rows (row ``first`` on) that are not tight at the last LP point:
@@ -456,6 +463,8 @@ class _Tree:
         self._record(chosen)
         self._fix(value, x, d, lb, ub, free)
         open_ = np.flatnonzero((lb < 0.5) & (ub > 0.5))
+        if not len(open_) or self._no_other_set(lb, ub, x, open_):
+            return
         # Split the node into {chosen} and "open_[:j] as in chosen, open_[j] flipped".
         pushed = []
         for j, i in enumerate(open_):
@@ -467,6 +476,22 @@ class _Tree:
             clb[i] = cub[i] = flipped
             pushed.append(_Node(clb, cub, value - d[i]))
         stack.extend(reversed(pushed))
+
+    def _no_other_set(self, lb: np.ndarray, ub: np.ndarray, x: np.ndarray,
+                      open_: np.ndarray) -> bool:
+        """One LP instead of the split: the node plus the row "differ from the set in at
+        least one open x" (Σ_{x_i=0} x_i + Σ_{x_i=1} (1 - x_i) >= 1 over the open x; a
+        local-branching row, Fischetti & Lodi 2003). True if that LP is below the cutoff
+        or infeasible: no other set in the node can tie. The row is deleted afterwards."""
+        ones = np.round(x[open_]) > 0.5
+        coef = np.zeros(self.model.nvar)
+        coef[open_] = np.where(ones, -1.0, 1.0)
+        self.lp.add_rows([(coef, 1.0 - float(ones.sum()), math.inf)], keep=False)
+        status, value, _, _ = self.lp.solve(lb, ub, self._time_left(), self._cutoff())
+        self.lp.delete_last_row()
+        self.nodes += 1
+        return status in ("infeasible", "cutoff") or (
+            status == "optimal" and value < self._cutoff())
 
     def _fix(self, value: float, x: np.ndarray, d: np.ndarray, lb: np.ndarray,
              ub: np.ndarray, free: np.ndarray) -> None:
