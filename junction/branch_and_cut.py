@@ -20,11 +20,12 @@ heuristics, its separators) and needs a second and third pass for the tie rule.
    the greedy set is returned (gap None).
 2. Depth-first branch and bound on the x columns. A node is pruned when its LP bound is
    below the cutoff ``z* - OBJECTIVE_TOLERANCE - margin`` (z*: the best exact objective
-   found; margin = 1e-6 · max(1, |z*|), HiGHS's optimality tolerance, so LP round-off
-   cannot prune a tie); each node LP is stopped as soon as the dual simplex proves it
-   below the cutoff (HiGHS's ``objective_bound``). Reduced-cost fixing at each node
-   (Nemhauser & Wolsey 1988, §II.5). Branching: reliability branching (``_Tree._pick``).
-   Every 16th node the LP point seeds another local search.
+   found; margin = 1e-6 · max(s, |z*|), HiGHS's optimality tolerance, where s = max |score|
+   and the LP's costs are divided by s so that HiGHS's absolute tolerances act as relative
+   ones; so LP round-off cannot prune a tie); each node LP is stopped as soon as the dual
+   simplex proves it below the cutoff (HiGHS's ``objective_bound``). Reduced-cost fixing
+   at each node (Nemhauser & Wolsey 1988, §II.5). Branching: reliability branching
+   (``_Tree._pick``). Every 16th node the LP point seeds another local search.
 3. Ties inside the tree: the cutoff keeps every set within the tolerance of z* alive, so
    all ties reach a leaf. At a node whose LP point is integral (its set S, checked exactly
    in Python: budget sums in id order, objective with ``math.fsum``), every other set in
@@ -42,8 +43,11 @@ strong branching on the 3-8 most fractional x at every node (slower than pseudo-
 Status: ``optimal`` when the tree is exhausted; ``time_limit`` when the wall-clock limit
 stopped it, with the best set found and gap (bound - objective) / max(|objective|, 1e-9),
 bound = the largest LP bound of an open node (None if the root LP did not finish).
-Deterministic: the same problem gives the same nodes and answer (HiGHS's simplex is
-deterministic and single-threaded here) unless the time limit cuts the search short.
+Deterministic: when the search finishes (status ``optimal``) the tie rule fixes the set,
+whatever the timing. The node count can vary with machine speed under a time limit,
+since root separation and RENS stop at a share of it; with ``time_limit_s=None`` every
+step runs to completion and the node count repeats too (HiGHS's simplex is deterministic
+and single-threaded here).
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ from junction.milp import (
     _Reduced,
     _rows_to_csr,
 )
+from junction.errors import SelectionError
 from junction.selection import (
     OBJECTIVE_TOLERANCE,
     JointProblem,
@@ -127,7 +132,11 @@ class _NodeLP:
         # Minimise -objective: HiGHS's dual simplex honours ``objective_bound`` (stop once
         # the LP value is proven worse than the cutoff) for minimisation only (measured).
         lp.sense_ = highspy.ObjSense.kMinimize
-        lp.col_cost_ = -np.asarray(model.obj, dtype=float)
+        # Costs scaled to max |c| = 1: HiGHS's tolerances (1e-7) are absolute, so scores of
+        # 1e-7 would otherwise drown in them (found by fuzzing); values are scaled back.
+        obj = np.asarray(model.obj, dtype=float)
+        self.scale = float(np.abs(obj).max()) if obj.size and np.abs(obj).max() > 0 else 1.0
+        lp.col_cost_ = -obj / self.scale
         lp.col_lower_ = np.zeros(self.nvar)
         lp.col_upper_ = np.ones(self.nvar)
         lp.row_lower_ = np.asarray(model.lo, dtype=float)
@@ -175,39 +184,47 @@ class _NodeLP:
     def solve(self, lb: np.ndarray, ub: np.ndarray, time_left: float | None,
               cutoff: float = -math.inf) -> tuple[str, float, np.ndarray, np.ndarray]:
         """("optimal" | "infeasible" | "cutoff" | "time_limit", value, point, |reduced
-        cost| of x). "cutoff": the dual simplex proved the LP value below ``cutoff``
-        (HiGHS's ``objective_bound``) and stopped early."""
-        import highspy
-
+        cost| of x), value and reduced costs in the objective's units. "cutoff": the dual
+        simplex proved the LP value below ``cutoff`` (HiGHS's ``objective_bound``) and
+        stopped early. Raises ``SelectionError`` if HiGHS fails twice (from the warm
+        basis, then from scratch) in a way other than these."""
         h = self.h
         h.changeColsBounds(self.nx, self._cols, lb.astype(float), ub.astype(float))
-        h.setOptionValue("objective_bound", -cutoff)
+        h.setOptionValue("objective_bound", -cutoff / self.scale)
         # HiGHS's time limit is on its own clock, which runs on across ``run`` calls.
         limit = math.inf if time_left is None else h.getRunTime() + max(time_left, 1e-3)
         h.setOptionValue("time_limit", limit)
         h.run()
         self.solves += 1
+        result = self._result()
+        if result is None:  # numerical trouble: once more from scratch
+            h.clearSolver()
+            h.run()
+            result = self._result()
+        if result is None:
+            raise SelectionError(
+                f"HiGHS failed on a node LP: {h.modelStatusToString(h.getModelStatus())}")
+        return result
+
+    def _result(self) -> tuple[str, float, np.ndarray, np.ndarray] | None:
+        import highspy
+
+        h = self.h
         status = h.getModelStatus()
         S = highspy.HighsModelStatus
+        empty = np.zeros(0)
         if status == S.kOptimal:
             sol = h.getSolution()
-            x = np.array(sol.col_value)
-            d = np.abs(np.array(sol.col_dual)[: self.nx])
-            return "optimal", -float(h.getInfo().objective_function_value), x, d
+            d = np.abs(np.array(sol.col_dual)[: self.nx]) * self.scale
+            return ("optimal", -float(h.getInfo().objective_function_value) * self.scale,
+                    np.array(sol.col_value), d)
         if status == S.kObjectiveBound:
-            return "cutoff", -math.inf, np.zeros(0), np.zeros(0)
+            return "cutoff", -math.inf, empty, empty
         if status in (S.kInfeasible, S.kUnboundedOrInfeasible):
-            return "infeasible", -math.inf, np.zeros(0), np.zeros(0)
+            return "infeasible", -math.inf, empty, empty
         if status in (S.kTimeLimit, S.kInterrupt):
-            return "time_limit", math.inf, np.zeros(0), np.zeros(0)
-        # Numerical trouble: solve again from scratch once before giving up on the node.
-        h.clearSolver()
-        h.run()
-        if h.getModelStatus() == S.kOptimal:
-            sol = h.getSolution()
-            return ("optimal", -float(h.getInfo().objective_function_value),
-                    np.array(sol.col_value), np.abs(np.array(sol.col_dual)[: self.nx]))
-        raise RuntimeError(f"HiGHS LP status {h.modelStatusToString(status)}")
+            return "time_limit", math.inf, empty, empty
+        return None
 
 
 @dataclass
@@ -277,7 +294,9 @@ class _Tree:
         self.z = max(self.z, u + w)
 
     def _cutoff(self) -> float:
-        return self.z - OBJECTIVE_TOLERANCE - 1e-6 * max(1.0, abs(self.z))
+        """Prune below this: the tie tolerance plus HiGHS's optimality tolerance (1e-6
+        relative to the larger of |z*| and the cost scale of the LP)."""
+        return self.z - OBJECTIVE_TOLERANCE - 1e-6 * max(self.lp.scale, abs(self.z))
 
     def _heuristic(self, x: np.ndarray) -> None:
         """Round the point ``x`` at 1/2, repair, then improving flips and swaps; record

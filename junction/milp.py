@@ -21,9 +21,13 @@ Glover & Woolsey 1974; its LP is the McCormick envelope, Padberg 1989):
   down to x_c·x_t). The other two rows of each pair would be redundant and are left out.
 
 Before the solver runs, candidates that cannot be in the selected set are removed: those
-that break a limit on their own, and those whose best possible contribution
-u_i + Σ_j max(W_ij, 0) is <= 0 (dropping such a candidate never lowers the objective and
-strictly lowers the tie key, so the tie rule never picks it; applied to a fixed point).
+that break a limit on their own, and those that never pay: best possible contribution
+u_i + Σ_j max(W_ij, 0) below -1e-14 · (Σ|u| + Σ|W|), or u_i = 0 with no non-zero pair
+left (applied to a fixed point). Every set holding such a candidate then scores, as
+``objective_terms`` computes it, below (or, for the second kind, exactly at) the same set
+without it, which also has the smaller tie key, so the tie rule never picks it. A best
+case of exactly 0 with pairs is kept: float rounding can put the set holding it 1 ulp
+higher, enough to move the 1e-9 tie threshold (found by fuzzing).
 
 Root cuts (from ``CYCLE_CUT_MIN_CANDIDATES`` candidates up): the LP above is weak when
 interactions are dense (at 200 candidates it is ~15% above the optimum: it puts every x
@@ -166,14 +170,23 @@ def _reduce(problem: JointProblem, max_size: int | None) -> _Reduced:
         if key not in weights:
             weights[key] = problem.pair(*key)
     alive = {r.id for r in (*contexts, *tools)}
+    # Float slack: a computed objective (fsum per term group, then one addition) is within
+    # about 4 ulp of its exact value, and every objective is at most ``scale`` in size.
+    scale = math.fsum(abs(problem.u(rid)) for rid in alive) + math.fsum(
+        abs(w) for w in weights.values())
+    slack = 1e-14 * scale
     while True:
         positive: dict[str, list[float]] = {rid: [problem.u(rid)] for rid in alive}
+        paired: set[str] = set()
         for (c, t), w in weights.items():
-            if w > 0 and c in alive and t in alive:
-                positive[c].append(w)
-                positive[t].append(w)
+            if w != 0 and c in alive and t in alive:
+                paired.update((c, t))
+                if w > 0:
+                    positive[c].append(w)
+                    positive[t].append(w)
         best_case = {rid: math.fsum(v) for rid, v in positive.items()}
-        dead = {rid for rid, v in best_case.items() if v <= 0}
+        dead = {rid for rid, v in best_case.items()
+                if v < -slack or (problem.u(rid) == 0 and rid not in paired)}
         if not dead:
             break
         alive -= dead

@@ -80,17 +80,22 @@ class ExactJointSelector:
         best = -math.inf
         near: list[tuple[float, tuple[int, ...]]] = []
         chosen: list[int] = []
+        # Running sums drift from the exact (fsum) objective by a few ulp of the largest
+        # possible objective; keep that much more than the tie tolerance before rescoring.
+        scale = math.fsum(abs(v) for v in unary) + math.fsum(
+            abs(v) for row in pair for v in row)
+        wide = OBJECTIVE_TOLERANCE + 1e-12 * scale
 
         def visit(start_idx: int, tokens: int, n_tools: int, latency: float, usd_sum: float,
                   value: float) -> None:
             nonlocal examined, feasible, best, near
             examined += 1
             feasible += 1
-            if value > best + OBJECTIVE_TOLERANCE:
+            if value > best:
                 best = value
-                near = [(v, s) for v, s in near if v >= best - OBJECTIVE_TOLERANCE]
+                near = [(v, s) for v, s in near if v >= best - wide]
                 near.append((value, tuple(chosen)))
-            elif value >= best - OBJECTIVE_TOLERANCE:
+            elif value >= best - wide:
                 near.append((value, tuple(chosen)))
             if len(chosen) >= max_size:
                 return

@@ -248,3 +248,35 @@ def test_bad_arguments(kwargs, message) -> None:
 def test_branch_and_cut_bad_time_limit() -> None:
     with pytest.raises(ValueError, match="time_limit_s must be >= 0 or None, got -1.0"):
         BranchAndCutJointSelector(time_limit_s=-1.0)
+
+
+# Found by fuzzing the branch and cut against the enumerator (both were wrong once):
+FUZZED = [
+    # scores near HiGHS's 1e-7 tolerance: the LP's costs must be scaled, or a warm-started
+    # node LP reports a value 1e-6 low and prunes the tie with fewer tokens
+    (JointProblem((ctx("c00", 20), ctx("c01", 10), ctx("c02", 0)),
+                  (tool("t00", 10), tool("t01", 20), tool("t03", 0)), Budget(max_tokens=40),
+                  {"c00": 1e-7, "t03": 1e-7},
+                  {("c00", "t00"): 2e-7, ("t03", "c00"): -1e-6, ("c01", "t00"): 1e-6,
+                   ("t01", "c01"): -1e-6, ("c01", "t03"): 2e-7, ("t01", "c02"): 1e-7,
+                   ("t03", "c02"): -1e-7}),
+     ("c01",), ("t00", "t03")),
+    # c00 + t02 "pay" exactly 0, yet the set holding them scores 1 ulp above 1e-9 in
+    # floats: dropping them moves the tie threshold, and the empty set would tie
+    (JointProblem((ctx("c01", 10), ctx("c00", 0)), (tool("t02", 10),), Budget(),
+                  {"c01": 1e-9, "t02": -0.5}, {("c00", "t02"): 0.5}),
+     ("c01",), ()),
+    # objectives 1e-9 apart: the enumerator's running sums must not drop a tie before
+    # the exact rescoring
+    (JointProblem((ctx("c00", 10), ctx("c01", 0), ctx("c02", 10), ctx("c03", 10),
+                   ctx("c04", 10)), (), Budget(max_tokens=39),
+                  {"c00": 0.499999999, "c01": 5e-10, "c02": 1e-9, "c03": 0.499999999}),
+     ("c00", "c01", "c03"), ()),
+]
+
+
+@pytest.mark.parametrize("problem, context_ids, tool_ids", FUZZED)
+def test_found_by_fuzzing(problem: JointProblem, context_ids, tool_ids) -> None:
+    expected = ExactJointSelector().select(problem)
+    assert (expected.context_ids, expected.tool_ids) == (context_ids, tool_ids)
+    assert same(BranchAndCutJointSelector(time_limit_s=None).select(problem), expected)
