@@ -15,7 +15,7 @@ heuristics, its separators) and needs a second and third pass for the tie rule.
    less than ``_ROOT_STALL`` (relative) or ``_ROOT_TIME_SHARE`` of the time is spent; cuts
    slack at the last root LP are deleted. Incumbents: greedy insertion from the empty set
    and the root point rounded at 1/2, each improved by flips and swaps
-   (``_Tree._improve``), and RENS (the MILP with the root's integral x fixed, solved by
+   (``junction.milp._local_search``), and RENS (the MILP with the root's integral x fixed, solved by
    HiGHS within ``_RENS_TIME_SHARE`` of the time). If the time limit stops the root LP,
    the greedy set is returned (gap None).
 2. Depth-first branch and bound on the x columns. A node is pruned when its LP bound is
@@ -59,10 +59,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from junction.milp import (
+    _LIMIT_COLUMNS,
     DEFAULT_TIME_LIMIT_S,
+    _Arrays,
     _cycle_cuts,
     _fits,
-    _limit,
+    _highs_lp,
+    _local_search,
     _Model,
     _new_highs,
     _reduce,
@@ -75,8 +78,6 @@ from junction.selection import (
     JointProblem,
     Selection,
     make_selection,
-    objective_terms,
-    tie_break_key,
 )
 from junction.selectors import ExactJointSelector
 
@@ -117,21 +118,12 @@ class _NodeLP:
     with new x bounds; HiGHS keeps the last basis, so each solve is warm-started."""
 
     def __init__(self, model: _Model) -> None:
-        import highspy
-
         self.nx = model.nx
         self.nvar = model.nvar
         h = _new_highs()
         h.setOptionValue("presolve", "off")
         h.setOptionValue("solver", "simplex")
         h.setOptionValue("simplex_strategy", 1)  # dual simplex: bound changes keep dual feasibility
-        lp = highspy.HighsLp()
-        A = model.A
-        lp.num_col_ = self.nvar
-        lp.num_row_ = A.shape[0]
-        # Minimise -objective: HiGHS's dual simplex honours ``objective_bound`` (stop once
-        # the LP value is proven worse than the cutoff) for minimisation only (measured).
-        lp.sense_ = highspy.ObjSense.kMinimize
         # Costs below 1 scaled up to max |c| = 1: HiGHS's tolerances (1e-7) are absolute, so
         # scores of 1e-7 would otherwise drown in them (found by fuzzing); values are
         # scaled back. Larger costs are left alone (scaling 200-candidate bench instances
@@ -139,21 +131,12 @@ class _NodeLP:
         obj = np.asarray(model.obj, dtype=float)
         top = float(np.abs(obj).max()) if obj.size else 0.0
         self.scale = top if 0.0 < top < 1.0 else 1.0
-        lp.col_cost_ = -obj / self.scale
-        lp.col_lower_ = np.zeros(self.nvar)
-        lp.col_upper_ = np.ones(self.nvar)
-        lp.row_lower_ = np.asarray(model.lo, dtype=float)
-        lp.row_upper_ = np.asarray(model.hi, dtype=float)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-        lp.a_matrix_.num_col_ = self.nvar
-        lp.a_matrix_.num_row_ = A.shape[0]
-        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = A.indices.astype(np.int32)
-        lp.a_matrix_.value_ = A.data.astype(float)
-        h.passModel(lp)
+        # Minimise -objective: HiGHS's dual simplex honours ``objective_bound`` (stop once
+        # the LP value is proven worse than the cutoff) for minimisation only (measured).
+        h.passModel(_highs_lp(-obj / self.scale, model.A, model.lo, model.hi,
+                              np.zeros(self.nvar), np.ones(self.nvar)))
         self.h = h
         self._cols = np.arange(self.nx, dtype=np.int32)
-        self.solves = 0
         self.cuts: list[tuple[np.ndarray, float, float]] = []
 
     def add_rows(self, rows: list[tuple[np.ndarray, float, float]], keep: bool = True) -> None:
@@ -198,7 +181,6 @@ class _NodeLP:
         limit = math.inf if time_left is None else h.getRunTime() + max(time_left, 1e-3)
         h.setOptionValue("time_limit", limit)
         h.run()
-        self.solves += 1
         result = self._result()
         if result is None:  # numerical trouble: once more from scratch
             h.clearSolver()
@@ -257,29 +239,11 @@ class _Tree:
         self.z = -math.inf
         self.nodes = 0
         self.timed_out = False
-        self.strong = 0
-        self.pc_down = np.zeros(red_n := len(red.items))
-        self.pc_up = np.zeros(red_n)
-        self.pc_down_n = np.zeros(red_n)
-        self.pc_up_n = np.zeros(red_n)
-        tool = np.arange(self.nx) >= red.n_ctx
-        self.use = {
-            "max_tokens": np.array([r.token_cost for r in red.items], dtype=float),
-            "max_tools": tool.astype(float),
-            "max_latency_ms": np.array([getattr(r, "estimated_latency_ms", 0.0)
-                                        for r in red.items]) * tool,
-            "max_cost_usd": np.array([getattr(r, "estimated_cost_usd", 0.0)
-                                      for r in red.items]) * tool,
-            "max_size": np.ones(self.nx),
-        }
-        self.U = np.stack(list(self.use.values()), axis=1)  # (n, 5) uses per limit
-        b = problem.budget
-        self.L = np.array([_limit(b.max_tokens), _limit(b.max_tools), _limit(b.max_latency_ms),
-                           _limit(b.max_cost_usd), _limit(max_size)])
-        self.unary = np.array(red.unary, dtype=float)
-        self.W = np.zeros((self.nx, self.nx))
-        for c, t, w in red.pairs:
-            self.W[c, t] = self.W[t, c] = w
+        self.pc_down = np.zeros(self.nx)
+        self.pc_up = np.zeros(self.nx)
+        self.pc_down_n = np.zeros(self.nx)
+        self.pc_up_n = np.zeros(self.nx)
+        self.arrays = _Arrays.of(red, problem.budget, max_size)
 
     # -- bookkeeping -------------------------------------------------------------------
     def _time_left(self) -> float | None:
@@ -289,12 +253,8 @@ class _Tree:
         """Exact objective and tie key of a set that fits (checked by the caller)."""
         if chosen in self.found:
             return
-        cs = [self.red.items[i].id for i in chosen if i < self.red.n_ctx]
-        ts = [self.red.items[i].id for i in chosen if i >= self.red.n_ctx]
-        u, w = objective_terms(self.problem, cs, ts)
-        tokens = sum(self.red.items[i].token_cost for i in chosen)
-        self.found[chosen] = (u + w, tie_break_key(tokens, cs, ts))
-        self.z = max(self.z, u + w)
+        self.found[chosen] = self.red.score(self.problem, chosen)
+        self.z = max(self.z, self.found[chosen][0])
 
     def _cutoff(self) -> float:
         """Prune below this: the tie tolerance plus HiGHS's optimality tolerance (1e-6
@@ -302,17 +262,15 @@ class _Tree:
         return self.z - OBJECTIVE_TOLERANCE - 1e-6 * max(self.lp.scale, abs(self.z))
 
     def _heuristic(self, x: np.ndarray) -> None:
-        """Round the point ``x`` at 1/2, repair, then improving flips and swaps; record
-        the set if it fits exactly."""
-        inside = self._improve(x[: self.nx] > 0.5)
-        chosen = tuple(int(i) for i in np.flatnonzero(inside))
-        if _fits(self.red, chosen, self.problem.budget, self.max_size) is None:
-            self._record(chosen)
+        """Round the point ``x`` at 1/2, repair, then improving flips and swaps
+        (``junction.milp._local_search``); record the set if it fits exactly."""
+        self._record(_local_search(self.red, self.problem.budget, self.max_size,
+                                   start=x[: self.nx] > 0.5, swaps=True, arrays=self.arrays))
 
     def _rens(self, point: np.ndarray) -> None:
         """RENS (Berthold 2014): the MILP with every x that is integral in the root LP fixed
         to its value, solved by HiGHS within ``_RENS_TIME_SHARE`` of the time left; its
-        set is improved by ``_improve`` and recorded if it fits exactly."""
+        set seeds ``_heuristic``."""
         x = point[: self.nx]
         frac = (x > _EPS) & (x < 1 - _EPS)
         if not frac.any():
@@ -324,54 +282,8 @@ class _Tree:
         left = self._time_left()
         limit = None if left is None else _RENS_TIME_SHARE * max(left, 0.0)
         res = self.model.solve(-self.model.obj, lb=lb, ub=ub, time_limit=limit)
-        if res.x is None:
-            return
-        inside = self._improve(res.x[: self.nx] > 0.5)
-        chosen = tuple(int(i) for i in np.flatnonzero(inside))
-        if _fits(self.red, chosen, self.problem.budget, self.max_size) is None:
-            self._record(chosen)
-
-    def _improve(self, inside: np.ndarray) -> np.ndarray:
-        """Local search (no optimality claim): drop the least-gain members until the set
-        fits, then apply the best improving single flip, else the best improving swap
-        (one member out, one non-member in), until none improves by more than 1e-9."""
-        W, U, L = self.W, self.U, self.L
-        inside = np.array(inside, dtype=bool)
-        gain = self.unary + W @ inside
-        used = U[inside].sum(axis=0)
-        while inside.any() and np.any(used > L):
-            members = np.flatnonzero(inside)
-            i = int(members[np.argmin(gain[members])])
-            inside[i] = False
-            used -= U[i]
-            gain -= W[i]
-        for _ in range(20 * self.nx + 10):
-            fits = np.all(used + U <= L, axis=1) & ~inside
-            delta = np.where(inside, -gain, gain)
-            delta[~inside & ~fits] = -np.inf
-            i = int(np.argmax(delta))
-            if delta[i] > 1e-9:
-                sign = -1.0 if inside[i] else 1.0
-                inside[i] = not inside[i]
-                used += sign * U[i]
-                gain += sign * W[i]
-                continue
-            members = np.flatnonzero(inside)
-            others = np.flatnonzero(~inside)
-            if not len(members) or not len(others):
-                break
-            d = gain[others][None, :] - gain[members][:, None] - W[np.ix_(members, others)]
-            ok = np.all(used - U[members][:, None, :] + U[others][None, :, :] <= L, axis=2)
-            d[~ok] = -np.inf
-            k = int(np.argmax(d))
-            if not d.flat[k] > 1e-9:
-                break
-            out, into = int(members[k // len(others)]), int(others[k % len(others)])
-            inside[out] = False
-            inside[into] = True
-            used += U[into] - U[out]
-            gain += W[into] - W[out]
-        return inside
+        if res.x is not None:
+            self._heuristic(res.x)
 
     def best(self) -> tuple[int, ...]:
         ties = [(key, chosen) for chosen, (obj, key) in self.found.items()
@@ -478,7 +390,7 @@ class _Tree:
             members = [i for i in chosen if free[i]]
             if not members:
                 return  # every member fixed: no set in this node fits exactly
-            use = self.use[broken]
+            use = self.arrays.use[:, _LIMIT_COLUMNS.index(broken)]
             i = max(members, key=lambda k: (use[k], -k))
             self._push_pair(stack, lb, ub, i, 0.0, bound=value)
             return
@@ -548,7 +460,6 @@ class _Tree:
                 t = lb.copy()
                 t[i] = 1.0
                 up = self._child_value(t, ub, cut)
-                self.strong += 2
                 for v, side, change in ((down, 0, x[i]), (up, 1, 1 - x[i])):
                     self._learn_one(i, side, max(value - max(v, cut), 0.0) / change)
                 if down < cut and up < cut:
@@ -649,8 +560,7 @@ class BranchAndCutJointSelector:
             tree = _Tree(problem, red, max_size, deadline, self.root_cut_min_candidates)
             chosen, status, gap = tree.run()
             nodes = tree.nodes
-        cs = [red.items[i].id for i in chosen if i < red.n_ctx]
-        ts = [red.items[i].id for i in chosen if i >= red.n_ctx]
+        cs, ts = red.ids(chosen)
         return make_selection(self.name, problem, cs, ts, subsets_examined=nodes,
                               status=status, gap=gap,
                               solve_time_ms=round((time.perf_counter() - start) * 1000, 3))

@@ -136,6 +136,18 @@ class _Reduced:
     pairs: list[tuple[int, int, float]]  # (context index, tool index, W), W != 0
     unary: list[float]
 
+    def ids(self, chosen: Sequence[int]) -> tuple[list[str], list[str]]:
+        """(context ids, tool ids) of a set given by item indices."""
+        return ([self.items[i].id for i in chosen if i < self.n_ctx],
+                [self.items[i].id for i in chosen if i >= self.n_ctx])
+
+    def score(self, problem: JointProblem, chosen: Sequence[int]) -> tuple[float, tuple]:
+        """(objective, tie key) of a set, with the enumerating selector's arithmetic."""
+        cs, ts = self.ids(chosen)
+        u, w = objective_terms(problem, cs, ts)
+        tokens = sum(self.items[i].token_cost for i in chosen)
+        return u + w, tie_break_key(tokens, cs, ts)
+
 
 def _reduce(problem: JointProblem, max_size: int | None) -> _Reduced:
     """Drop candidates that never fit alone or never pay (see the module docstring)."""
@@ -228,53 +240,92 @@ def _fits(red: _Reduced, chosen: Sequence[int], budget, max_size: int | None) ->
     return None
 
 
+@dataclass
+class _Arrays:
+    """Dense views of a reduced problem for the local search: W (n, n) pair weights
+    (symmetric, zero diagonal), ``use`` (n, 5) each candidate's use of tokens, tool count,
+    latency ms, cost USD and set size, ``limits`` (5,) those limits (inf: none)."""
+
+    unary: np.ndarray
+    W: np.ndarray
+    use: np.ndarray
+    limits: np.ndarray
+
+    @classmethod
+    def of(cls, red: _Reduced, budget, max_size: int | None) -> _Arrays:
+        n = len(red.items)
+        W = np.zeros((n, n))
+        for c, t, w in red.pairs:
+            W[c, t] = W[t, c] = w
+        tokens = np.array([r.token_cost for r in red.items], dtype=float)
+        is_tool = np.arange(n) >= red.n_ctx
+        latency = np.array([getattr(r, "estimated_latency_ms", 0.0) for r in red.items])
+        cost = np.array([getattr(r, "estimated_cost_usd", 0.0) for r in red.items])
+        use = np.stack([tokens, is_tool.astype(float), latency * is_tool, cost * is_tool,
+                        np.ones(n)], axis=1)
+        limits = np.array([_limit(budget.max_tokens), _limit(budget.max_tools),
+                           _limit(budget.max_latency_ms), _limit(budget.max_cost_usd),
+                           _limit(max_size)])
+        return cls(np.array(red.unary, dtype=float), W, use, limits)
+
+
+_LIMIT_COLUMNS = ("max_tokens", "max_tools", "max_latency_ms", "max_cost_usd", "max_size")
+"""The limits in the order of ``_Arrays.use``'s columns (``_fits``'s names)."""
+
+
 def _local_search(red: _Reduced, budget, max_size: int | None,
-                  start: np.ndarray | None = None) -> tuple[int, ...]:
-    """A feasible set by greedy insertion and improving single flips (no optimality claim).
+                  start: np.ndarray | None = None, swaps: bool = False,
+                  arrays: _Arrays | None = None) -> tuple[int, ...]:
+    """A feasible set by greedy insertion and improving moves (no optimality claim).
 
     From the empty set, or from ``start`` (a boolean mask; members with the smallest gain
-    are dropped until it fits), e.g. the root LP point rounded at 1/2. Used for pass 1's
-    incumbent (see ``_Search._incumbent``) and as a fallback when the time limit stops
-    pass 1. Gains are exact in the model (u_i + Σ_{j∈S} W_ij); feasibility uses running
-    sums and the set is re-checked by ``_fits`` before use.
+    are dropped until it fits), e.g. an LP point rounded at 1/2. Moves: the best improving
+    single flip; with ``swaps``, when no flip improves, the best improving swap (one
+    member out, one non-member in); until none improves by more than 1e-12. Used for
+    incumbents and as a fallback when the time limit stops a search. Gains are exact in
+    the model (u_i + Σ_{j∈S} W_ij); feasibility uses running sums, and the set is
+    re-checked by ``_fits``: () if it does not fit. ``arrays``: ``_Arrays.of`` the same
+    problem, to reuse across calls.
     """
+    arr = arrays if arrays is not None else _Arrays.of(red, budget, max_size)
+    W, use, limits = arr.W, arr.use, arr.limits
     n = len(red.items)
-    gain = np.array(red.unary, dtype=float)
-    W = np.zeros((n, n))
-    for c, t, w in red.pairs:
-        W[c, t] = W[t, c] = w
-    tokens = np.array([r.token_cost for r in red.items], dtype=float)
-    is_tool = np.arange(n) >= red.n_ctx
-    latency = np.array([getattr(r, "estimated_latency_ms", 0.0) for r in red.items])
-    cost = np.array([getattr(r, "estimated_cost_usd", 0.0) for r in red.items])
-    limits = (_limit(budget.max_tokens), _limit(budget.max_tools),
-              _limit(budget.max_latency_ms), _limit(budget.max_cost_usd),
-              math.inf if max_size is None else max_size)
-    inside = np.zeros(n, dtype=bool)
-    used = np.zeros(5)
-    use = np.stack([tokens, is_tool.astype(float), latency * is_tool, cost * is_tool,
-                    np.ones(n)], axis=1)
-    if start is not None:
-        inside = np.array(start, dtype=bool)
-        gain += W @ inside
-        used = use[inside].sum(axis=0)
-        while inside.any() and np.any(used > np.array(limits)):
-            members = np.flatnonzero(inside)
-            i = int(members[np.argmin(gain[members])])
-            inside[i] = False
-            used -= use[i]
-            gain -= W[i]
-    for _ in range(4 * n + 10):
-        fits = np.all(used + use <= np.array(limits), axis=1) & ~inside
+    inside = np.zeros(n, dtype=bool) if start is None else np.array(start, dtype=bool)
+    gain = arr.unary + W @ inside
+    used = use[inside].sum(axis=0)
+    while inside.any() and np.any(used > limits):
+        members = np.flatnonzero(inside)
+        i = int(members[np.argmin(gain[members])])
+        inside[i] = False
+        used -= use[i]
+        gain -= W[i]
+    for _ in range((20 if swaps else 4) * n + 10):
+        fits = np.all(used + use <= limits, axis=1) & ~inside
         delta = np.where(inside, -gain, gain)
         delta[~inside & ~fits] = -np.inf
         i = int(np.argmax(delta))  # first best: deterministic
-        if not delta[i] > 1e-12:
+        if delta[i] > 1e-12:
+            inside[i] = not inside[i]
+            sign = 1.0 if inside[i] else -1.0
+            used += sign * use[i]
+            gain += sign * W[i]
+            continue
+        members = np.flatnonzero(inside)
+        others = np.flatnonzero(~inside)
+        if not swaps or not len(members) or not len(others):
             break
-        inside[i] = not inside[i]
-        sign = 1.0 if inside[i] else -1.0
-        used += sign * use[i]
-        gain += sign * W[i]
+        d = gain[others][None, :] - gain[members][:, None] - W[np.ix_(members, others)]
+        ok = np.all(used - use[members][:, None, :] + use[others][None, :, :] <= limits,
+                    axis=2)
+        d[~ok] = -np.inf
+        k = int(np.argmax(d))
+        if not d.flat[k] > 1e-12:
+            break
+        out, into = int(members[k // len(others)]), int(others[k % len(others)])
+        inside[out] = False
+        inside[into] = True
+        used += use[into] - use[out]
+        gain += W[into] - W[out]
     chosen = tuple(int(i) for i in np.flatnonzero(inside))
     return chosen if _fits(red, chosen, budget, max_size) is None else ()
 
@@ -467,6 +518,31 @@ def _new_highs():
     return h
 
 
+def _highs_lp(c: np.ndarray, A: csr_array, row_lo: np.ndarray, row_hi: np.ndarray,
+              col_lo: np.ndarray, col_hi: np.ndarray):
+    """``highspy.HighsLp``: minimise ``c @ v`` s.t. row_lo <= A v <= row_hi (A row-wise
+    CSR; -inf / inf are HiGHS's infinities), col_lo <= v <= col_hi."""
+    import highspy
+
+    nvar = len(c)
+    lp = highspy.HighsLp()
+    lp.num_col_ = nvar
+    lp.num_row_ = A.shape[0]
+    lp.sense_ = highspy.ObjSense.kMinimize
+    lp.col_cost_ = np.asarray(c, dtype=float)
+    lp.col_lower_ = np.asarray(col_lo, dtype=float)
+    lp.col_upper_ = np.asarray(col_hi, dtype=float)
+    lp.row_lower_ = np.asarray(row_lo, dtype=float)
+    lp.row_upper_ = np.asarray(row_hi, dtype=float)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.num_col_ = nvar
+    lp.a_matrix_.num_row_ = A.shape[0]
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(float)
+    return lp
+
+
 def _highs_milp(c: np.ndarray, A: csr_array, row_lo: np.ndarray, row_hi: np.ndarray,
                 col_lo: np.ndarray, col_hi: np.ndarray, n_int: int,
                 options: dict[str, object], start: np.ndarray | None = None) -> _MipResult:
@@ -479,21 +555,7 @@ def _highs_milp(c: np.ndarray, A: csr_array, row_lo: np.ndarray, row_hi: np.ndar
     for key, value in options.items():
         h.setOptionValue(key, value)
     nvar = len(c)
-    lp = highspy.HighsLp()
-    lp.num_col_ = nvar
-    lp.num_row_ = A.shape[0]
-    lp.sense_ = highspy.ObjSense.kMinimize
-    lp.col_cost_ = np.asarray(c, dtype=float)
-    lp.col_lower_ = np.asarray(col_lo, dtype=float)
-    lp.col_upper_ = np.asarray(col_hi, dtype=float)
-    lp.row_lower_ = np.asarray(row_lo, dtype=float)  # -inf / inf are HiGHS's infinities
-    lp.row_upper_ = np.asarray(row_hi, dtype=float)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_ = nvar
-    lp.a_matrix_.num_row_ = A.shape[0]
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(float)
+    lp = _highs_lp(c, A, row_lo, row_hi, col_lo, col_hi)
     lp.integrality_ = ([highspy.HighsVarType.kInteger] * n_int
                        + [highspy.HighsVarType.kContinuous] * (nvar - n_int))
     h.passModel(lp)
@@ -646,11 +708,7 @@ class _Search:
 
     def _record(self, chosen: tuple[int, ...]) -> _Found:
         if chosen not in self.found:
-            cs = [self.red.items[i].id for i in chosen if i < self.red.n_ctx]
-            ts = [self.red.items[i].id for i in chosen if i >= self.red.n_ctx]
-            u, w = objective_terms(self.problem, cs, ts)
-            tokens = sum(self.red.items[i].token_cost for i in chosen)
-            self.found[chosen] = _Found(chosen, u + w, tie_break_key(tokens, cs, ts))
+            self.found[chosen] = _Found(chosen, *self.red.score(self.problem, chosen))
         return self.found[chosen]
 
     def _cover_cut(self, chosen: tuple[int, ...], limit: str) -> None:
@@ -992,8 +1050,7 @@ class MilpJointSelector:
                 warnings.simplefilter("ignore", RuntimeWarning)
                 chosen, status, gap = search.run()
             nodes = search.nodes
-        cs = [red.items[i].id for i in chosen if i < red.n_ctx]
-        ts = [red.items[i].id for i in chosen if i >= red.n_ctx]
+        cs, ts = red.ids(chosen)
         return make_selection(
             self.name, problem, cs, ts,
             subsets_examined=nodes,

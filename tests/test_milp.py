@@ -79,22 +79,13 @@ def problems(draw, max_candidates: int = 14) -> JointProblem:
 SOLVERS = {"branch_and_cut": BranchAndCutJointSelector, "milp": MilpJointSelector}
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
 @settings(max_examples=500, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
-@given(problems())
-def test_branch_and_cut_equals_enumeration(problem: JointProblem) -> None:
+@given(problem=problems())
+def test_solver_equals_enumeration(solver: str, problem: JointProblem) -> None:
     expected = ExactJointSelector().select(problem)
-    got = BranchAndCutJointSelector().select(problem)
-    assert same(got, expected), (got, expected)
-    assert got.status == "optimal"
-
-
-@settings(max_examples=500, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(problems())
-def test_solver_equals_enumeration(problem: JointProblem) -> None:
-    expected = ExactJointSelector().select(problem)
-    got = MilpJointSelector().select(problem)
+    got = SOLVERS[solver]().select(problem)
     assert same(got, expected), (got, expected)
     assert got.status == "optimal"
 
