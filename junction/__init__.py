@@ -2,6 +2,7 @@
 
 from junction.branch_and_cut import AutoJointSelector, BranchAndCutJointSelector
 from junction.budget import Budget, BudgetCheck, BudgetUsage
+from junction.combinatorial import CombinatorialJointSelector
 from junction.candidates import (
     Candidate,
     LexicalContextCandidateGenerator,
@@ -27,6 +28,7 @@ __all__ = [
     "BudgetCheck",
     "BudgetUsage",
     "Candidate",
+    "CombinatorialJointSelector",
     "ContextResource",
     "DEFAULT_TOKEN_COUNTER",
     "ExactJointSelector",

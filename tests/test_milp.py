@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from datasets.toy import coupling_task
 from junction.budget import Budget
 from junction.branch_and_cut import AutoJointSelector, BranchAndCutJointSelector
+from junction.combinatorial import CombinatorialJointSelector
 from junction.milp import MilpJointSelector
 from junction.resources import ContextResource, ToolResource
 from junction.selection import JointProblem
@@ -120,9 +121,10 @@ def test_lexicographic_pass_by_fixing_equals_enumeration(problem: JointProblem) 
 @settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(problems(), st.integers(0, 14))
-def test_auto_equals_enumeration(problem: JointProblem, enumeration_max: int) -> None:
+def test_auto_equals_enumeration(problem: JointProblem, combinatorial_max: int) -> None:
     expected = ExactJointSelector().select(problem)
-    assert same(AutoJointSelector(enumeration_max=enumeration_max).select(problem), expected)
+    assert same(AutoJointSelector(combinatorial_max=combinatorial_max).select(problem),
+                expected)
 
 
 # ----------------------------------------------------------------------- tables
@@ -221,10 +223,15 @@ def test_the_two_solvers_agree_past_enumeration(seed: int) -> None:
     assert same(got, MilpJointSelector(time_limit_s=None).select(problem))
 
 
-def test_auto_enumerates_small_and_solves_large() -> None:
-    small, large = _large(8, seed=2), _large(30, seed=2)
-    assert AutoJointSelector().select(small).gap is None  # the enumerator leaves gap unset
-    assert AutoJointSelector().select(large).gap is not None
+def test_auto_searches_small_pools_without_lp_and_solves_large() -> None:
+    small, large = _large(30, seed=2), _large(60, seed=2)
+    auto, lp = AutoJointSelector(), BranchAndCutJointSelector()
+    # subsets_examined counts combinatorial search nodes below the threshold, LP nodes above
+    assert (auto.select(small).subsets_examined
+            == CombinatorialJointSelector().select(small).subsets_examined)
+    assert auto.select(large).subsets_examined == lp.select(large).subsets_examined
+    with pytest.raises(ValueError, match="combinatorial_max"):
+        AutoJointSelector(combinatorial_max=-1)
 
 
 @pytest.mark.parametrize("kwargs, message", [
