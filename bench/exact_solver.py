@@ -203,7 +203,7 @@ def scaling(sizes, instances: int, time_limit: float, tightness: float, milp: bo
             row.update({f"{name}_{k}": v for k, v in other.items() if k != "objectives"})
             # instance by instance: how much better the solver's set is (both proven: 0)
             row[f"solver_objective_minus_{name}"] = [
-                None if b is None else round(a - b, 6)
+                None if b is None else round(a - b, 6) + 0.0  # + 0.0: no "-0.0"
                 for a, b in zip(solver["objectives"], other["objectives"])]
         row.pop("objectives")
         rows.append(row)

@@ -1,7 +1,9 @@
 """The exact solvers against the enumerating oracle: same selection, ties included.
 
-Both solvers are checked: ``BranchAndCutJointSelector`` (the ``exact`` strategy's, through
-``AutoJointSelector``) and ``MilpJointSelector`` (HiGHS's own branch and cut).
+Both LP-based solvers are checked: ``BranchAndCutJointSelector`` (the ``exact``
+strategy's above 32 candidates, through ``AutoJointSelector``) and ``MilpJointSelector``
+(HiGHS's own branch and cut); ``CombinatorialJointSelector`` (the ``exact`` strategy's on
+small pools) has its own file, tests/test_combinatorial.py.
 
 Property tests draw instances of up to 14 candidates with mixed-sign interactions and all
 four budget limits (plus an optional size cap); scores lie on a 0.01 grid so many
