@@ -78,6 +78,7 @@ from junction.selection import (
     OBJECTIVE_TOLERANCE,
     JointProblem,
     Selection,
+    check_selector_options,
     make_selection,
 )
 
@@ -545,8 +546,7 @@ class BranchAndCutJointSelector:
     def __init__(self, max_size: int | None = None, name: str = "exact",
                  time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
                  root_cut_min_candidates: int = ROOT_CUT_MIN_CANDIDATES) -> None:
-        if time_limit_s is not None and not time_limit_s >= 0:
-            raise ValueError(f"time_limit_s must be >= 0 or None, got {time_limit_s!r}")
+        check_selector_options(max_size=max_size, time_limit_s=time_limit_s)
         self.max_size = max_size
         self.name = name
         self.time_limit_s = time_limit_s
@@ -590,9 +590,10 @@ class AutoJointSelector:
         combinatorial_max: int = AUTO_COMBINATORIAL_MAX,
         time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
     ) -> None:
-        if not 0 <= combinatorial_max <= COMBINATORIAL_MAX:
-            raise ValueError(f"combinatorial_max must be in [0, {COMBINATORIAL_MAX}], "
-                             f"got {combinatorial_max!r}")
+        if (isinstance(combinatorial_max, bool) or not isinstance(combinatorial_max, int)
+                or not 0 <= combinatorial_max <= COMBINATORIAL_MAX):
+            raise ValueError(f"combinatorial_max must be an integer in [0, "
+                             f"{COMBINATORIAL_MAX}], got {combinatorial_max!r}")
         self.max_size = max_size
         self.name = name
         self.combinatorial_max = combinatorial_max

@@ -4,7 +4,7 @@ Same objective, budget limits, size cap and tie rule as ``junction.selection`` a
 enumerating ``ExactJointSelector``, and the same removal of candidates that can never be
 selected (``junction.milp._reduce``). Plain Python: on pools of 10-40 candidates one node
 costs a few microseconds, where one HiGHS LP of ``BranchAndCutJointSelector`` costs about
-0.2 ms (measured with bench_small.py).
+0.2 ms (measured with bench/exact_crossover.py).
 
 Search. The candidates get a static order: tools first, then contexts, each group by
 optimistic value per token (u_i + Σ_j max(W_ij, 0), divided by tokens), descending. A node
@@ -50,8 +50,8 @@ by more than 1e-12 × the pool's total, and a set within that band of a limit is
 again in id order. Every limit is monotone, so no superset of a set that breaks one fits.
 
 Status is always ``optimal`` (no time limit: the search is exponential in the worst case;
-past ~40 candidates use ``BranchAndCutJointSelector``; pools above ``COMBINATORIAL_MAX``
-are refused). Deterministic: static order, no randomness, so the node count repeats too.
+``AutoJointSelector`` uses it up to 32 candidates, ``BranchAndCutJointSelector`` above;
+pools above ``COMBINATORIAL_MAX`` are refused). Deterministic: static order, no randomness, so the node count repeats too.
 
 Measured (bench/exact_solver.py instances, median of 7, best of 3 each): 20 candidates,
 every limit at 40% of the pool: 0.35 ms, against 96 ms for enumeration and 9 ms for the
@@ -67,13 +67,22 @@ import time
 
 from junction.errors import SelectionError
 from junction.milp import _limit, _reduce, _Reduced
-from junction.selection import OBJECTIVE_TOLERANCE, JointProblem, Selection, make_selection
+from junction.selection import (
+    OBJECTIVE_TOLERANCE,
+    JointProblem,
+    Selection,
+    check_selector_options,
+    make_selection,
+)
 
 __all__ = ["COMBINATORIAL_MAX", "CombinatorialJointSelector"]
 
-COMBINATORIAL_MAX = 200
-"""Largest pool (after removal) ``CombinatorialJointSelector`` accepts: the search has no
-time limit and recurses once per chosen candidate (Python's recursion limit is 1000)."""
+COMBINATORIAL_MAX = 48
+"""Largest pool (after removal) ``CombinatorialJointSelector`` accepts. The search has no
+time limit and its bound is weak when little constrains the search: measured with
+bench/exact_crossover.py and bench/exact_solver.py instances, everything fitting, median
+13 ms at 40 candidates, 50 ms at 50, 0.4 s at 60 (worst 73k nodes), and over 5 minutes at
+100 (39 s at 100 with limits at 40%), where the branch and cut takes milliseconds."""
 
 
 class _Search:
@@ -281,8 +290,8 @@ class CombinatorialJointSelector:
 
     Same objective, limits (tokens, tool count, latency ms, cost USD), size cap and tie
     rule as ``ExactJointSelector``; the bound and search are in the module docstring.
-    For small pools (measured faster than ``BranchAndCutJointSelector`` up to about 32-40
-    candidates); no time limit. ``max_size`` overrides the problem's when given.
+    For small pools (measured faster than ``BranchAndCutJointSelector`` up to about 32
+    candidates, bench/exact_crossover.py); no time limit. ``max_size`` overrides the problem's when given.
     ``subsets_examined`` counts search nodes (sets extended); ``gap`` is 0.0. Raises
     ``SelectionError`` when more than ``COMBINATORIAL_MAX`` candidates are left after
     removal.
@@ -291,6 +300,7 @@ class CombinatorialJointSelector:
     name = "exact"
 
     def __init__(self, max_size: int | None = None, name: str = "exact") -> None:
+        check_selector_options(max_size=max_size)
         self.max_size = max_size
         self.name = name
 

@@ -88,6 +88,7 @@ from junction.selection import (
     OBJECTIVE_TOLERANCE,
     JointProblem,
     Selection,
+    check_selector_options,
     make_selection,
     objective_terms,
     tie_break_key,
@@ -1021,8 +1022,7 @@ class MilpJointSelector:
         tie_enumeration_cap: int = 16,
         cycle_cut_min_candidates: int = CYCLE_CUT_MIN_CANDIDATES,
     ) -> None:
-        if time_limit_s is not None and not time_limit_s >= 0:
-            raise ValueError(f"time_limit_s must be >= 0 or None, got {time_limit_s!r}")
+        check_selector_options(max_size=max_size, time_limit_s=time_limit_s)
         if tie_enumeration_cap < 0:
             raise ValueError(f"tie_enumeration_cap must be >= 0, got {tie_enumeration_cap}")
         self.max_size = max_size

@@ -31,6 +31,7 @@ __all__ = [
     "JointProblem",
     "Selection",
     "Selector",
+    "check_selector_options",
     "objective_terms",
     "tie_break_key",
 ]
@@ -128,6 +129,19 @@ class Selection(BaseModel):
     @property
     def exposed_ids(self) -> tuple[str, ...]:
         return (*self.context_ids, *self.tool_ids)
+
+
+def check_selector_options(max_size: object = None, time_limit_s: object = None) -> None:
+    """Validate the options the exact selectors share; raises ``ValueError`` naming the
+    option: ``max_size`` must be an integer >= 0 or None, ``time_limit_s`` (seconds) a
+    number >= 0 or None."""
+    if max_size is not None and (isinstance(max_size, bool) or not isinstance(max_size, int)
+                                 or max_size < 0):
+        raise ValueError(f"max_size must be an integer >= 0 or None, got {max_size!r}")
+    if time_limit_s is not None and (isinstance(time_limit_s, bool)
+                                     or not isinstance(time_limit_s, (int, float))
+                                     or not time_limit_s >= 0):
+        raise ValueError(f"time_limit_s must be >= 0 or None, got {time_limit_s!r}")
 
 
 def make_selection(

@@ -21,6 +21,7 @@ from junction.selection import (
     OBJECTIVE_TOLERANCE,
     JointProblem,
     Selection,
+    check_selector_options,
     make_selection,
     objective_terms,
     tie_break_key,
@@ -51,6 +52,7 @@ class ExactJointSelector:
     name = "exact"
 
     def __init__(self, max_size: int | None = None, name: str = "exact") -> None:
+        check_selector_options(max_size=max_size)
         self.max_size = max_size
         self.name = name
 

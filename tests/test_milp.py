@@ -14,6 +14,7 @@ table tests pin degenerate inputs and hand-worked answers.
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -232,8 +233,6 @@ def test_auto_searches_small_pools_without_lp_and_solves_large() -> None:
     assert (auto.select(small).subsets_examined
             == CombinatorialJointSelector().select(small).subsets_examined)
     assert auto.select(large).subsets_examined == lp.select(large).subsets_examined
-    with pytest.raises(ValueError, match="combinatorial_max"):
-        AutoJointSelector(combinatorial_max=-1)
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -245,9 +244,31 @@ def test_bad_arguments(kwargs, message) -> None:
         MilpJointSelector(**kwargs)
 
 
-def test_branch_and_cut_bad_time_limit() -> None:
-    with pytest.raises(ValueError, match="time_limit_s must be >= 0 or None, got -1.0"):
-        BranchAndCutJointSelector(time_limit_s=-1.0)
+SELECTOR_CLASSES = [ExactJointSelector, CombinatorialJointSelector, BranchAndCutJointSelector,
+                    MilpJointSelector, AutoJointSelector]
+
+
+@pytest.mark.parametrize("cls", SELECTOR_CLASSES)
+@pytest.mark.parametrize("value", [-1, 1.5, True, "3"])
+def test_every_exact_selector_rejects_a_bad_max_size(cls, value) -> None:
+    with pytest.raises(ValueError, match=f"max_size must be an integer >= 0 or None, got "
+                                         f"{re.escape(repr(value))}"):
+        cls(max_size=value)
+
+
+@pytest.mark.parametrize("cls", [BranchAndCutJointSelector, MilpJointSelector,
+                                 AutoJointSelector])
+@pytest.mark.parametrize("value", [-1.0, float("nan"), "5", False])
+def test_solvers_reject_a_bad_time_limit(cls, value) -> None:
+    with pytest.raises(ValueError, match=f"time_limit_s must be >= 0 or None, got "
+                                         f"{re.escape(repr(value))}"):
+        cls(time_limit_s=value)
+
+
+@pytest.mark.parametrize("value", [-1, 49, 1.5, True])
+def test_auto_rejects_a_bad_threshold(value) -> None:
+    with pytest.raises(ValueError, match="combinatorial_max must be an integer in"):
+        AutoJointSelector(combinatorial_max=value)
 
 
 # Found by fuzzing the branch and cut against the enumerator (both were wrong once):
