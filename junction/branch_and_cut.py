@@ -538,7 +538,8 @@ class BranchAndCutJointSelector:
     ``time_limit_s`` (seconds; ``None``: none) bounds the whole search, after which the
     best set found is returned with status ``time_limit`` and its gap;
     ``root_cut_min_candidates``: odd-cycle cuts at the root from this many candidates up.
-    ``subsets_examined`` counts LP nodes. Raises ``ValueError`` on a negative time limit.
+    ``subsets_examined`` counts LP nodes. Raises ``ValueError`` on a time limit that is not
+    a number >= 0 or a ``max_size`` that is not an integer >= 0.
     """
 
     name = "exact"
@@ -555,7 +556,12 @@ class BranchAndCutJointSelector:
     def select(self, problem: JointProblem) -> Selection:
         start = time.perf_counter()
         max_size = self.max_size if self.max_size is not None else problem.max_size
-        red = _reduce(problem, max_size)
+        return self._select_reduced(problem, _reduce(problem, max_size), max_size, start)
+
+    def _select_reduced(self, problem: JointProblem, red: _Reduced, max_size: int | None,
+                        start: float) -> Selection:
+        """``select`` once ``red = _reduce(problem, max_size)`` is known (``start``: the
+        ``time.perf_counter()`` the time limit and solve time count from)."""
         chosen: tuple[int, ...] = ()
         status, gap, nodes = "optimal", 0.0, 0
         if red.items:
@@ -606,6 +612,5 @@ class AutoJointSelector:
         start = time.perf_counter()
         max_size = self.max_size if self.max_size is not None else problem.max_size
         red = _reduce(problem, max_size)
-        if len(red.items) > self.combinatorial_max:
-            return self.solver.select(problem)
-        return self.small._select_reduced(problem, red, max_size, start)
+        search = self.solver if len(red.items) > self.combinatorial_max else self.small
+        return search._select_reduced(problem, red, max_size, start)
