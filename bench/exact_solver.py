@@ -144,13 +144,13 @@ class PlainMilp:
         c = np.zeros(nvar)
         c[:n] = [problem.u(r.id) for r in items]
         c[n:] = [w for *_, w in pairs]
-        rows, lo, hi = [], [], []
+        rows, cols, vals, lo, hi = [], [], [], [], []
 
         def row(entries, low, high):
-            coef = np.zeros(nvar)
             for k, v in entries:
-                coef[k] += v
-            rows.append(coef)
+                rows.append(len(lo))
+                cols.append(k)
+                vals.append(v)
             lo.append(low)
             hi.append(high)
 
@@ -169,8 +169,9 @@ class PlainMilp:
             row([(n + k, 1.0), (i, -1.0)], -np.inf, 0.0)
             row([(n + k, 1.0), (j, -1.0)], -np.inf, 0.0)
             row([(n + k, 1.0), (i, -1.0), (j, -1.0)], -1.0, np.inf)
+        A = csr_array((vals, (rows, cols)), shape=(len(lo), nvar))
         options = {} if self.time_limit_s is None else {"time_limit": self.time_limit_s}
-        res = milp(-c, constraints=LinearConstraint(csr_array(np.array(rows)), lo, hi),
+        res = milp(-c, constraints=LinearConstraint(A, lo, hi),
                    integrality=np.r_[np.ones(n), np.zeros(len(pairs))], bounds=Bounds(0, 1),
                    options=options)
         status = {0: "optimal", 1: "time_limit"}.get(res.status, res.message)
