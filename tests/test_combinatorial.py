@@ -21,7 +21,7 @@ from junction.combinatorial import COMBINATORIAL_MAX, CombinatorialJointSelector
 from junction.errors import SelectionError
 from junction.selection import JointProblem
 from junction.selectors import ExactJointSelector
-from test_milp import FUZZED, ctx, problems, same, tool
+from test_milp import FUZZED, TABLE, ctx, problems, same, tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from exact_solver import random_problem  # noqa: E402
@@ -100,14 +100,11 @@ def test_found_by_fuzzing(problem: JointProblem, context_ids, tool_ids) -> None:
     check(problem)
 
 
-def test_table_cases() -> None:
-    from test_milp import test_table  # noqa: F401  (the table lives in its parametrize)
-    marks = test_table.pytestmark
-    table = next(m for m in marks if m.args[0] == "problem, context_ids, tool_ids").args[1]
-    for problem, context_ids, tool_ids in table:
-        got = CombinatorialJointSelector().select(problem)
-        assert (got.context_ids, got.tool_ids) == (context_ids, tool_ids)
-        check(problem)
+@pytest.mark.parametrize("problem, context_ids, tool_ids", TABLE)
+def test_table(problem: JointProblem, context_ids, tool_ids) -> None:
+    got = CombinatorialJointSelector().select(problem)
+    assert (got.context_ids, got.tool_ids) == (context_ids, tool_ids)
+    check(problem)
 
 
 def test_max_size_override_and_deterministic() -> None:

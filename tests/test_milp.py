@@ -136,7 +136,9 @@ C1, C2 = ctx("c1", 10), ctx("c2", 10)
 T1, T2 = tool("t1", 10, latency=0.1), tool("t2", 10, latency=0.2)
 
 
-@pytest.mark.parametrize("problem, context_ids, tool_ids", [
+# Degenerate inputs and hand-worked answers: (problem, context ids, tool ids); also
+# checked against CombinatorialJointSelector in tests/test_combinatorial.py.
+TABLE = [
     # no candidates at all
     (JointProblem((), (), Budget()), (), ()),
     # nothing fits: every candidate alone exceeds 5 tokens
@@ -168,7 +170,10 @@ T1, T2 = tool("t1", 10, latency=0.1), tool("t2", 10, latency=0.2)
     # 0.1 + 0.2 ms is 0.30000000000000004 > 0.3 in floats: the enumerator's arithmetic rules
     (JointProblem((), (T1, T2), Budget(max_latency_ms=0.3), {"t1": 0.4, "t2": 0.5}),
      (), ("t2",)),
-])
+]
+
+
+@pytest.mark.parametrize("problem, context_ids, tool_ids", TABLE)
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_table(problem: JointProblem, context_ids, tool_ids, solver: str) -> None:
     got = SOLVERS[solver]().select(problem)
