@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from junction.environment import configure_prefect_env  # noqa: E402
+from flows.environment import configure_prefect_env  # noqa: E402
 
 configure_prefect_env(logging_level="WARNING")
 
@@ -29,7 +29,7 @@ STRATEGIES = ["adaptive_split", "exact", "fixed_split"]
 
 
 def run_loop(root: str, n_tasks: int, batch_size: int) -> float:
-    from datasets import build_suite, get_suite
+    from junction_datasets import build_suite, get_suite
     from flows.benchmark import run_unit_now
     from junction.warehouse import Warehouse
 

@@ -30,7 +30,7 @@ from scipy.stats import rankdata  # noqa: E402
 
 from junction.judge import ScoreCache, cached_scores, load_judge  # noqa: E402
 from junction.judge.model import state_dir  # noqa: E402
-from junction.judge.strategy import (  # noqa: E402
+from junction.strategies.judge_admission import (  # noqa: E402
     DEFAULT_POOL_PER_LANE,
     STRATEGY_JUDGE_CONFIG,
     candidate_text,
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-cache", action="store_true", help="score without the score cache")
     args = parser.parse_args(argv)
 
-    from datasets import build_suite, suite_names
+    from junction_datasets import build_suite, suite_names
 
     judge = load_judge(STRATEGY_JUDGE_CONFIG.model_copy(
         update={"kv_type": args.kv_type, "template": args.template}))

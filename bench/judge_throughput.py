@@ -33,12 +33,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from junction.judge import RETRIEVAL_INSTRUCTION, JudgeConfig, load_judge  # noqa: E402
-from junction.judge.strategy import STRATEGY_JUDGE_CONFIG, candidate_text  # noqa: E402
+from junction.strategies.judge_admission import STRATEGY_JUDGE_CONFIG, candidate_text  # noqa: E402
 from junction.strategies import candidate_pools  # noqa: E402
 
 
 def _inputs(n: int) -> tuple[str, list[str]]:
-    from datasets import build_suite
+    from junction_datasets import build_suite
 
     tasks = build_suite("synthetic", seed=0, size=max(1, n // 12 + 1)).tasks
     query = tasks[0].objective

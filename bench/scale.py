@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from junction.environment import configure_prefect_env  # noqa: E402
+from flows.environment import configure_prefect_env  # noqa: E402
 
 configure_prefect_env(logging_level="WARNING")
 
@@ -38,11 +38,10 @@ STRATEGY = "exact_enumeration"
 def register_enumeration() -> str:
     """Register the reference selector as a strategy (run here and on every worker)."""
     from junction.selectors import ExactJointSelector
-    from junction.strategies import register_strategy, run_selector
+    from junction.strategies import register_strategy, selector_strategy
 
-    def factory():
-        selector = ExactJointSelector(name=STRATEGY)
-        return lambda view, pool_limit: run_selector(selector, view, pool_limit)
+    def factory(calibration_tasks=()):
+        return selector_strategy(ExactJointSelector(name=STRATEGY))
 
     register_strategy(STRATEGY, factory)
     import flows.benchmark  # noqa: F401 - import everything a unit needs
@@ -52,7 +51,7 @@ def register_enumeration() -> str:
 
 def write_grid(path: str, tasks: int) -> str:
     """A suite file of synthetic tasks with 8 contexts + 8 tools (about 35 ms of work each)."""
-    from datasets.toy import synthetic_suite
+    from junction_datasets.toy import synthetic_suite
 
     with open(path, "w") as handle:
         for task in synthetic_suite(seed=0, size=tasks, n_contexts=8, n_tools=8,

@@ -1,5 +1,9 @@
 """Suite builders: every suite Junction can run, by name.
 
+The folder is ``datasets/``; it installs under the import name ``junction_datasets``
+(setuptools ``package-dir`` in pyproject.toml), so it never shadows Hugging Face's
+``datasets`` package.
+
 ``build_suite(name, seed, size)`` returns a ``SuiteBuild`` (the tasks plus how many source
 rows were loaded and skipped, with reasons); unknown names raise ``UnknownNameError``
 listing the valid ones. ``size=None`` means the suite's full size. A builder may return a
@@ -14,9 +18,16 @@ from dataclasses import dataclass, field
 from junction.errors import UnknownNameError
 from junction.tasks import BenchmarkTask
 
-from datasets.toy import coupling_suite, synthetic_suite
+from junction_datasets.toy import coupling_suite, synthetic_suite
 
-__all__ = ["SuiteBuild", "SuiteInfo", "SUITES", "build_suite", "suite_names", "register_suite"]
+__all__ = ["SuiteBuild", "SuiteInfo", "SUITES", "build_suite", "suite_names", "register_suite",
+           "CALIBRATION_SUITE", "CALIBRATION_SEED", "CALIBRATION_SIZE", "calibration_tasks"]
+
+CALIBRATION_SUITE = "synthetic"
+CALIBRATION_SEED = 1
+"""Seed of the calibration split (the benchmark runs seed 0 unless told otherwise)."""
+CALIBRATION_SIZE = 8
+"""Tasks in the calibration split (64 judged pairs at 4 per lane; scored once, then cached)."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +91,7 @@ register_suite(SuiteInfo(
 
 # BFCL suites (datasets/bfcl.py). Imported here, after SuiteBuild is defined, since bfcl.py
 # imports it; the data package is read only when a suite is built.
-from datasets import bfcl as _bfcl  # noqa: E402
+from junction_datasets import bfcl as _bfcl  # noqa: E402
 
 for _name, _build, _what in (
     ("bfcl-multiple", _bfcl.multiple_suite, "BFCL multiple: 1 gold tool, row + distractors"),
@@ -100,3 +111,10 @@ for _n in (50, 100, 200):  # the exact strategy's solver runs here; enumeration 
         description=f"seeded synthetic tasks, {_n // 2} contexts + {_n // 2} tools, "
                     f"about 5 interactions per candidate (density 10/{_n}), planted coupling",
     ))
+
+
+def calibration_tasks() -> list[BenchmarkTask]:
+    """The calibration split: ``CALIBRATION_SIZE`` tasks of ``CALIBRATION_SUITE`` built with
+    ``CALIBRATION_SEED``, the split strategies that calibrate (``judge_admission``'s floor)
+    learn from; the default benchmark never evaluates it."""
+    return build_suite(CALIBRATION_SUITE, seed=CALIBRATION_SEED, size=CALIBRATION_SIZE).tasks

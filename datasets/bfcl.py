@@ -53,7 +53,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from datasets import SuiteBuild
+from junction_datasets import SuiteBuild
 from junction.budget import Budget
 from junction.errors import DatasetError
 from junction.execution import normalise_answer

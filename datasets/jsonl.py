@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from junction.errors import DatasetError
 from junction.tasks import BenchmarkTask
 
-from datasets import SuiteBuild
+from junction_datasets import SuiteBuild
 
 __all__ = ["load_suite_file", "MAX_LINE_BYTES"]
 

@@ -1,5 +1,6 @@
-"""Prefect flows: thin orchestration around ``junction`` (see ``flows.benchmark``)."""
+"""The edge: Prefect flows (``flows.benchmark``) and the command line (``flows.cli``), thin
+orchestration around the ``junction`` library."""
 
-from junction.environment import configure_prefect_env
+from flows.environment import configure_prefect_env
 
 configure_prefect_env()

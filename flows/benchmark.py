@@ -16,6 +16,7 @@ import subprocess
 import threading
 import uuid
 from collections.abc import Callable
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -27,8 +28,16 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from datasets import SUITES, SuiteBuild, SuiteInfo, build_suite, get_suite, suite_names
-from datasets.jsonl import load_suite_file
+from junction_datasets import (
+    SUITES,
+    SuiteBuild,
+    SuiteInfo,
+    build_suite,
+    calibration_tasks,
+    get_suite,
+    suite_names,
+)
+from junction_datasets.jsonl import load_suite_file
 from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError, UnknownNameError
 from junction.evaluate import evaluate_batch
@@ -38,14 +47,28 @@ from junction.strategies import make_strategy, strategy_factory
 from junction.warehouse import Warehouse
 
 __all__ = ["benchmark", "run_benchmark", "DEFAULT_STRATEGIES", "default_suites",
-           "PROGRESS_CALLBACK", "new_run_id", "params_hash"]
+           "new_run_id", "params_hash"]
 
 DEFAULT_STRATEGIES = ("adaptive_split", "exact", "fixed_split", "judge_admission")
 DEFAULT_WAREHOUSE = str(PROJECT_ROOT / "warehouse")
 DEFAULT_REPORTS = str(PROJECT_ROOT / "reports")
 
-PROGRESS_CALLBACK: Callable[[int, int], None] | None = None
-"""Set by the CLI: called with (units done, units total) as units finish."""
+_PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("junction_progress",
+                                                                     default=None)
+"""The progress observer of the current ``run_benchmark`` call (set for its duration only).
+
+Read only by ``_report_progress``, in the process that owns the flow, as unit futures
+complete. Prefect ships the running flow (by value: ``benchmark`` names the Flow, not its
+function) to every Dask worker inside the task-run context, so the flow's body must not
+name anything that cannot be pickled (a progress bar holds a lock, a ContextVar cannot be
+pickled); it names only this module-level function, which pickles by reference."""
+
+
+def _report_progress(done: int, total: int) -> None:
+    """Tell the current run's observer (if any) that ``done`` of ``total`` units finished."""
+    observer = _PROGRESS.get()
+    if observer is not None:
+        observer(done, total)
 
 _PACKAGES = ("junction", "prefect", "duckdb", "pyarrow", "pydantic", "bm25s", "scipy",
              "numpy", "llama_cpp_python", "ir_measures", "bfcl-eval")
@@ -95,10 +118,14 @@ _STRATEGIES_LOCK = threading.Lock()
 
 
 def _strategy(name: str):
-    """One strategy instance per process (a judge loads its model once), with a call lock."""
+    """One strategy instance per process (a judge loads its model once), with a call lock.
+
+    Strategies that calibrate get the calibration split (``calibration_tasks``), which no
+    benchmark run evaluates."""
     with _STRATEGIES_LOCK:
         if name not in _STRATEGIES:
-            _STRATEGIES[name] = (make_strategy(name), threading.Lock())
+            _STRATEGIES[name] = (make_strategy(name, calibration_tasks=calibration_tasks()),
+                                 threading.Lock())
         return _STRATEGIES[name]
 
 
@@ -141,7 +168,7 @@ def load_suite(name: str, seed: int, size: int | None) -> SuiteBuild:
 @task(name="load-suite-file", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
       retry_condition_fn=_io_error)
 def load_file_suite(path: str, size: int | None) -> SuiteBuild:
-    """Load and validate a JSON Lines suite file (``datasets.jsonl``)."""
+    """Load and validate a JSON Lines suite file (``junction_datasets.jsonl``)."""
     return load_suite_file(path, size=size)
 
 
@@ -248,7 +275,7 @@ def benchmark(
       applied to every task's own budget (default [1.0])
     - ``size``: tasks per suite (default: each suite's ``default_size``); ``full``: every task
     - ``batch_size``: tasks per work unit; ``run_id``: resume/complete this run
-    - ``suite_files``: JSON Lines suite files (``datasets.jsonl``), run beside ``suites``
+    - ``suite_files``: JSON Lines suite files (``junction_datasets.jsonl``), run beside ``suites``
     - ``runner``/``workers``/``dask_address``: recorded here; the task runner itself is set by
       ``run_benchmark`` (``flow.with_options``)
     Returns {run_id, report, units, units_skipped, tasks}. Raises ``UnknownNameError`` for an
@@ -316,8 +343,7 @@ def benchmark(
     results = []
     for future in as_completed(futures):
         results.append(future.result())
-        if PROGRESS_CALLBACK is not None:
-            PROGRESS_CALLBACK(len(results), len(futures))
+        _report_progress(len(results), len(futures))
     refresh_warehouse(output_root)
     meta.update(finished_at=datetime.now(UTC).isoformat(), status="completed",
                 suites=suite_info)
@@ -348,8 +374,17 @@ def task_runner(runner: str = "thread", workers: int | None = None,
     raise UnknownNameError(f"unknown runner {runner!r}; valid runners: dask, thread")
 
 
-def run_benchmark(**params: Any) -> dict[str, Any]:
-    """Run the flow with the task runner its ``runner`` parameters name."""
+def run_benchmark(progress: Callable[[int, int], None] | None = None,
+                  **params: Any) -> dict[str, Any]:
+    """Run the flow with the task runner its ``runner`` parameters name.
+
+    ``progress``, if given, is called in this process with (units done, units total) each
+    time a unit finishes; it is never sent to a worker. ``params`` are the flow's.
+    """
     runner = task_runner(params.get("runner", "thread"), params.get("workers"),
                          params.get("dask_address"))
-    return benchmark.with_options(task_runner=runner)(**params)
+    token = _PROGRESS.set(progress)
+    try:
+        return benchmark.with_options(task_runner=runner)(**params)
+    finally:
+        _PROGRESS.reset(token)

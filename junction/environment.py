@@ -1,10 +1,8 @@
-"""Process environment for the orchestration layer: Prefect's home, analytics, timeouts.
+"""Where Junction keeps its files: the project folder and the git-ignored state folder.
 
-Prefect runs a temporary local server per process when no server is configured. Offline
-and on a fresh home it needs: its home in a writable project folder (``.state/prefect``),
-analytics and telemetry off (no network), and a start-up timeout of 60 s or more (we use
-120 s; Prefect's default of 20 s is too short on a cold 2-core machine). Values already set
-in the environment win. Call ``configure_prefect_env()`` before importing prefect.
+In a checkout (an editable install) the project folder is the checkout; installed as a
+package (``pip install .``) it is the working folder at import time, so ``warehouse/``,
+``reports/`` and ``.state/`` land where the user runs ``junction``.
 """
 
 from __future__ import annotations
@@ -12,34 +10,24 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["PROJECT_ROOT", "state_dir", "configure_prefect_env"]
+__all__ = ["PROJECT_ROOT", "state_dir"]
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+def _project_root() -> Path:
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "junction").is_dir():
+        return checkout
+    return Path.cwd()
+
+
+PROJECT_ROOT = _project_root()
+"""The checkout holding this package, else the working folder at import time."""
 
 
 def state_dir() -> Path:
-    """The git-ignored state folder: ``$JUNCTION_STATE_DIR`` or ``<repo root>/.state``.
+    """The git-ignored state folder: ``$JUNCTION_STATE_DIR`` or ``<project>/.state``.
 
     Read at call time, so a process (or a test) that sets the variable later is honoured.
     """
     env = os.environ.get("JUNCTION_STATE_DIR")
     return Path(env) if env else PROJECT_ROOT / ".state"
-
-
-_DEFAULTS = {
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_CLOUD_ENABLE_ORCHESTRATION_TELEMETRY": "false",
-    "PREFECT_TELEMETRY_ENABLE_RESOURCE_METRICS": "false",
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-    "DO_NOT_TRACK": "1",
-}
-
-
-def configure_prefect_env(logging_level: str | None = None) -> None:
-    """Set Prefect's offline defaults (see module docstring) unless already set."""
-    os.environ.setdefault("PREFECT_HOME", str(state_dir() / "prefect"))
-    for key, value in _DEFAULTS.items():
-        os.environ.setdefault(key, value)
-    if logging_level:
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", logging_level)
-    Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)

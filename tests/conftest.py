@@ -13,7 +13,7 @@ if str(ROOT) not in sys.path:
 
 import pytest  # noqa: E402
 
-from junction.environment import configure_prefect_env  # noqa: E402
+from flows.environment import configure_prefect_env  # noqa: E402
 
 configure_prefect_env(logging_level="WARNING")
 
@@ -35,6 +35,6 @@ def judge():
     """
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed; run `make setup`")
     from junction.judge import load_judge
-    from junction.judge.strategy import STRATEGY_JUDGE_CONFIG
+    from junction.strategies.judge_admission import STRATEGY_JUDGE_CONFIG
 
     return load_judge(STRATEGY_JUDGE_CONFIG)

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from datasets import build_suite
-from datasets.toy import coupling_task, synthetic_suite
+from junction_datasets import build_suite
+from junction_datasets.toy import coupling_task, synthetic_suite
 from junction.budget import Budget
 from junction.candidates import LexicalContextCandidateGenerator, LexicalToolCandidateGenerator
 from junction.execution import execute, verify

@@ -95,7 +95,7 @@ def test_cli_smoke_prints_each_gate(judge) -> None:
 
     from typer.testing import CliRunner
 
-    from junction.cli_judge import judge_app
+    from flows.cli_judge import judge_app
 
     result = CliRunner().invoke(judge_app, ["smoke", "--json"])
     assert result.exit_code == 0, result.output

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from datasets.toy import coupling_task
+from junction_datasets.toy import coupling_task
 from junction.budget import Budget
 from junction.branch_and_cut import AutoJointSelector, BranchAndCutJointSelector
 from junction.combinatorial import CombinatorialJointSelector

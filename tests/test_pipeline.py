@@ -11,28 +11,36 @@ import pytest
 
 from junction.errors import JunctionError, TraceError, UnknownNameError
 from junction.store import TraceStore
-from junction.strategies import STRATEGY_FACTORIES, register_strategy, run_selector
+from junction.strategies import STRATEGY_FACTORIES, run_selector
 from junction.selectors import ExactJointSelector
 from junction.warehouse import Warehouse, WarehouseError
 
 pytestmark = pytest.mark.flow
 
 FAST = ["adaptive_split", "exact", "fixed_split"]
-FAIL = {"on": False}
 
 
-def _failing_factory():
-    selector = ExactJointSelector(name="flaky")
+@pytest.fixture
+def flaky(monkeypatch):
+    """A "flaky" strategy, registered for one test only: fails on task 00007 while
+    ``fail["on"]``. Returns the switch."""
+    import flows.benchmark as fb
 
-    def strategy(view, pool_limit):
-        if FAIL["on"] and view.task_id.endswith("00007"):
-            raise RuntimeError("unit fails on purpose")
-        return run_selector(selector, view, pool_limit)
+    fail = {"on": False}
 
-    return strategy
+    def factory(calibration_tasks=()):
+        selector = ExactJointSelector(name="flaky")
 
+        def strategy(view, pool_limit):
+            if fail["on"] and view.task_id.endswith("00007"):
+                raise RuntimeError("unit fails on purpose")
+            return run_selector(selector, view, pool_limit)
 
-register_strategy("flaky", _failing_factory)
+        return strategy
+
+    monkeypatch.setitem(STRATEGY_FACTORIES, "flaky", factory)
+    monkeypatch.setattr(fb, "_STRATEGIES", {})  # no instance outlives the test
+    return fail
 
 
 def _run(tmp_path, **kwargs):
@@ -78,16 +86,16 @@ def test_flow_writes_traces_warehouse_and_deterministic_report(prefect_harness, 
     assert _rows(store, first["run_id"]) == _rows(store, second["run_id"])
 
 
-def test_interrupted_run_resumes_without_duplicates(prefect_harness, tmp_path):
+def test_interrupted_run_resumes_without_duplicates(prefect_harness, tmp_path, flaky):
     clean = _run(tmp_path / "clean", strategies=["flaky", "exact"], suites=["synthetic"],
                  batch_size=5)
-    FAIL["on"] = True
+    flaky["on"] = True
     try:
         with pytest.raises(RuntimeError, match="unit fails on purpose"):
             _run(tmp_path / "broken", strategies=["flaky", "exact"], suites=["synthetic"],
                  batch_size=5, run_id="resume-me")
     finally:
-        FAIL["on"] = False
+        flaky["on"] = False
     store = TraceStore(str(tmp_path / "broken" / "wh"))
     partial = store.read_traces("resume-me").num_rows
     assert 0 < partial < 40
@@ -112,7 +120,6 @@ def test_unknown_names_are_refused(prefect_harness, tmp_path):
         _run(tmp_path, suites=["nope"])
     with pytest.raises(UnknownNameError, match="unknown strategy 'nope'; valid strategies:"):
         _run(tmp_path, strategies=["nope"])
-    assert "flaky" in STRATEGY_FACTORIES
 
 
 def test_corrupt_parquet_and_bad_sql_are_named(prefect_harness, tmp_path):
@@ -130,7 +137,7 @@ def _cli(*args, env_root):
     import os
 
     env = {**os.environ, "JUNCTION_WAREHOUSE": str(env_root)}
-    return subprocess.run([sys.executable, "-m", "junction.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True,
                           text=True, env=env, timeout=120)
 
 

@@ -2,24 +2,18 @@
 
 score(query, document) = logit("yes") - logit("no") at the answer position (logits),
 comparable only within one query and one instruction. See ``scorer`` for the batch path,
-``smoke`` for the start-up gates, ``strategy`` for the ``judge_admission`` strategy.
+``smoke`` for the start-up gates; the ``judge_admission`` strategy that uses it lives in
+``junction.strategies.judge_admission``.
 """
 
 from junction.judge.cache import ScoreCache, cached_scores
 from junction.judge.errors import JudgeError, SmokeTestError
-from junction.judge.instructions import (
-    ECHO_INSTRUCTION,
-    FOLLOWS_INSTRUCTION,
-    RETRIEVAL_INSTRUCTION,
-    RerankInstruction,
-    SmokeFixture,
-)
-from junction.judge.model import JudgeConfig, load_judge
+from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction, SmokeFixture
+from junction.judge.model import JudgeConfig
+from junction.judge.scorer import load_judge
 from junction.judge.smoke import SmokeReport, run_smoke
 
 __all__ = [
-    "ECHO_INSTRUCTION",
-    "FOLLOWS_INSTRUCTION",
     "JudgeConfig",
     "JudgeError",
     "RETRIEVAL_INSTRUCTION",

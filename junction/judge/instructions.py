@@ -15,8 +15,6 @@ __all__ = [
     "SmokeFixture",
     "RerankInstruction",
     "RETRIEVAL_INSTRUCTION",
-    "FOLLOWS_INSTRUCTION",
-    "ECHO_INSTRUCTION",
 ]
 
 
@@ -68,15 +66,3 @@ RETRIEVAL_INSTRUCTION = RerankInstruction(
     ),
 )
 """Default instruction (immutable): relevance of a document or tool to a request."""
-
-FOLLOWS_INSTRUCTION = RerankInstruction(
-    text="Given an objective, decide whether the document is a step that helps achieve it.",
-    fixture="none",
-)
-"""Sub-task admission: does a proposed sub-task (document) follow from the objective?"""
-
-ECHO_INSTRUCTION = RerankInstruction(
-    text="Given a task, decide whether the document states the same task in other words.",
-    fixture="none",
-)
-"""Sub-task admission: is a proposed sub-task (query) an echo of an ancestor task?"""

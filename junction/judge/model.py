@@ -5,8 +5,8 @@ The default judge is Gemma 3 270M (base, Q4_K_M) shipped by the PyPI package
 under the state folder (``$JUNCTION_STATE_DIR`` or ``<repo>/.state``), checked against the
 package's ``EXPECTED_SHA256``. Any other GGUF is one ``model_path`` away.
 
-``load_judge(config)`` returns one ``LlamaJudge`` per distinct config per process (a
-module-level cache), so a worker loads the model once, not once per call.
+``junction.judge.scorer.load_judge(config)`` returns one ``LlamaJudge`` per distinct
+config per process, so a worker loads the model once, not once per call.
 """
 
 from __future__ import annotations
@@ -25,10 +25,8 @@ from junction.judge.errors import JudgeError
 __all__ = [
     "JudgeConfig",
     "KV_TYPES",
-    "state_dir",
     "embedded_model_path",
     "file_sha256",
-    "load_judge",
 ]
 
 KV_TYPES = ("f16", "q8_0", "q4_0")
@@ -133,24 +131,3 @@ def embedded_model_path() -> Path:
         os.replace(tmp, target)
         file_sha256(target)
         return target
-
-
-_JUDGES: dict[JudgeConfig, object] = {}
-_JUDGES_LOCK = threading.Lock()
-
-
-def load_judge(config: JudgeConfig | None = None):
-    """The process-wide ``LlamaJudge`` for ``config`` (default config: the embedded model).
-
-    Loaded on first use and cached per config. Raises ``JudgeError`` if the model file is
-    missing or llama.cpp cannot load it.
-    """
-    from junction.judge.scorer import LlamaJudge
-
-    config = config or JudgeConfig()
-    with _JUDGES_LOCK:
-        judge = _JUDGES.get(config)
-        if judge is None:
-            judge = LlamaJudge(config)
-            _JUDGES[config] = judge
-        return judge

@@ -45,7 +45,7 @@ from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
 from junction.judge.model import JudgeConfig, embedded_model_path, file_sha256
 from junction.judge.templates import PromptTemplate, choose_template, get_template, normalise_text
 
-__all__ = ["Truncation", "ScoreBatch", "LlamaJudge", "NOISE_FLOOR_LOGITS"]
+__all__ = ["Truncation", "ScoreBatch", "LlamaJudge", "NOISE_FLOOR_LOGITS", "load_judge"]
 
 NOISE_FLOOR_LOGITS = {"f16": 0.44, "q8_0": 0.22, "q4_0": 1.06}
 """Noise floor per KV cache type (logits), measured by ``bench/judge_throughput.py`` on the
@@ -419,3 +419,22 @@ class LlamaJudge:
                 self._decode_sequence(list(tokens), 0, _PREFIX_SEQ, last_logits=True)
             finally:
                 self._L.llama_memory_clear(self._mem, True)
+
+
+_JUDGES: dict[JudgeConfig, object] = {}
+_JUDGES_LOCK = threading.Lock()
+
+
+def load_judge(config: JudgeConfig | None = None):
+    """The process-wide ``LlamaJudge`` for ``config`` (default config: the embedded model).
+
+    Loaded on first use and cached per config. Raises ``JudgeError`` if the model file is
+    missing or llama.cpp cannot load it.
+    """
+    config = config or JudgeConfig()
+    with _JUDGES_LOCK:
+        judge = _JUDGES.get(config)
+        if judge is None:
+            judge = LlamaJudge(config)
+            _JUDGES[config] = judge
+        return judge

@@ -1,4 +1,4 @@
-"""``junction judge``: the judge lane's commands (mounted by ``junction.cli``).
+"""``junction judge``: the judge lane's commands (mounted by ``flows.cli``).
 
 ``junction judge smoke`` loads the judge (default: the embedded Gemma 3 270M, with the
 ``judge_admission`` strategy's settings), runs the three start-up gates and prints each gate's measured values; exit status 0 when every gate
@@ -30,7 +30,7 @@ def smoke(
 ) -> None:
     """Run the judge's start-up smoke gates and print what each measured."""
     from junction.judge import JudgeConfig, load_judge, run_smoke
-    from junction.judge.strategy import STRATEGY_JUDGE_CONFIG
+    from junction.strategies.judge_admission import STRATEGY_JUDGE_CONFIG
 
     # the strategy's config, so the gates check the judge the benchmark uses
     config = JudgeConfig(**{**STRATEGY_JUDGE_CONFIG.model_dump(), "model_path": model,

@@ -1,4 +1,4 @@
-"""Strategies: from a router view to a selection, under the task's budget.
+"""What every strategy shares: candidate pools, the joint problem, the result record.
 
 A strategy sees only a ``RouterView``. The candidate pool comes from the lexical lanes
 (``junction.candidates``), cut to ``pool_limit`` per lane; unary utility is the task's
@@ -18,10 +18,7 @@ from junction.candidates import (
     LexicalToolCandidateGenerator,
     normalise_scores,
 )
-from junction.errors import UnknownNameError
 from junction.selection import JointProblem, Selection, Selector
-from junction.branch_and_cut import AutoJointSelector
-from junction.selectors import AdaptiveSplitBaseline, FixedSplitBaseline
 from junction.tasks import RouterView
 
 __all__ = [
@@ -30,11 +27,8 @@ __all__ = [
     "candidate_pools",
     "joint_problem",
     "run_selector",
-    "STRATEGY_FACTORIES",
-    "register_strategy",
-    "make_strategy",
-    "strategy_factory",
-    "strategy_names",
+    "selector_strategy",
+    "Strategy",
 ]
 
 
@@ -87,57 +81,9 @@ def run_selector(selector: Selector, view: RouterView, pool_limit: int | None) -
 
 
 Strategy = Callable[[RouterView, "int | None"], StrategyResult]
-
-STRATEGY_FACTORIES: dict[str, Callable[[], Strategy]] = {}
-
-
-def register_strategy(name: str, factory: Callable[[], Strategy]) -> None:
-    """Register a strategy factory (called once per worker; may load a model)."""
-    STRATEGY_FACTORIES[name] = factory
+"""A ready strategy: ``(view, pool_limit) -> StrategyResult``."""
 
 
-def strategy_names() -> list[str]:
-    """Registered strategy names, sorted."""
-    return sorted(STRATEGY_FACTORIES)
-
-
-def strategy_factory(name: str) -> Callable[[], Strategy]:
-    """The registered factory for ``name``; ``UnknownNameError`` listing the valid names."""
-    try:
-        return STRATEGY_FACTORIES[name]
-    except KeyError:
-        raise UnknownNameError(
-            f"unknown strategy {name!r}; valid strategies: {', '.join(strategy_names())}"
-        ) from None
-
-
-def make_strategy(name: str) -> Strategy:
-    """A ready strategy callable ``(view, pool_limit) -> StrategyResult``.
-
-    Raises ``UnknownNameError`` listing the valid names.
-    """
-    return strategy_factory(name)()
-
-
-def _selector_strategy(selector_factory: Callable[[], Selector]) -> Callable[[], Strategy]:
-    def factory() -> Strategy:
-        selector = selector_factory()
-        return lambda view, pool_limit: run_selector(selector, view, pool_limit)
-
-    return factory
-
-
-# "exact": enumeration up to 12 candidates, branch and cut above (junction.branch_and_cut).
-register_strategy("exact", _selector_strategy(AutoJointSelector))
-register_strategy("fixed_split", _selector_strategy(FixedSplitBaseline))
-register_strategy("adaptive_split", _selector_strategy(AdaptiveSplitBaseline))
-
-
-def _judge_admission_factory() -> Strategy:
-    # Imported lazily: it loads a language model (once per worker process).
-    from junction.judge.strategy import make_judge_admission_strategy
-
-    return make_judge_admission_strategy()
-
-
-register_strategy("judge_admission", _judge_admission_factory)
+def selector_strategy(selector: Selector) -> Strategy:
+    """The strategy that runs ``selector`` over the lanes' joint problem (``run_selector``)."""
+    return lambda view, pool_limit: run_selector(selector, view, pool_limit)

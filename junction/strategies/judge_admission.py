@@ -2,7 +2,7 @@
 
 Per task (``RouterView``):
 
-1. BM25 first stage (``junction.strategies.candidate_pools``): the top
+1. BM25 first stage (``junction.strategies.base.candidate_pools``): the top
    ``min(pool_limit, pool_per_lane)`` contexts and tools;
 2. every candidate is judged against ``view.objective`` in one batch (contexts as their
    content, tools as ``Tool <id>: <description> Schema: <rendered schema>``), through the
@@ -12,9 +12,10 @@ Per task (``RouterView``):
    limit of the task's shared budget (``Budget.check``). A candidate below the floor is
    never exposed, so a task where no tool fits can expose none (abstention).
 
-The floor is calibrated once per process (``calibrate_default_floor``) on a calibration
-split that the benchmark never runs (synthetic suite, seed ``CALIBRATION_SEED``), for the
-target precision ``TARGET_PRECISION``. When no floor reaches the target (a weak judge), the
+The floor is calibrated once per process (``calibrate_default_floor``) on calibration
+tasks the caller passes in, from a split that the benchmark never runs (the benchmark
+flow passes the synthetic suite at seed 1, ``junction_datasets.calibration_tasks``), for
+the target precision ``TARGET_PRECISION``. When no floor reaches the target (a weak judge), the
 floor with the best precision reached is used instead and an INFO log line says so; the
 floor, its target and the precision it reached are recorded in every trace with the judge
 scores, the instruction hash and the model hash.
@@ -34,14 +35,18 @@ from junction.admission import (
     admit_above_floor,
     calibrate_floor,
 )
+from collections.abc import Sequence
+
 from junction.candidates import Candidate
+from junction.environment import state_dir
 from junction.judge.cache import ScoreCache, cached_scores
 from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
-from junction.judge.model import JudgeConfig, load_judge, state_dir
+from junction.judge.model import JudgeConfig
+from junction.judge.scorer import load_judge
 from junction.judge.smoke import run_smoke
 from junction.selection import make_selection
-from junction.strategies import StrategyResult, candidate_pools, joint_problem
-from junction.tasks import RouterView
+from junction.strategies.base import StrategyResult, candidate_pools, joint_problem
+from junction.tasks import BenchmarkTask, RouterView
 
 _LOG = logging.getLogger(__name__)
 
@@ -49,8 +54,6 @@ __all__ = [
     "DEFAULT_POOL_PER_LANE",
     "STRATEGY_JUDGE_CONFIG",
     "TARGET_PRECISION",
-    "CALIBRATION_SEED",
-    "CALIBRATION_SIZE",
     "candidate_text",
     "calibrate_default_floor",
     "make_judge_admission_strategy",
@@ -69,12 +72,6 @@ depend on it: it is near chance at 96 and 192 tokens alike)."""
 
 TARGET_PRECISION = 0.5
 """Floor calibration target: at least half of what passes the floor is gold."""
-
-CALIBRATION_SEED = 1
-"""Seed of the calibration split (the benchmark runs seed 0)."""
-
-CALIBRATION_SIZE = 8
-"""Tasks in the calibration split (64 judged pairs at 4 per lane; scored once, then cached)."""
 
 
 def candidate_text(view: RouterView, candidate: Candidate) -> str:
@@ -95,19 +92,22 @@ def _judge_pools(judge, cache, view: RouterView, pools, instruction) -> dict[str
 
 
 def calibrate_default_floor(judge, cache: ScoreCache | None,
+                            calibration_tasks: Sequence[BenchmarkTask],
                             instruction: RerankInstruction = RETRIEVAL_INSTRUCTION,
                             pool_per_lane: int = DEFAULT_POOL_PER_LANE) -> FloorCalibration:
-    """Calibrate the admission floor on the calibration split (module docstring).
+    """Calibrate the admission floor on ``calibration_tasks`` (module docstring).
 
-    Pools every judged (task, candidate) pair of ``CALIBRATION_SIZE`` synthetic tasks built
-    with ``CALIBRATION_SEED``; labels are the tasks' gold ids. Raises ``AdmissionError``
-    when no floor reaches ``TARGET_PRECISION``.
+    Pools every judged (task, candidate) pair of the tasks; labels are the tasks' gold
+    ids. When no floor reaches ``TARGET_PRECISION`` the floor of the best precision reached
+    is used (INFO log). Raises ``AdmissionError`` when there is no calibration task or no
+    judged pair.
     """
-    from datasets import build_suite  # the suites live outside the library
-
+    if not calibration_tasks:
+        raise AdmissionError("judge_admission needs calibration tasks (a split the benchmark "
+                             "never evaluates) or a fixed floor")
     scores: list[float] = []
     labels: list[bool] = []
-    for task in build_suite("synthetic", seed=CALIBRATION_SEED, size=CALIBRATION_SIZE).tasks:
+    for task in calibration_tasks:
         view = task.router_view()
         pools = candidate_pools(view, pool_per_lane)
         judged = _judge_pools(judge, cache, view, pools, instruction)
@@ -136,6 +136,7 @@ _SMOKED: set[tuple] = set()
 
 
 def make_judge_admission_strategy(
+    calibration_tasks: Sequence[BenchmarkTask] = (),
     config: JudgeConfig | None = None,
     instruction: RerankInstruction = RETRIEVAL_INSTRUCTION,
     pool_per_lane: int = DEFAULT_POOL_PER_LANE,
@@ -146,8 +147,8 @@ def make_judge_admission_strategy(
 
     Loads the judge once per process (``load_judge``), runs the smoke test (raises
     ``SmokeTestError`` naming the failed gate), opens the score cache
-    (``state_dir()/judge_scores.sqlite``) and calibrates the floor unless ``floor``
-    (logits) is given. ``extra`` of each result holds ``judge_scores`` (resource id ->
+    (``state_dir()/judge_scores.sqlite``) and calibrates the floor on ``calibration_tasks``
+    unless ``floor`` (logits) is given (``AdmissionError`` when neither is). ``extra`` of each result holds ``judge_scores`` (resource id ->
     logit gap), ``instruction_hash``, ``model_hash``, ``judge_floor`` and the rejected ids.
     """
     config = config or STRATEGY_JUDGE_CONFIG
@@ -160,10 +161,12 @@ def make_judge_admission_strategy(
     cache = ScoreCache(state_dir() / "judge_scores.sqlite") if use_cache else None
     instruction_hash = judge.instruction_hash(instruction)
     if floor is None:
-        key = (config, instruction_hash, pool_per_lane)
+        key = (config, instruction_hash, pool_per_lane,
+               tuple((t.suite, t.task_id) for t in calibration_tasks))
         with _FLOORS_LOCK:
             if key not in _FLOORS:
-                _FLOORS[key] = calibrate_default_floor(judge, cache, instruction, pool_per_lane)
+                _FLOORS[key] = calibrate_default_floor(judge, cache, calibration_tasks,
+                                                       instruction, pool_per_lane)
             calibration = _FLOORS[key]
         floor_value = calibration.floor
         floor_info = {"judge_floor_target_precision": calibration.target_precision,

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import typer
 
-from junction.environment import PROJECT_ROOT, configure_prefect_env
-from junction.cli_judge import judge_app
+from flows.cli_judge import judge_app
+from flows.environment import configure_prefect_env
+from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError
 
-configure_prefect_env(logging_level="WARNING")
+configure_prefect_env(logging_level="WARNING")  # before anything imports prefect
 
 app = typer.Typer(
     add_completion=False,
@@ -32,7 +33,7 @@ app.add_typer(judge_app, name="judge")
 
 
 def _demo_coupling_result() -> dict:
-    from datasets.toy import coupling_task
+    from junction_datasets.toy import coupling_task
     from junction.execution import execute, verify
     from junction.strategies import make_strategy
 
@@ -123,7 +124,7 @@ def bench(
     reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
 ) -> None:
     """Run the benchmark flow and write the report."""
-    from datasets.jsonl import load_suite_file
+    from junction_datasets.jsonl import load_suite_file
 
     import flows.benchmark as fb
 
@@ -145,18 +146,15 @@ def bench(
         def advance(done: int, total: int) -> None:
             progress.update(bar, completed=done, total=total)
 
-        fb.PROGRESS_CALLBACK = advance
-        try:
-            result = fb.run_benchmark(
-                suites=suite or None, strategies=strategy or None, seeds=seed or None,
-                budget_scales=budget_scale or None, size=size, full=full,
-                batch_size=batch_size, output_root=root,
-                reports_root=reports or _reports_root(), run_id=run_id, runner=runner.value,
-                workers=workers, dask_address=dask_address,
-                suite_files=[str(p.resolve()) for p in suite_file or []] or None,
-            )
-        finally:
-            fb.PROGRESS_CALLBACK = None
+        result = fb.run_benchmark(
+            progress=advance,
+            suites=suite or None, strategies=strategy or None, seeds=seed or None,
+            budget_scales=budget_scale or None, size=size, full=full,
+            batch_size=batch_size, output_root=root,
+            reports_root=reports or _reports_root(), run_id=run_id, runner=runner.value,
+            workers=workers, dask_address=dask_address,
+            suite_files=[str(p.resolve()) for p in suite_file or []] or None,
+        )
     typer.echo(f"run {result['run_id']}: {result['tasks']} task evaluations in "
                f"{result['units']} units ({result['units_skipped']} already done)")
     typer.echo(f"report: {result['report']}")

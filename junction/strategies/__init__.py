@@ -1,0 +1,38 @@
+"""Strategies: from a router view to a selection, under the task's budget.
+
+``base`` holds what every strategy shares (pools, joint problem, result); ``registry``
+maps names to factories; one module per strategy (``exact``, ``splits``,
+``judge_admission``).
+"""
+
+from junction.strategies.base import (
+    CandidatePools,
+    Strategy,
+    StrategyResult,
+    candidate_pools,
+    joint_problem,
+    run_selector,
+    selector_strategy,
+)
+from junction.strategies.registry import (
+    STRATEGY_FACTORIES,
+    make_strategy,
+    register_strategy,
+    strategy_factory,
+    strategy_names,
+)
+
+__all__ = [
+    "CandidatePools",
+    "STRATEGY_FACTORIES",
+    "Strategy",
+    "StrategyResult",
+    "candidate_pools",
+    "joint_problem",
+    "make_strategy",
+    "register_strategy",
+    "run_selector",
+    "selector_strategy",
+    "strategy_factory",
+    "strategy_names",
+]

@@ -1,0 +1,18 @@
+"""The ``exact`` strategy: the joint objective over the lanes' pools, solved exactly.
+
+``AutoJointSelector`` picks the algorithm by pool size (a combinatorial branch and bound
+for small pools, branch and cut above; see its docstring); each selection records which
+algorithm produced it.
+"""
+
+from __future__ import annotations
+
+from junction.branch_and_cut import AutoJointSelector
+from junction.strategies.base import Strategy, selector_strategy
+
+__all__ = ["make_exact_strategy"]
+
+
+def make_exact_strategy() -> Strategy:
+    """A ready ``exact`` strategy ``(view, pool_limit) -> StrategyResult``."""
+    return selector_strategy(AutoJointSelector())

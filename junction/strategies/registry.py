@@ -1,0 +1,90 @@
+"""The strategy registry: name -> factory of a ready strategy.
+
+A factory is called once per worker process as ``factory(calibration_tasks=...)``;
+``calibration_tasks`` are tasks of a split the benchmark never evaluates (the caller
+builds them: the library holds no suite builders). Strategies that learn nothing ignore
+them; ``judge_admission`` calibrates its admission floor on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from junction.errors import UnknownNameError
+from junction.strategies.base import Strategy
+from junction.tasks import BenchmarkTask
+
+__all__ = [
+    "STRATEGY_FACTORIES",
+    "StrategyFactory",
+    "make_strategy",
+    "register_strategy",
+    "strategy_factory",
+    "strategy_names",
+]
+
+StrategyFactory = Callable[..., Strategy]
+"""``factory(calibration_tasks: Sequence[BenchmarkTask]) -> Strategy``."""
+
+STRATEGY_FACTORIES: dict[str, StrategyFactory] = {}
+
+
+def register_strategy(name: str, factory: StrategyFactory) -> None:
+    """Register a strategy factory (called once per worker; may load a model)."""
+    STRATEGY_FACTORIES[name] = factory
+
+
+def strategy_names() -> list[str]:
+    """Registered strategy names, sorted."""
+    return sorted(STRATEGY_FACTORIES)
+
+
+def strategy_factory(name: str) -> StrategyFactory:
+    """The registered factory for ``name``; ``UnknownNameError`` listing the valid names."""
+    try:
+        return STRATEGY_FACTORIES[name]
+    except KeyError:
+        raise UnknownNameError(
+            f"unknown strategy {name!r}; valid strategies: {', '.join(strategy_names())}"
+        ) from None
+
+
+def make_strategy(name: str, calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strategy:
+    """A ready strategy callable ``(view, pool_limit) -> StrategyResult``.
+
+    ``calibration_tasks``: see the module docstring (``judge_admission`` raises
+    ``AdmissionError`` without them unless built with a fixed floor). Raises
+    ``UnknownNameError`` listing the valid names.
+    """
+    return strategy_factory(name)(calibration_tasks=tuple(calibration_tasks))
+
+
+def _exact(calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strategy:
+    from junction.strategies.exact import make_exact_strategy
+
+    return make_exact_strategy()
+
+
+def _fixed_split(calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strategy:
+    from junction.strategies.splits import make_fixed_split_strategy
+
+    return make_fixed_split_strategy()
+
+
+def _adaptive_split(calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strategy:
+    from junction.strategies.splits import make_adaptive_split_strategy
+
+    return make_adaptive_split_strategy()
+
+
+def _judge_admission(calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strategy:
+    # Imported on first use: it loads a language model (once per worker process).
+    from junction.strategies.judge_admission import make_judge_admission_strategy
+
+    return make_judge_admission_strategy(calibration_tasks=calibration_tasks)
+
+
+register_strategy("exact", _exact)
+register_strategy("fixed_split", _fixed_split)
+register_strategy("adaptive_split", _adaptive_split)
+register_strategy("judge_admission", _judge_admission)

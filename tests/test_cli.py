@@ -1,0 +1,160 @@
+"""The README's commands, run as a user types them: the installed console script in a
+subprocess, with a temporary warehouse and reports folder (``JUNCTION_WAREHOUSE``,
+``JUNCTION_REPORTS``). Each test asserts the exit code and one fact of the output.
+
+``test_every_readme_command_has_a_test`` reads the README's command lines and fails when a
+command has no test here, so the README and this file stay in step.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.flow
+
+ROOT = Path(__file__).resolve().parent.parent
+JUNCTION = shutil.which("junction", path=str(Path(sys.executable).parent))
+
+# README command -> the test below that runs it (keys: sub-command, or "group sub-command")
+COVERED = {
+    "bench": "test_bench_thread_and_dask_give_identical_metrics",
+    "runs": "test_runs_lists_both_runs",
+    "report": "test_report_latest_rewrites_the_report",
+    "diff": "test_diff_latest_previous_and_by_commit",
+    "sql": "test_sql_csv",
+    "demo coupling": "test_demo_coupling_json",
+    "judge smoke": "test_judge_smoke",
+    "serve": "test_serve_without_a_server_is_one_line",
+}
+
+
+def _readme_commands() -> set[str]:
+    """Sub-commands of every ``junction`` command line in the README's code blocks."""
+    text = (ROOT / "README.md").read_text()
+    found = set()
+    for block in re.findall(r"```(?:bash)?\n(.*?)```", text, flags=re.S):
+        for line in block.splitlines():
+            m = re.search(r"(?:^|\s)(?:\.venv/bin/)?junction\s+([a-z]+)(?:\s+([a-z]+))?", line)
+            if m:
+                group, sub = m.group(1), m.group(2)
+                found.add(f"{group} {sub}" if group in ("demo", "judge") else group)
+    return found
+
+
+def test_every_readme_command_has_a_test():
+    commands = _readme_commands()
+    assert {"bench", "runs", "report", "diff", "sql"} <= commands  # the parser reads them
+    missing = sorted(commands - set(COVERED))
+    assert not missing, f"README commands without a test in tests/test_cli.py: {missing}"
+    for name in COVERED.values():
+        assert callable(globals().get(name)), name
+
+
+@pytest.fixture(scope="module")
+def cli_env(tmp_path_factory):
+    """Environment of a user's shell: temporary warehouse and reports, no Prefect server."""
+    if JUNCTION is None:
+        pytest.fail("the `junction` console script is not installed beside this Python")
+    base = tmp_path_factory.mktemp("cli")
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(JUNCTION_WAREHOUSE=str(base / "warehouse"), JUNCTION_REPORTS=str(base / "reports"),
+               COLUMNS="200")
+    return env
+
+
+def run(env, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``junction ARGS`` as typed in a shell (cwd: the checkout)."""
+    return subprocess.run([JUNCTION, *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _report_dir(out: str, env) -> Path:
+    m = re.search(r"^run (\S+): ", out, flags=re.M)
+    assert m, out
+    return Path(env["JUNCTION_REPORTS"]) / m.group(1)
+
+
+@pytest.fixture(scope="module")
+def two_runs(cli_env):
+    """A thread run, then a Dask run with two workers, of the same suites and seed."""
+    args = ("bench", "--suite", "synthetic", "--suite", "coupling")
+    thread = run(cli_env, *args)
+    dask = run(cli_env, *args, "--runner", "dask", "--workers", "2")
+    return thread, dask
+
+
+def test_bench_thread_and_dask_give_identical_metrics(two_runs, cli_env):
+    thread, dask = two_runs
+    assert thread.returncode == 0, thread.stderr[-3000:]
+    assert dask.returncode == 0, dask.stderr[-3000:]
+    assert "report: " in dask.stdout
+    a = (_report_dir(thread.stdout, cli_env) / "metrics.json").read_bytes()
+    b = (_report_dir(dask.stdout, cli_env) / "metrics.json").read_bytes()
+    assert a == b
+
+
+def test_runs_lists_both_runs(two_runs, cli_env):
+    result = run(cli_env, "runs")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("completed") == 2
+
+
+def test_report_latest_rewrites_the_report(two_runs, cli_env):
+    report_md = _report_dir(two_runs[1].stdout, cli_env) / "report.md"
+    report_md.unlink()
+    result = run(cli_env, "report", "latest")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"report: {report_md}"
+    assert report_md.exists()
+
+
+def test_diff_latest_previous_and_by_commit(two_runs, cli_env):
+    result = run(cli_env, "diff", "latest", "previous")
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^0 of [1-9]\d* metric rows changed", result.stdout, flags=re.M), \
+        result.stdout
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    by_commit = run(cli_env, "diff", commit[:7], "previous", "--format", "json")
+    assert by_commit.returncode == 0, by_commit.stderr
+    payload = json.loads(by_commit.stdout)
+    assert payload["after"] != payload["before"] and payload["rows"]
+
+
+def test_sql_csv(two_runs, cli_env):
+    result = run(cli_env, "sql", "select strategy, avg(success::int) from traces group by 1 "
+                 "order by 1", "--format", "csv")
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.reader(io.StringIO(result.stdout)))
+    assert [r[0] for r in rows[1:]] == ["adaptive_split", "exact", "fixed_split",
+                                        "judge_admission"]
+
+
+def test_demo_coupling_json(cli_env):
+    result = run(cli_env, "demo", "coupling", "--json")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["strategies"]["exact"]["verified"] is True
+
+
+@pytest.mark.model
+def test_judge_smoke(cli_env):
+    result = run(cli_env, "judge", "smoke", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["passed"] is True
+
+
+def test_serve_without_a_server_is_one_line(cli_env):
+    result = run(cli_env, "serve", "--cron", "0 3 * * *")
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "needs a Prefect server" in result.stderr
