@@ -17,17 +17,11 @@ import duckdb
 import markdown as markdown_lib
 import pyarrow as pa
 
-__all__ = ["ROUND_DIGITS", "SUMMARY_METRICS", "summarise", "write_report", "render_markdown"]
+from junction import metrics as catalog
+
+__all__ = ["ROUND_DIGITS", "summarise", "write_report", "render_markdown"]
 
 ROUND_DIGITS = 6
-
-SUMMARY_METRICS = (
-    "success_rate", "context_recall", "context_precision", "tool_recall", "tool_precision",
-    "pair_coverage", "budget_use", "tokens_used", "objective",
-    "context_lane_recall_at_5", "context_lane_ndcg_at_5", "context_lane_mrr",
-    "tool_lane_recall_at_5", "tool_lane_ndcg_at_5", "tool_lane_mrr",
-)
-
 
 
 def _round(value: Any) -> Any:
@@ -77,8 +71,9 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-_TABLE_COLUMNS = ("tasks", "success_rate", "context_recall", "tool_recall", "pair_coverage",
-                  "budget_use", "objective", "context_lane_ndcg_at_5", "tool_lane_ndcg_at_5")
+def _table_columns() -> tuple[str, ...]:
+    """The per-suite table's columns: task count, then the catalog's ``report_table`` metrics."""
+    return ("tasks", *(m.column for m in catalog.METRICS if m.report_table))
 
 
 def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
@@ -109,13 +104,14 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     by_suite: dict[str, list[dict[str, Any]]] = {}
     for row in summary:
         by_suite.setdefault(row["suite"], []).append(row)
+    columns = _table_columns()
     for suite in sorted(by_suite):
         lines.append(f"## {suite}")
         lines.append("")
-        lines.append("| strategy | budget scale | " + " | ".join(_TABLE_COLUMNS) + " |")
-        lines.append("|---|---|" + "---|" * len(_TABLE_COLUMNS))
+        lines.append("| strategy | budget scale | " + " | ".join(columns) + " |")
+        lines.append("|---|---|" + "---|" * len(columns))
         for row in by_suite[suite]:
-            cells = " | ".join(_fmt(row[c]) for c in _TABLE_COLUMNS)
+            cells = " | ".join(_fmt(row[c]) for c in columns)
             lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
         lines.append("")
     if plot_name:
