@@ -18,6 +18,7 @@ import markdown as markdown_lib
 import pyarrow as pa
 
 from junction import metrics as catalog
+from junction.params import report_params
 
 __all__ = ["ROUND_DIGITS", "summarise", "write_report", "render_markdown"]
 
@@ -171,7 +172,7 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
             "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}"
             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
             "</style></head><body>" + body + "</body></html>")
-    metrics = metrics_document(summary, _deterministic_params(run.get("params", {})), suites)
+    metrics = metrics_document(summary, report_params(run.get("params", {})), suites)
     files = {
         "metrics.json": json.dumps(metrics, sort_keys=True, indent=2, allow_nan=False) + "\n",
         "run.json": json.dumps(run, sort_keys=True, indent=2, allow_nan=False) + "\n",
@@ -188,12 +189,3 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
         paths["plot.png"] = plot_path
     return paths
 
-
-_VOLATILE_PARAMS = ("run_id", "output_root", "reports_root", "runner", "workers",
-                    "dask_address", "batch_size", "suite_files", "write_reports")
-
-
-def _deterministic_params(params: dict[str, Any]) -> dict[str, Any]:
-    """Params without what varies between equivalent runs (ids, paths, runner, batching:
-    units are evaluated independently, so batch size never changes a result)."""
-    return {k: v for k, v in params.items() if k not in _VOLATILE_PARAMS}
