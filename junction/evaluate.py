@@ -11,8 +11,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from junction.execution import execute, verify
 from junction import metrics as catalog
+from junction.execution import execute, verify
 from junction.metrics import (
     LaneRanking,
     lane_ranking_metrics,

@@ -89,6 +89,21 @@ _LANE_MEASURES = (
 )
 
 
+def _set_metrics(kind: Literal["context", "tool"]) -> tuple[Metric, Metric]:
+    """Recall and precision of the exposed ``kind`` resources against the gold ones."""
+    common = dict(unit=_FRACTION, value_type="float", direction="higher", aggregation="mean",
+                  source=_SET_SOURCE)
+    return (
+        Metric(f"{kind}_recall", f"{kind}_recall",
+               definition=f"|exposed ∩ gold| / |gold| over {kind}s",
+               undefined_when=f"the task has no gold {kind}", report_table=True, diff=True,
+               **common),
+        Metric(f"{kind}_precision", f"{kind}_precision",
+               definition=f"|exposed ∩ gold| / |exposed| over {kind}s",
+               undefined_when=f"no {kind} is exposed", **common),
+    )
+
+
 def _lane_metrics() -> tuple[Metric, ...]:
     return tuple(
         Metric(
@@ -109,24 +124,8 @@ METRICS: tuple[Metric, ...] = (
            undefined_when=None, unit="boolean", value_type="bool", direction="higher",
            aggregation="mean_of_bool", source="the suite's verifier (junction.execution)",
            report_table=True, diff=True),
-    Metric("context_recall", "context_recall",
-           definition="|exposed ∩ gold| / |gold| over contexts",
-           undefined_when="the task has no gold context", unit=_FRACTION, value_type="float",
-           direction="higher", aggregation="mean", source=_SET_SOURCE,
-           report_table=True, diff=True),
-    Metric("context_precision", "context_precision",
-           definition="|exposed ∩ gold| / |exposed| over contexts",
-           undefined_when="no context is exposed", unit=_FRACTION, value_type="float",
-           direction="higher", aggregation="mean", source=_SET_SOURCE),
-    Metric("tool_recall", "tool_recall",
-           definition="|exposed ∩ gold| / |gold| over tools",
-           undefined_when="the task has no gold tool", unit=_FRACTION, value_type="float",
-           direction="higher", aggregation="mean", source=_SET_SOURCE,
-           report_table=True, diff=True),
-    Metric("tool_precision", "tool_precision",
-           definition="|exposed ∩ gold| / |exposed| over tools",
-           undefined_when="no tool is exposed", unit=_FRACTION, value_type="float",
-           direction="higher", aggregation="mean", source=_SET_SOURCE),
+    *_set_metrics("context"),
+    *_set_metrics("tool"),
     Metric("pair_coverage", "pair_coverage",
            definition="every gold context and every gold tool are exposed together",
            undefined_when="the task has no gold context or no gold tool", unit="boolean",
