@@ -41,6 +41,7 @@ from junction_datasets.jsonl import load_suite_file
 from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError, UnknownNameError
 from junction.evaluate import evaluate_batch
+from junction.params import resume_params
 from junction.reports import write_report
 from junction.store import TraceStore, check_name
 from junction.strategies import make_strategy, strategy_factory
@@ -86,10 +87,9 @@ def new_run_id(now: datetime | None = None) -> str:
 
 
 def params_hash(params: dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of the run's deterministic parameters."""
-    keep = {k: v for k, v in params.items()
-            if k not in ("run_id", "runner", "workers", "dask_address", "reports_root")}
-    return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()
+    """SHA-256 of the canonical JSON of the parameters a resumed run must repeat
+    (``junction.params.resume_params``)."""
+    return hashlib.sha256(json.dumps(resume_params(params), sort_keys=True).encode()).hexdigest()
 
 
 def _git(*args: str) -> str | None:

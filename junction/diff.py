@@ -17,13 +17,12 @@ import numpy as np
 import pyarrow as pa
 from scipy import stats
 
+from junction import metrics as catalog
 from junction.errors import UnknownNameError
 from junction.store import TraceStore
 
-__all__ = ["DIFF_METRICS", "resolve_run", "diff_runs", "BOOTSTRAP_RESAMPLES"]
+__all__ = ["resolve_run", "diff_runs", "BOOTSTRAP_RESAMPLES"]
 
-DIFF_METRICS = ("success", "context_recall", "tool_recall", "pair_coverage", "budget_use",
-                "objective")
 BOOTSTRAP_RESAMPLES = 2000
 _KEYS = ("suite", "strategy", "budget_scale", "seed", "task_id")
 
@@ -67,9 +66,14 @@ def _ci(before: np.ndarray, after: np.ndarray) -> tuple[float | None, float | No
 
 
 def diff_runs(before: pa.Table, after: pa.Table,
-              metrics: Sequence[str] = DIFF_METRICS) -> list[dict[str, Any]]:
+              metrics: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Rows of {suite, strategy, budget_scale, metric, tasks, before, after, change,
-    ci_low, ci_high, significant}, sorted; metrics NULL in either run are skipped per task."""
+    ci_low, ci_high, significant}, sorted; metrics NULL in either run are skipped per task.
+
+    ``metrics``: trace columns to compare (default: the catalog's metrics marked ``diff``).
+    """
+    if metrics is None:
+        metrics = [m.name for m in catalog.METRICS if m.diff]
     con = duckdb.connect(":memory:")
     try:
         con.register("a", before)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from junction import metrics as catalog
 from junction.execution import execute, verify
 from junction.metrics import (
     LaneRanking,
@@ -110,8 +111,9 @@ def evaluate_batch(
     ranking = lane_ranking_metrics(lanes)
     records = []
     for i, row in enumerate(partial):
-        for lane, key in (("context_lane", f"{2 * i}:c"), ("tool_lane", f"{2 * i + 1}:t")):
-            for name, value in ranking[key].items():
-                row[f"{lane}_{name}"] = value
+        keys = {"context": f"{2 * i}:c", "tool": f"{2 * i + 1}:t"}
+        for m in catalog.METRICS:
+            if m.lane is not None:
+                row[m.name] = ranking[keys[m.lane]][m.measure]
         records.append(TaskTraceRecord(**row))
     return records, timings

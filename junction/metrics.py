@@ -1,25 +1,156 @@
-"""Per-task metrics: exposed-set recall/precision, pair coverage, budget use, lane ranking.
+"""The metric catalog, and the per-task formulas behind it.
+
+What a metric *is* (``Metric``: name, definition, unit, direction, aggregation, summary
+column, source) is kept apart from the code that computes it, as in ``ir_measures``
+(MacAvaney, Macdonald & Ounis, ECIR 2022). ``METRICS`` is the one list: the trace columns,
+the ``strategy_summary`` view's aggregates, the report's table, the diff's rows and the lane
+ranking metrics are all read from it.
 
 Set metrics follow the usual definitions: recall = |exposed ∩ gold| / |gold| (None when
 there is no gold), precision = |exposed ∩ gold| / |exposed| (None when nothing is exposed).
 Ranking metrics of the candidate lanes (recall@5, nDCG@5, MRR) are computed by
-``ir_measures`` (MacAvaney et al., ECIR 2022) with binary qrels (gold = relevance 1).
-Candidates are passed to it with score = -rank, so its tie handling cannot reorder a lane.
+``ir_measures`` with binary qrels (gold = relevance 1). Candidates are passed to it with
+score = -rank, so its tie handling cannot reorder a lane.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import ir_measures
-from ir_measures import RR, R, nDCG
 
-__all__ = ["set_recall", "set_precision", "pair_coverage", "LaneRanking", "lane_ranking_metrics",
-           "RANKING_MEASURES"]
+__all__ = ["Metric", "METRICS", "set_recall", "set_precision", "pair_coverage",
+           "LaneRanking", "lane_ranking_metrics"]
 
-RANKING_MEASURES = {"recall_at_5": R @ 5, "ndcg_at_5": nDCG @ 5, "mrr": RR}
-"""Column suffix -> ir_measures measure."""
+Direction = Literal["higher", "lower", "neither"]
+Aggregation = Literal["mean", "mean_of_bool"]
+ValueType = Literal["bool", "int", "float"]
+
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One per-task metric: what it means and how a strategy summary aggregates it.
+
+    - ``name``: the trace column (``TaskTraceRecord`` field) that holds the per-task value
+    - ``column``: the ``strategy_summary`` view column (and ``metrics.json`` key) of its mean
+    - ``definition``: one line; ``undefined_when``: when the per-task value is None (NULL),
+      or None if it is always defined
+    - ``unit``: unit and range of the per-task value; ``value_type``: bool, int or float
+    - ``direction``: ``"higher"`` or ``"lower"`` is better, or ``"neither"``
+    - ``aggregation``: ``"mean"`` (NULLs skipped) or ``"mean_of_bool"`` (true = 1, false = 0)
+    - ``source``: where the formula comes from
+    - ``lane`` and ``measure``: for a candidate lane's ranking metric, the lane and the
+      ``ir_measures`` measure name (``ir_measures.parse_measure`` reads it)
+    - ``report_table``/``diff``: shown in the report's per-suite table / the run diff
+
+    Raises ``ValueError`` when a name or column is not a lower-case identifier (they are
+    spliced into SQL) or a lane metric lacks its measure.
+    """
+
+    name: str
+    column: str
+    definition: str
+    undefined_when: str | None
+    unit: str
+    value_type: ValueType
+    direction: Direction
+    aggregation: Aggregation
+    source: str
+    lane: Literal["context", "tool"] | None = None
+    measure: str | None = None
+    report_table: bool = False
+    diff: bool = False
+
+    def __post_init__(self) -> None:
+        for field in ("name", "column"):
+            value = getattr(self, field)
+            if not _IDENTIFIER.fullmatch(value):
+                raise ValueError(f"metric {field} must be a lower-case identifier, got {value!r}")
+        if (self.lane is None) != (self.measure is None):
+            raise ValueError(f"metric {self.name!r}: lane and measure go together, "
+                             f"got lane={self.lane!r}, measure={self.measure!r}")
+
+
+_SET_SOURCE = ("set-based recall and precision (Manning, Raghavan & Schütze, Introduction "
+               "to Information Retrieval, 2008, §8.3)")
+_IR_MEASURES = "ir_measures {measure} (MacAvaney, Macdonald & Ounis, ECIR 2022), binary qrels"
+_FRACTION = "fraction, [0, 1]"
+
+# (column suffix, ir_measures measure, what it says, shown in the report's table)
+_LANE_MEASURES = (
+    ("recall_at_5", "R@5", "share of the gold ids found in the lane's first 5 candidates", False),
+    ("ndcg_at_5", "nDCG@5", "nDCG of the lane's first 5 candidates (binary gain)", True),
+    ("mrr", "RR", "1 / rank of the lane's first gold candidate (0 if none)", False),
+)
+
+
+def _set_metrics(kind: Literal["context", "tool"]) -> tuple[Metric, Metric]:
+    """Recall and precision of the exposed ``kind`` resources against the gold ones."""
+    common = dict(unit=_FRACTION, value_type="float", direction="higher", aggregation="mean",
+                  source=_SET_SOURCE)
+    return (
+        Metric(f"{kind}_recall", f"{kind}_recall",
+               definition=f"|exposed ∩ gold| / |gold| over {kind}s",
+               undefined_when=f"the task has no gold {kind}", report_table=True, diff=True,
+               **common),
+        Metric(f"{kind}_precision", f"{kind}_precision",
+               definition=f"|exposed ∩ gold| / |exposed| over {kind}s",
+               undefined_when=f"no {kind} is exposed", **common),
+    )
+
+
+def _lane_metrics() -> tuple[Metric, ...]:
+    return tuple(
+        Metric(
+            name=f"{lane}_lane_{suffix}", column=f"{lane}_lane_{suffix}",
+            definition=f"{lane} candidate lane, ranked best first: {what}",
+            undefined_when=f"the task has no gold {lane}",
+            unit=_FRACTION, value_type="float", direction="higher", aggregation="mean",
+            source=_IR_MEASURES.format(measure=measure), lane=lane, measure=measure,
+            report_table=shown,
+        )
+        for lane in ("context", "tool") for suffix, measure, what, shown in _LANE_MEASURES
+    )
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("success", "success_rate",
+           definition="the task's verifier accepted the outcome (toy calls, gold tools, ...)",
+           undefined_when=None, unit="boolean", value_type="bool", direction="higher",
+           aggregation="mean_of_bool", source="the suite's verifier (junction.execution)",
+           report_table=True, diff=True),
+    *_set_metrics("context"),
+    *_set_metrics("tool"),
+    Metric("pair_coverage", "pair_coverage",
+           definition="every gold context and every gold tool are exposed together",
+           undefined_when="the task has no gold context or no gold tool", unit="boolean",
+           value_type="bool", direction="higher", aggregation="mean_of_bool",
+           source="Junction (pair_coverage, this module)", report_table=True, diff=True),
+    Metric("budget_use", "budget_use",
+           definition="tokens_used / the task's token budget",
+           undefined_when="the task has no token budget (or a budget of 0)",
+           unit="fraction, >= 0 (<= 1 when the selection fits)", value_type="float",
+           direction="neither", aggregation="mean", source="Junction (junction.evaluate)",
+           report_table=True, diff=True),
+    Metric("tokens_used", "tokens_used",
+           definition="visible tokens of the exposed set: context + tool schema tokens",
+           undefined_when=None, unit="tokens, >= 0", value_type="int", direction="neither",
+           aggregation="mean", source="Junction (each resource's token_cost, junction.tokens)"),
+    Metric("objective", "objective",
+           definition="Σ u(r) over the exposed set + Σ [w(c,t) + w(t,c)] over its pairs",
+           undefined_when=None, unit="utility units, unbounded", value_type="float",
+           direction="higher", aggregation="mean",
+           source="the joint objective (DESIGN.md, junction.selection)",
+           report_table=True, diff=True),
+    *_lane_metrics(),
+)
+"""Every per-task metric, in trace-column order; ``strategy_summary`` keeps this order."""
+
 
 
 def set_recall(exposed: Iterable[str], gold: Iterable[str]) -> float | None:
@@ -61,12 +192,15 @@ class LaneRanking:
 
 
 def lane_ranking_metrics(lanes: Sequence[LaneRanking]) -> dict[str, dict[str, float | None]]:
-    """query_id -> {recall_at_5, ndcg_at_5, mrr}; all None for a query with no gold.
+    """query_id -> {measure name: value} for the catalog's lane measures (``R@5``, ``nDCG@5``,
+    ``RR``); all None for a query with no gold.
 
     Query ids must be unique. One ``ir_measures.iter_calc`` call for the whole batch.
     """
+    names = list(dict.fromkeys(m.measure for m in METRICS if m.measure is not None))
+    by_measure = {ir_measures.parse_measure(name): name for name in names}
     out: dict[str, dict[str, float | None]] = {
-        lane.query_id: {name: None for name in RANKING_MEASURES} for lane in lanes
+        lane.query_id: {name: None for name in names} for lane in lanes
     }
     qrels = [ir_measures.Qrel(lane.query_id, gid, 1) for lane in lanes for gid in lane.gold_ids]
     run = [
@@ -75,11 +209,10 @@ def lane_ranking_metrics(lanes: Sequence[LaneRanking]) -> dict[str, dict[str, fl
     ]
     if not qrels:
         return out
-    by_measure = {measure: name for name, measure in RANKING_MEASURES.items()}
-    for metric in ir_measures.iter_calc(list(RANKING_MEASURES.values()), qrels, run):
+    for metric in ir_measures.iter_calc(list(by_measure), qrels, run):
         out[metric.query_id][by_measure[metric.measure]] = float(metric.value)
     # a query with gold but no candidates at all scores 0 (ir_measures skips it)
     for lane in lanes:
         if lane.gold_ids and not lane.ranked_ids:
-            out[lane.query_id] = {name: 0.0 for name in RANKING_MEASURES}
+            out[lane.query_id] = {name: 0.0 for name in names}
     return out

@@ -17,17 +17,12 @@ import duckdb
 import markdown as markdown_lib
 import pyarrow as pa
 
-__all__ = ["ROUND_DIGITS", "SUMMARY_METRICS", "summarise", "write_report", "render_markdown"]
+from junction import metrics as catalog
+from junction.params import report_params
+
+__all__ = ["ROUND_DIGITS", "summarise", "write_report", "render_markdown"]
 
 ROUND_DIGITS = 6
-
-SUMMARY_METRICS = (
-    "success_rate", "context_recall", "context_precision", "tool_recall", "tool_precision",
-    "pair_coverage", "budget_use", "tokens_used", "objective",
-    "context_lane_recall_at_5", "context_lane_ndcg_at_5", "context_lane_mrr",
-    "tool_lane_recall_at_5", "tool_lane_ndcg_at_5", "tool_lane_mrr",
-)
-
 
 
 def _round(value: Any) -> Any:
@@ -77,8 +72,9 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-_TABLE_COLUMNS = ("tasks", "success_rate", "context_recall", "tool_recall", "pair_coverage",
-                  "budget_use", "objective", "context_lane_ndcg_at_5", "tool_lane_ndcg_at_5")
+def _table_columns() -> tuple[str, ...]:
+    """The per-suite table's columns: task count, then the catalog's ``report_table`` metrics."""
+    return ("tasks", *(m.column for m in catalog.METRICS if m.report_table))
 
 
 def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
@@ -109,13 +105,14 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     by_suite: dict[str, list[dict[str, Any]]] = {}
     for row in summary:
         by_suite.setdefault(row["suite"], []).append(row)
+    columns = _table_columns()
     for suite in sorted(by_suite):
         lines.append(f"## {suite}")
         lines.append("")
-        lines.append("| strategy | budget scale | " + " | ".join(_TABLE_COLUMNS) + " |")
-        lines.append("|---|---|" + "---|" * len(_TABLE_COLUMNS))
+        lines.append("| strategy | budget scale | " + " | ".join(columns) + " |")
+        lines.append("|---|---|" + "---|" * len(columns))
         for row in by_suite[suite]:
-            cells = " | ".join(_fmt(row[c]) for c in _TABLE_COLUMNS)
+            cells = " | ".join(_fmt(row[c]) for c in columns)
             lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
         lines.append("")
     if plot_name:
@@ -175,7 +172,7 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
             "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}"
             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
             "</style></head><body>" + body + "</body></html>")
-    metrics = metrics_document(summary, _deterministic_params(run.get("params", {})), suites)
+    metrics = metrics_document(summary, report_params(run.get("params", {})), suites)
     files = {
         "metrics.json": json.dumps(metrics, sort_keys=True, indent=2, allow_nan=False) + "\n",
         "run.json": json.dumps(run, sort_keys=True, indent=2, allow_nan=False) + "\n",
@@ -192,12 +189,3 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
         paths["plot.png"] = plot_path
     return paths
 
-
-_VOLATILE_PARAMS = ("run_id", "output_root", "reports_root", "runner", "workers",
-                    "dask_address", "batch_size", "suite_files", "write_reports")
-
-
-def _deterministic_params(params: dict[str, Any]) -> dict[str, Any]:
-    """Params without what varies between equivalent runs (ids, paths, runner, batching:
-    units are evaluated independently, so batch size never changes a result)."""
-    return {k: v for k, v in params.items() if k not in _VOLATILE_PARAMS}

@@ -9,6 +9,11 @@
 - a failure carries a reason, a success none;
 - every number is finite (``allow_inf_nan=False``), so the JSON form never holds NaN/inf.
 
+The metric fields (``success``, ``context_recall`` ... ``tool_lane_mrr``) are the columns of
+the metric catalog, ``junction.metrics.METRICS``, which says what each means; they are
+spelled out here so the record reads as its Parquet row does, and a test checks that the
+catalog, this record and ``TRACE_SCHEMA`` agree (names, types, which may be None).
+
 ``SCHEMA_VERSION`` is bumped whenever a field is added, renamed or changes meaning; the
 warehouse reads Parquet by column name, so files of older versions stay readable.
 Timings are kept out of the trace row (see ``timing_row``) so that the same inputs give

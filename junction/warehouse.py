@@ -1,5 +1,8 @@
 """The DuckDB warehouse: SQL views (``warehouse/views.sql``) over a ``TraceStore``.
 
+The ``strategy_summary`` view aggregates every metric of the catalog
+(``junction.metrics.METRICS``): its ``{metric_aggregates}`` placeholder is filled from it.
+
 The database file ``<root>/junction.duckdb`` (local roots only) holds the views, so any
 DuckDB client can query them. DuckDB admits one writer per file: ``refresh`` waits for the
 lock up to ``lock_timeout_s`` and then fails with a clear message; ``connect_reader`` never
@@ -14,6 +17,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from junction import metrics as catalog
 from junction.errors import JunctionError, TraceError
 from junction.store import TraceStore
 
@@ -36,9 +40,26 @@ def _statements(sql: str) -> list[str]:
     return out
 
 
+_AGGREGATES = {"mean": "avg({name})", "mean_of_bool": "avg(CAST({name} AS DOUBLE))"}
+"""SQL of each ``Metric.aggregation`` (DuckDB's avg skips NULLs)."""
+
+
+def _metric_aggregates() -> str:
+    """The ``strategy_summary`` select list of the catalog: ``avg(x) AS column, ...``."""
+    return ",\n       ".join(_AGGREGATES[m.aggregation].format(name=m.name) + f" AS {m.column}"
+                             for m in catalog.METRICS)
+
+
+def _view_statements() -> list[str]:
+    """The statements of ``warehouse/views.sql``, the catalog's aggregates in place."""
+    aggregates = _metric_aggregates()
+    return [statement.replace("{metric_aggregates}", aggregates)
+            for statement in _statements(VIEWS_SQL.read_text())]
+
+
 def view_statement(name: str) -> str:
     """The ``CREATE OR REPLACE VIEW <name>`` statement of ``warehouse/views.sql``."""
-    for statement in _statements(VIEWS_SQL.read_text()):
+    for statement in _view_statements():
         if statement.startswith(f"CREATE OR REPLACE VIEW {name} "):
             return statement
     raise WarehouseError(f"{VIEWS_SQL} defines no view {name!r}")
@@ -94,7 +115,7 @@ class Warehouse:
         }
         globs = self._globs()
         try:
-            for statement in _statements(VIEWS_SQL.read_text()):
+            for statement in _view_statements():
                 needs = [key for key in globs if "{" + key + "}" in statement]
                 if needs and not present[needs[0]]:
                     con.execute(_EMPTY_VIEWS[needs[0]])

@@ -1,5 +1,6 @@
 -- Junction warehouse views over the Parquet traces.
--- Placeholders {traces}, {timings} and {runs} are replaced by quoted file globs at refresh.
+-- Placeholders {traces}, {timings} and {runs} are replaced by quoted file globs at refresh;
+-- {metric_aggregates} by one aggregate per metric of the catalog (junction.metrics.METRICS).
 -- Files are read by column name (union_by_name), so a column added in a later schema
 -- version does not break older runs: it reads as NULL there.
 
@@ -19,21 +20,7 @@ FROM read_json({runs}, union_by_name = true, format = 'auto');
 -- One row per run, suite, strategy and budget scale: the report's table.
 CREATE OR REPLACE VIEW strategy_summary AS
 SELECT run_id, suite, strategy, budget_scale,
-       count(*)                                   AS tasks,
-       avg(CAST(success AS DOUBLE))               AS success_rate,
-       avg(context_recall)                        AS context_recall,
-       avg(context_precision)                     AS context_precision,
-       avg(tool_recall)                           AS tool_recall,
-       avg(tool_precision)                        AS tool_precision,
-       avg(CAST(pair_coverage AS DOUBLE))         AS pair_coverage,
-       avg(budget_use)                            AS budget_use,
-       avg(tokens_used)                           AS tokens_used,
-       avg(objective)                             AS objective,
-       avg(context_lane_recall_at_5)              AS context_lane_recall_at_5,
-       avg(context_lane_ndcg_at_5)                AS context_lane_ndcg_at_5,
-       avg(context_lane_mrr)                      AS context_lane_mrr,
-       avg(tool_lane_recall_at_5)                 AS tool_lane_recall_at_5,
-       avg(tool_lane_ndcg_at_5)                   AS tool_lane_ndcg_at_5,
-       avg(tool_lane_mrr)                         AS tool_lane_mrr
+       count(*) AS tasks,
+       {metric_aggregates}
 FROM traces
 GROUP BY run_id, suite, strategy, budget_scale;

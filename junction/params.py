@@ -1,0 +1,54 @@
+"""Run parameters that do not change results: the one list, for the params hash and the report.
+
+A benchmark run's parameters (``flows.benchmark.benchmark``) are of three kinds:
+
+- parameters that change results: suites, strategies, seeds, budget scales, size, full,
+  suite files (they name the input files);
+- ``RESULT_NEUTRAL_PARAMS``: they change no trace row (ids, paths, the runner, batching);
+- of those, ``UNIT_LAYOUT_PARAMS`` still decide which unit files a run writes, so a resumed
+  run must keep them.
+
+``resume_params`` is what ``params_hash`` hashes (a resumed run must match it);
+``report_params`` is what ``metrics.json`` records (byte-identical for the same inputs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["RESULT_NEUTRAL_PARAMS", "UNIT_LAYOUT_PARAMS", "MACHINE_PATH_PARAMS",
+           "resume_params", "report_params"]
+
+RESULT_NEUTRAL_PARAMS: dict[str, str] = {
+    "run_id": "names the run",
+    "output_root": "where traces are written",
+    "reports_root": "where reports are written",
+    "write_reports": "whether a report is written",
+    "runner": "thread pool or Dask",
+    "workers": "how many workers run units",
+    "dask_address": "which Dask scheduler runs units",
+    "batch_size": "tasks per work unit: every task is evaluated on its own",
+}
+"""Parameter name -> why no trace row depends on it."""
+
+UNIT_LAYOUT_PARAMS = ("batch_size",)
+"""Result-neutral, but they name a run's unit files (``seed0-scale1-000000-000100``): a run
+resumed with another batch size would not find its finished units, run them again under new
+names and duplicate their rows. ``params_hash`` keeps them."""
+
+MACHINE_PATH_PARAMS = ("suite_files",)
+"""Change results, but as paths on one machine: the report names each file suite (suite name,
+file name, tasks) in its ``suites`` section instead, so metrics.json leaves them out."""
+
+
+def resume_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters a resumed run must repeat: all but the result-neutral ones, except the
+    unit layout."""
+    return {k: v for k, v in params.items()
+            if k not in RESULT_NEUTRAL_PARAMS or k in UNIT_LAYOUT_PARAMS}
+
+
+def report_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters ``metrics.json`` records: neither result-neutral nor machine paths."""
+    return {k: v for k, v in params.items()
+            if k not in RESULT_NEUTRAL_PARAMS and k not in MACHINE_PATH_PARAMS}

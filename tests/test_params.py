@@ -1,0 +1,54 @@
+"""The one list of parameters that do not change results, in the params hash and the report."""
+
+from __future__ import annotations
+
+import inspect
+
+from junction.params import (
+    MACHINE_PATH_PARAMS,
+    RESULT_NEUTRAL_PARAMS,
+    UNIT_LAYOUT_PARAMS,
+    report_params,
+    resume_params,
+)
+
+# what the flow records (flows.benchmark.benchmark's ``params``), as for a CLI run
+PARAMS = {
+    "suites": ["coupling"], "strategies": ["exact"], "seeds": [0], "budget_scales": [1.0],
+    "size": None, "full": False, "batch_size": 100, "output_root": "/wh",
+    "reports_root": "/rep", "runner": "thread", "workers": None, "dask_address": None,
+    "suite_files": ["/data/a.jsonl"],
+}
+RESULT_CHANGING = {"suites", "strategies", "seeds", "budget_scales", "size", "full",
+                   "suite_files"}
+
+
+def test_report_keeps_exactly_the_result_changing_parameters_but_paths():
+    # the keys metrics.json has always recorded
+    assert sorted(report_params(PARAMS)) == ["budget_scales", "full", "seeds", "size",
+                                             "strategies", "suites"]
+
+
+def test_a_resumed_run_repeats_the_result_changing_parameters_and_the_unit_layout():
+    assert sorted(resume_params(PARAMS)) == ["batch_size", "budget_scales", "full", "seeds",
+                                             "size", "strategies", "suite_files", "suites"]
+
+
+def test_every_flow_parameter_is_classified():
+    from flows.benchmark import benchmark
+
+    names = set(inspect.signature(benchmark.fn).parameters)
+    assert names == RESULT_CHANGING | set(RESULT_NEUTRAL_PARAMS)
+    assert set(UNIT_LAYOUT_PARAMS) <= set(RESULT_NEUTRAL_PARAMS)
+    assert set(MACHINE_PATH_PARAMS) <= RESULT_CHANGING
+
+
+def test_params_hash_ignores_where_and_how_but_not_batch_size():
+    from flows.benchmark import params_hash
+
+    same = params_hash(PARAMS)
+    for change in ({"run_id": "x"}, {"output_root": "/elsewhere"}, {"runner": "dask"},
+                   {"workers": 8}, {"reports_root": "/r2"}):
+        assert params_hash({**PARAMS, **change}) == same, change
+    for change in ({"batch_size": 5}, {"seeds": [1]}, {"suite_files": ["/data/b.jsonl"]}):
+        assert params_hash({**PARAMS, **change}) != same, change
