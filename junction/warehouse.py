@@ -1,4 +1,4 @@
-"""The DuckDB warehouse: SQL views (``warehouse/views.sql``) over a ``TraceStore``.
+"""The DuckDB warehouse: SQL views (``junction/views.sql``) over a ``TraceStore``.
 
 The ``strategy_summary`` view aggregates every metric of the catalog
 (``junction.metrics.METRICS``): its ``{metric_aggregates}`` placeholder is filled from it.
@@ -11,6 +11,7 @@ blocks: it builds the same views in an in-memory database, whoever holds the fil
 
 from __future__ import annotations
 
+import importlib.resources
 import time
 from pathlib import Path
 
@@ -23,7 +24,8 @@ from junction.store import TraceStore
 
 __all__ = ["Warehouse", "WarehouseError", "VIEWS_SQL", "view_statement"]
 
-VIEWS_SQL = Path(__file__).resolve().parent.parent / "warehouse" / "views.sql"
+VIEWS_SQL = importlib.resources.files("junction") / "views.sql"
+"""The view definitions, shipped inside the package (so a non-editable install has them)."""
 
 
 class WarehouseError(JunctionError):
@@ -51,14 +53,14 @@ def _metric_aggregates() -> str:
 
 
 def _view_statements() -> list[str]:
-    """The statements of ``warehouse/views.sql``, the catalog's aggregates in place."""
+    """The statements of ``junction/views.sql``, the catalog's aggregates in place."""
     aggregates = _metric_aggregates()
     return [statement.replace("{metric_aggregates}", aggregates)
             for statement in _statements(VIEWS_SQL.read_text())]
 
 
 def view_statement(name: str) -> str:
-    """The ``CREATE OR REPLACE VIEW <name>`` statement of ``warehouse/views.sql``."""
+    """The ``CREATE OR REPLACE VIEW <name>`` statement of ``junction/views.sql``."""
     for statement in _view_statements():
         if statement.startswith(f"CREATE OR REPLACE VIEW {name} "):
             return statement

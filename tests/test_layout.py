@@ -1,0 +1,163 @@
+"""The layout's promises: a pure library, no import cycles, a package that installs.
+
+- nothing under ``junction/`` imports ``prefect``, ``flows`` or the suite builders
+  (``junction_datasets``), at module level or inside a function, and importing every module
+  leaves ``prefect`` out of ``sys.modules``;
+- no two modules under ``junction/`` import each other, directly or around a cycle;
+- a non-editable install (a wheel, installed outside the checkout) runs
+  ``junction demo coupling --json``, ``junction bench --suite coupling`` and
+  ``junction sql``, and installs no top-level package named ``datasets``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LIBRARY = ROOT / "junction"
+FORBIDDEN = ("prefect", "flows", "junction_datasets", "datasets", "typer")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    """Every module an import statement in ``path`` names (absolute), with its line."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                name = _module_name(path)
+                package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(p for p in (*parent, base) if p)
+            found.append((base, node.lineno))
+            # `from junction.x import y` may name the submodule junction.x.y
+            found += [(f"{base}.{alias.name}", node.lineno) for alias in node.names]
+    return found
+
+
+LIBRARY_FILES = sorted(LIBRARY.rglob("*.py"))
+MODULES = {_module_name(p): p for p in LIBRARY_FILES}
+
+
+@pytest.mark.parametrize("path", LIBRARY_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_library_module_imports_no_edge_package(path):
+    bad = [f"line {line}: {name}" for name, line in _imports(path)
+           if name.split(".")[0] in FORBIDDEN]
+    assert not bad, f"{path.relative_to(ROOT)} imports the edge: {bad}"
+
+
+def test_importing_every_library_module_leaves_prefect_out():
+    code = ("import importlib, json, sys\n"
+            f"names = {sorted(MODULES)!r}\n"
+            "for n in names: importlib.import_module(n)\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+            f"{FORBIDDEN!r})))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout) == []
+
+
+def test_no_import_cycles_in_the_library():
+    graph = {name: sorted({imp for imp, _ in _imports(path) if imp in MODULES and imp != name})
+             for name, path in MODULES.items()}
+    # a package's __init__ re-exports its submodules; a submodule importing a sibling through
+    # the package is an edge to the package, which is what a cycle through __init__ needs
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in graph[node]:
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name)
+    assert not cycles, " ; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_import_check_sees_a_lazy_import(tmp_path):
+    module = tmp_path / "x.py"
+    module.write_text("def f():\n    from prefect import flow\n    import flows.cli\n")
+    assert {"prefect", "flows.cli"} <= {name for name, _ in _imports(module)}
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """The project built as a wheel and installed (no deps) into a folder outside the
+    checkout; returns (wheel path, install folder, environment for running it)."""
+    base = tmp_path_factory.mktemp("install")
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(base / "dist"), str(ROOT)], capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr[-2000:]
+    wheel = next((base / "dist").glob("junction-*.whl"))
+    target = base / "site"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
+         str(wheel)], capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stderr[-2000:]
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PREFECT_API_URL", "PREFECT_HOME", "JUNCTION_WAREHOUSE",
+                        "JUNCTION_REPORTS", "JUNCTION_STATE_DIR")}
+    env["PYTHONPATH"] = str(target)  # ahead of the checkout's editable install
+    work = base / "work"
+    work.mkdir()
+    return wheel, target, env, work
+
+
+def _junction(installed, *args):
+    _, target, env, work = installed
+    code = ("import sys, junction, flows.cli\n"
+            f"assert junction.__file__.startswith({str(target)!r}), junction.__file__\n"
+            "sys.argv = ['junction', *sys.argv[1:]]\n"
+            "flows.cli.main()\n")
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_the_wheel_installs_no_datasets_package(installed):
+    wheel = installed[0]
+    with zipfile.ZipFile(wheel) as zf:
+        top = {name.split("/")[0] for name in zf.namelist() if "dist-info" not in name}
+    assert top == {"junction", "flows", "junction_datasets"}
+    assert "junction/views.sql" in zipfile.ZipFile(wheel).namelist()
+
+
+@pytest.mark.flow
+def test_the_installed_package_runs_demo_bench_and_sql(installed):
+    demo = _junction(installed, "demo", "coupling", "--json")
+    assert demo.returncode == 0, demo.stderr[-2000:]
+    assert json.loads(demo.stdout)["strategies"]["exact"]["verified"] is True
+    bench = _junction(installed, "bench", "--suite", "coupling", "--strategy", "exact")
+    assert bench.returncode == 0, bench.stderr[-2000:]
+    work = installed[3]
+    assert (work / "warehouse" / "junction.duckdb").is_file()  # the working folder's
+    sql = _junction(installed, "sql", "select 1 as one, count(*) as n from traces",
+                    "--format", "json")
+    assert sql.returncode == 0, sql.stderr[-2000:]
+    assert json.loads(sql.stdout) == [{"n": 1, "one": 1}]
