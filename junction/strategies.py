@@ -19,9 +19,14 @@ from junction.candidates import (
     normalise_scores,
 )
 from junction.errors import UnknownNameError
-from junction.selection import JointProblem, Selection, Selector
-from junction.branch_and_cut import AutoJointSelector
-from junction.selectors import AdaptiveSplitBaseline, FixedSplitBaseline
+from junction.select import (
+    AdaptiveSplitBaseline,
+    AutoJointSelector,
+    FixedSplitBaseline,
+    JointProblem,
+    Selection,
+    Selector,
+)
 from junction.tasks import RouterView
 
 __all__ = [

@@ -12,7 +12,7 @@ import pytest
 from junction.errors import JunctionError, TraceError, UnknownNameError
 from junction.store import TraceStore
 from junction.strategies import STRATEGY_FACTORIES, register_strategy, run_selector
-from junction.selectors import ExactJointSelector
+from junction.select import EnumerationJointSelector
 from junction.warehouse import Warehouse, WarehouseError
 
 pytestmark = pytest.mark.flow
@@ -22,7 +22,7 @@ FAIL = {"on": False}
 
 
 def _failing_factory():
-    selector = ExactJointSelector(name="flaky")
+    selector = EnumerationJointSelector()
 
     def strategy(view, pool_limit):
         if FAIL["on"] and view.task_id.endswith("00007"):

@@ -39,7 +39,7 @@ from junction.judge.cache import ScoreCache, cached_scores
 from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
 from junction.judge.model import JudgeConfig, load_judge, state_dir
 from junction.judge.smoke import run_smoke
-from junction.selection import make_selection
+from junction.select.problem import make_selection
 from junction.strategies import StrategyResult, candidate_pools, joint_problem
 from junction.tasks import RouterView
 
