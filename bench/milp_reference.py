@@ -61,9 +61,9 @@ from junction.select.exact.kernel import (
     DEFAULT_TIME_LIMIT_S,
     Model,
     Reduced,
+    ReducingSelector,
     cycle_cuts,
     local_search,
-    reduce,
 )
 from junction.select.problem import (
     OBJECTIVE_TOLERANCE,
@@ -441,7 +441,7 @@ class _Search:
                 last = low
 
 
-class MilpJointSelector:
+class MilpJointSelector(ReducingSelector):
     """Exact maximiser of the joint objective with HiGHS (``highspy``).
 
     Same objective, budget limits (tokens, tool count, latency ms, cost USD), size cap and
@@ -476,15 +476,10 @@ class MilpJointSelector:
         self.tie_enumeration_cap = tie_enumeration_cap
         self.cycle_cut_min_candidates = cycle_cut_min_candidates
 
-    def select(self, problem: JointProblem) -> Selection:
-        """Return the optimal ``Selection`` (the empty set when nothing fits or pays).
-
-        ``subsets_examined`` holds the HiGHS branch-and-bound nodes of all passes;
-        ``gap`` is HiGHS's relative gap of pass 1; ``solve_time_ms`` is wall time.
-        """
-        start = time.perf_counter()
-        max_size = self.max_size if self.max_size is not None else problem.max_size
-        red = reduce(problem, max_size)
+    def select_reduced(self, problem: JointProblem, red: Reduced, max_size: int | None,
+                       start: float) -> Selection:
+        """``subsets_examined`` holds the HiGHS branch-and-bound nodes of all passes;
+        ``gap`` is HiGHS's relative gap of pass 1; ``solve_time_ms`` is wall time."""
         status, gap, nodes = "optimal", 0.0, 0
         chosen: tuple[int, ...] = ()
         if red.items:

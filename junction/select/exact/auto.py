@@ -7,11 +7,9 @@ bench/exact_crossover.py (figures in bench/README.md).
 
 from __future__ import annotations
 
-import time
-
 from junction.select.exact.bnb import COMBINATORIAL_MAX, CombinatorialJointSelector
 from junction.select.exact.bnc import BranchAndCutJointSelector
-from junction.select.exact.kernel import DEFAULT_TIME_LIMIT_S, reduce
+from junction.select.exact.kernel import DEFAULT_TIME_LIMIT_S, Reduced, ReducingSelector
 from junction.select.problem import JointProblem, Selection
 
 __all__ = ["AUTO_COMBINATORIAL_MAX", "AutoJointSelector"]
@@ -21,7 +19,7 @@ AUTO_COMBINATORIAL_MAX = 32
 candidates (after removing those that cannot be selected) and branch and cut above it."""
 
 
-class AutoJointSelector:
+class AutoJointSelector(ReducingSelector):
     """Exact joint selection by whichever exact search is cheaper for the pool's size.
 
     Runs ``CombinatorialJointSelector`` (combinatorial branch and bound, no LP) when at
@@ -52,10 +50,8 @@ class AutoJointSelector:
         self.small = CombinatorialJointSelector(max_size=max_size)
         self.solver = BranchAndCutJointSelector(max_size=max_size, time_limit_s=time_limit_s)
 
-    def select(self, problem: JointProblem) -> Selection:
+    def select_reduced(self, problem: JointProblem, red: Reduced, max_size: int | None,
+                       start: float) -> Selection:
         """The optimal ``Selection``; see the class docstring for which search runs."""
-        start = time.perf_counter()
-        max_size = self.max_size if self.max_size is not None else problem.max_size
-        red = reduce(problem, max_size)
         search = self.solver if len(red.items) > self.combinatorial_max else self.small
         return search.select_reduced(problem, red, max_size, start)

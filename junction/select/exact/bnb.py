@@ -54,7 +54,7 @@ import math
 import time
 
 from junction.errors import SelectionError
-from junction.select.exact.kernel import Reduced, reduce
+from junction.select.exact.kernel import Reduced, ReducingSelector
 from junction.select.problem import (
     OBJECTIVE_TOLERANCE,
     FloatBand,
@@ -262,7 +262,7 @@ class _Search:
                    key=lambda s: s[1])[2]
 
 
-class CombinatorialJointSelector:
+class CombinatorialJointSelector(ReducingSelector):
     """Exact maximiser of the joint objective by combinatorial branch and bound.
 
     Same objective, limits (tokens, tool count, latency ms, cost USD), size cap and tie
@@ -281,16 +281,8 @@ class CombinatorialJointSelector:
         check_selector_options(max_size=max_size)
         self.max_size = max_size
 
-    def select(self, problem: JointProblem) -> Selection:
-        """Return the optimal ``Selection`` (the empty set when nothing fits or pays)."""
-        start = time.perf_counter()
-        max_size = self.max_size if self.max_size is not None else problem.max_size
-        return self.select_reduced(problem, reduce(problem, max_size), max_size, start)
-
     def select_reduced(self, problem: JointProblem, red: Reduced, max_size: int | None,
                        start: float) -> Selection:
-        """``select`` once ``red = reduce(problem, max_size)`` is known (``start``: the
-        ``time.perf_counter()`` the solve time counts from)."""
         if len(red.items) > COMBINATORIAL_MAX:
             raise SelectionError(
                 f"CombinatorialJointSelector searches at most {COMBINATORIAL_MAX} candidates "

@@ -64,9 +64,9 @@ from junction.select.exact.kernel import (
     BudgetArrays,
     Model,
     Reduced,
+    ReducingSelector,
     cycle_cuts,
     local_search,
-    reduce,
 )
 from junction.select.problem import (
     OBJECTIVE_TOLERANCE,
@@ -510,7 +510,7 @@ class _Tree:
         stack.extend([down, up] if xi >= 0.5 else [up, down])
 
 
-class BranchAndCutJointSelector:
+class BranchAndCutJointSelector(ReducingSelector):
     """Exact maximiser of the joint objective by branch and cut (see the module docstring).
 
     Same objective, limits (tokens, tool count, latency ms, cost USD), size cap and tie
@@ -532,15 +532,8 @@ class BranchAndCutJointSelector:
         self.time_limit_s = time_limit_s
         self.root_cut_min_candidates = root_cut_min_candidates
 
-    def select(self, problem: JointProblem) -> Selection:
-        start = time.perf_counter()
-        max_size = self.max_size if self.max_size is not None else problem.max_size
-        return self.select_reduced(problem, reduce(problem, max_size), max_size, start)
-
     def select_reduced(self, problem: JointProblem, red: Reduced, max_size: int | None,
                        start: float) -> Selection:
-        """``select`` once ``red = reduce(problem, max_size)`` is known (``start``: the
-        ``time.perf_counter()`` the time limit and solve time count from)."""
         chosen: tuple[int, ...] = ()
         status, gap, nodes = "optimal", 0.0, 0
         if red.items:

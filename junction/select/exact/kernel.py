@@ -44,6 +44,7 @@ of that gap (figures in bench/README.md).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -56,6 +57,7 @@ from junction.resources import ContextResource, ToolResource
 from junction.select.exact.highs import NO_HEURISTICS, MipResult, highs_milp, rows_to_csr
 from junction.select.problem import (
     JointProblem,
+    Selection,
     exceeded_limit,
     objective_terms,
     tie_break_key,
@@ -67,6 +69,7 @@ __all__ = [
     "BudgetArrays",
     "Model",
     "Reduced",
+    "ReducingSelector",
     "cycle_cuts",
     "local_search",
     "reduce",
@@ -164,6 +167,30 @@ def reduce(problem: JointProblem, max_size: int | None) -> Reduced:
         if w != 0 and c in index and t in index
     )
     return Reduced(items, len(contexts), pairs, [problem.u(r.id) for r in items])
+
+
+class ReducingSelector:
+    """Base of the exact selectors that start from ``reduce``.
+
+    ``select`` reduces the problem under the size cap in force (the selector's
+    ``max_size`` when given, else the problem's) and hands it to ``select_reduced``, which
+    a subclass defines; ``AutoJointSelector`` calls ``select_reduced`` directly so the
+    reduction runs once."""
+
+    name: str
+    max_size: int | None
+
+    def select(self, problem: JointProblem) -> Selection:
+        """Return the optimal ``Selection`` (the empty set when nothing fits or pays)."""
+        start = time.perf_counter()
+        max_size = self.max_size if self.max_size is not None else problem.max_size
+        return self.select_reduced(problem, reduce(problem, max_size), max_size, start)
+
+    def select_reduced(self, problem: JointProblem, red: Reduced, max_size: int | None,
+                       start: float) -> Selection:
+        """``select`` once ``red = reduce(problem, max_size)`` is known (``start``: the
+        ``time.perf_counter()`` the time limit and solve time count from)."""
+        raise NotImplementedError
 
 
 @dataclass
