@@ -8,15 +8,27 @@ of a random subset of the tools (so running sums and ``math.fsum`` disagree near
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from junction.budget import Budget
 from junction.resources import ContextResource, ToolResource
+from junction.select import (
+    AdaptiveSplitBaseline,
+    CombinatorialJointSelector,
+    EnumerationJointSelector,
+    FixedSplitBaseline,
+)
 from junction.select.exact.kernel import BudgetArrays, Reduced
 from junction.select.problem import FloatBand, exceeded_limit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from exact_solver import random_problem  # noqa: E402
 
 
 @st.composite
@@ -25,7 +37,8 @@ def instances(draw):
     n_tools = draw(st.integers(0, 9))
     contexts = [ContextResource(id=f"c{i}", content="", token_cost=draw(st.integers(0, 30)))
                 for i in range(n_ctx)]
-    tools = [ToolResource(id=f"t{j}", description="", schema_token_cost=draw(st.integers(0, 30)),
+    tools = [ToolResource(id=f"t{j}", description="",
+                          schema_token_cost=draw(st.integers(0, 30)),
                           estimated_latency_ms=draw(st.integers(0, 30)) / 10,
                           estimated_cost_usd=draw(st.integers(0, 30)) / 1000)
              for j in range(n_tools)]
@@ -89,5 +102,29 @@ def test_fsum_is_the_rule_not_the_running_sum() -> None:
     assert budget.check([], tools).fits
     assert exceeded_limit(budget, tools) is None
     red = Reduced(list(tools), 0, [], [0.0] * 3)
-    assert BudgetArrays.of(red, budget, None).fits(np.ones((1, 3), dtype=bool)).tolist() == [True]
+    all_three = np.ones((1, 3), dtype=bool)
+    assert BudgetArrays.of(red, budget, None).fits(all_three).tolist() == [True]
     assert FloatBand.of(budget, tools).decide(0.1 + 0.2 + 0.3, 0.0) is None  # ask the check
+
+
+@pytest.mark.parametrize("selector", [EnumerationJointSelector(), CombinatorialJointSelector(),
+                                      FixedSplitBaseline(), AdaptiveSplitBaseline()],
+                         ids=lambda s: s.name)
+@pytest.mark.parametrize("seed", range(5))
+def test_everything_fits_when_every_limit_is_the_pools_total(selector, seed) -> None:
+    # tightness 1.0: each limit is the pool's total rounded to its grid, so sets sit within
+    # 1 ulp of it (seed 1: 4582.9 ms, which math.fsum gives exactly and a running sum
+    # overshoots, 4582.900000000001). With running sums the baselines once returned sets
+    # that Budget.check rejects (seed 4) and the exact selectors left a tool out (seed 1).
+    problem = random_problem(12, seed, tightness=1.0)
+    got = selector.select(problem)
+    by_id = {r.id: r for r in (*problem.contexts, *problem.tools)}
+    assert problem.budget.check([by_id[i] for i in got.context_ids],
+                                [by_id[i] for i in got.tool_ids]).fits
+
+
+def test_a_set_exactly_at_its_limits_is_selected() -> None:
+    # seed 1 at tightness 1.0: all six tools sum to the limits exactly (math.fsum), so the
+    # optimum keeps every tool; a running sum (4582.900000000001 ms) would drop one
+    problem = random_problem(12, 1, tightness=1.0)
+    assert len(EnumerationJointSelector().select(problem).tool_ids) == len(problem.tools) == 6

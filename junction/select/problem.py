@@ -1,7 +1,6 @@
 """The joint objective, selection problems, the ``Selection`` record and feasibility.
 
-For a subset S = C ∪ T (contexts C, tools T) that fits the budget (the objective of the
-project's design card):
+For a subset S = C ∪ T (contexts C, tools T) that fits the budget:
 
     objective(S) = Σ_{r∈S} u(r) + Σ_{c∈C, t∈T} [w(c,t) + w(t,c)]
 
