@@ -5,7 +5,7 @@ Where ``AutoJointSelector`` switches from the combinatorial search to the branch
 (``COMBINATORIAL_MAX``) come from this script. Prints, side by side in one run, for
 n = 12..48 candidates at budget tightness 0.4 and 1.0
 (``random_problem`` of bench/exact_solver.py, seeds 0..K-1): the median over instances of
-each selector's best-of-R wall time for ``ExactJointSelector`` (enumeration, n <= 20 only),
+each selector's best-of-R wall time for ``EnumerationJointSelector`` (enumeration, n <= 20 only),
 ``BranchAndCutJointSelector(time_limit_s=None)`` and ``CombinatorialJointSelector``; their
 ratios; median / max search nodes (combinatorial: sets extended; branch and cut: LP nodes);
 and whether every selector chose the same ``Selection`` (solver bookkeeping fields aside).
@@ -28,9 +28,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from exact_solver import SOLVER_FIELDS, random_problem  # noqa: E402
-from junction.branch_and_cut import BranchAndCutJointSelector  # noqa: E402
-from junction.combinatorial import CombinatorialJointSelector  # noqa: E402
-from junction.selectors import ExactJointSelector  # noqa: E402
+from junction.select import (  # noqa: E402
+    BranchAndCutJointSelector,
+    CombinatorialJointSelector,
+    EnumerationJointSelector,
+)
 
 ENUMERATION_MAX = 20
 
@@ -48,7 +50,7 @@ def row(n: int, tightness: float, instances: int, repeats: int) -> dict:
     selectors = {"bc": lambda: BranchAndCutJointSelector(time_limit_s=None),
                  "comb": CombinatorialJointSelector}
     if n <= ENUMERATION_MAX:
-        selectors = {"enum": ExactJointSelector, **selectors}
+        selectors = {"enum": EnumerationJointSelector, **selectors}
     times = {k: [] for k in selectors}
     nodes = {k: [] for k in ("bc", "comb")}
     same = True

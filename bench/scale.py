@@ -1,7 +1,7 @@
 """Scale-out: the same CPU-bound benchmark grid on a Dask cluster of 1 and of 2 workers.
 
 The grid: 200 synthetic tasks with 8 contexts + 8 tools each, solved by the enumerating
-reference selector (``ExactJointSelector``: pure Python, one thread, up to 2^16 subsets
+reference selector (``EnumerationJointSelector``: pure Python, one thread, up to 2^16 subsets
 per task). HiGHS, behind the ``exact`` strategy, runs threads of its own (user time 1.3×
 wall time measured here), so it would measure HiGHS's threading, not the runner's.
 The reference selector is registered as strategy ``exact_enumeration`` in this process
@@ -37,11 +37,11 @@ STRATEGY = "exact_enumeration"
 
 def register_enumeration() -> str:
     """Register the reference selector as a strategy (run here and on every worker)."""
-    from junction.selectors import ExactJointSelector
+    from junction.select import EnumerationJointSelector
     from junction.strategies import register_strategy, selector_strategy
 
     def factory(calibration_tasks=()):
-        return selector_strategy(ExactJointSelector(name=STRATEGY))
+        return selector_strategy(EnumerationJointSelector())
 
     register_strategy(STRATEGY, factory)
     import flows.benchmark  # noqa: F401 - import everything a unit needs

@@ -1,8 +1,6 @@
 """Junction: joint selection of context documents and tools under one visible budget."""
 
-from junction.branch_and_cut import AutoJointSelector, BranchAndCutJointSelector
 from junction.budget import Budget, BudgetCheck, BudgetUsage
-from junction.combinatorial import CombinatorialJointSelector
 from junction.candidates import (
     Candidate,
     LexicalContextCandidateGenerator,
@@ -10,10 +8,17 @@ from junction.candidates import (
 )
 from junction.errors import JunctionError
 from junction.execution import ExecutionResult, Outcome, ToolCall, execute, verify, verify_toy
-from junction.milp import MilpJointSelector
 from junction.resources import ContextResource, SourceKind, ToolResource
-from junction.selection import JointProblem, Selection
-from junction.selectors import AdaptiveSplitBaseline, ExactJointSelector, FixedSplitBaseline
+from junction.select import (
+    AdaptiveSplitBaseline,
+    AutoJointSelector,
+    BranchAndCutJointSelector,
+    CombinatorialJointSelector,
+    EnumerationJointSelector,
+    FixedSplitBaseline,
+    JointProblem,
+    Selection,
+)
 from junction.tasks import BenchmarkTask, Interaction, RouterView, VerifierSpec
 from junction.tokens import DEFAULT_TOKEN_COUNTER, TokenCounter
 
@@ -31,7 +36,7 @@ __all__ = [
     "CombinatorialJointSelector",
     "ContextResource",
     "DEFAULT_TOKEN_COUNTER",
-    "ExactJointSelector",
+    "EnumerationJointSelector",
     "ExecutionResult",
     "FixedSplitBaseline",
     "Interaction",
@@ -39,7 +44,6 @@ __all__ = [
     "JunctionError",
     "LexicalContextCandidateGenerator",
     "LexicalToolCandidateGenerator",
-    "MilpJointSelector",
     "Outcome",
     "RouterView",
     "Selection",

@@ -2,6 +2,15 @@
 
 Visible tokens count contexts and tool schemas together; tool count, summed estimated
 latency (ms) and summed estimated cost (USD) count tools only. ``None`` means unbounded.
+
+This module holds the one definition of "does this set fit?" (``Budget.usage`` then
+``Budget.check_usage``; ``Budget.check`` does both). Every selector and solver decides
+feasibility through it (``junction.select.problem.exceeded_limit`` for a candidate set;
+``junction.select.exact.kernel.BudgetArrays`` for the vectorised form, which screens with
+numpy sums and hands every set near a limit to this definition). Summation rule: token
+and tool counts are exact integer sums; latency and cost are summed with ``math.fsum``
+(``float_total``): correctly rounded, so the answer depends on the set, never on the
+order its members are listed or searched in.
 """
 
 from __future__ import annotations
@@ -13,9 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from junction.resources import ContextResource, ToolResource
 
-__all__ = ["Budget", "BudgetUsage", "BudgetCheck", "LIMIT_NAMES"]
+__all__ = ["Budget", "BudgetUsage", "BudgetCheck", "float_total"]
 
-LIMIT_NAMES = ("max_tokens", "max_tools", "max_latency_ms", "max_cost_usd")
+
+def float_total(values: Iterable[float]) -> float:
+    """The one float-summation rule of the budget arithmetic (latency ms, cost USD):
+    ``math.fsum``, the correctly rounded sum, independent of the order of ``values``."""
+    return math.fsum(values)
 
 
 class BudgetUsage(BaseModel):
@@ -59,7 +72,8 @@ class Budget(BaseModel):
 
     @staticmethod
     def usage(contexts: Iterable[ContextResource], tools: Iterable[ToolResource]) -> BudgetUsage:
-        """Sum the costs of ``contexts`` and ``tools`` (sums use ``math.fsum``: order-free)."""
+        """Sum the costs of ``contexts`` and ``tools``: tokens over both, tool count, latency
+        (ms) and cost (USD) over tools; float sums by ``float_total`` (order-free)."""
         contexts = list(contexts)
         tools = list(tools)
         context_tokens = sum(c.token_cost for c in contexts)
@@ -69,12 +83,14 @@ class Budget(BaseModel):
             context_tokens=context_tokens,
             tool_tokens=tool_tokens,
             tools=len(tools),
-            latency_ms=math.fsum(t.estimated_latency_ms for t in tools),
-            cost_usd=math.fsum(t.estimated_cost_usd for t in tools),
+            latency_ms=float_total(t.estimated_latency_ms for t in tools),
+            cost_usd=float_total(t.estimated_cost_usd for t in tools),
         )
 
     def check_usage(self, usage: BudgetUsage) -> BudgetCheck:
-        """Compare a precomputed usage with every limit."""
+        """Compare a precomputed usage with every limit (a limit holds when usage <= it;
+        ``None`` always holds). ``failed`` lists the broken limits in the order tokens,
+        tools, latency, cost."""
         failed = []
         if self.max_tokens is not None and usage.tokens > self.max_tokens:
             failed.append("max_tokens")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 __all__ = [
     "JunctionError",
-    "BudgetError",
     "SelectionError",
     "UnknownNameError",
     "TraceError",
@@ -17,10 +16,6 @@ __all__ = [
 
 class JunctionError(Exception):
     """Base class of every error Junction raises on purpose."""
-
-
-class BudgetError(JunctionError):
-    """A budget is malformed or a resource set cannot be priced against it."""
 
 
 class SelectionError(JunctionError):

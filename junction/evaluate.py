@@ -84,7 +84,7 @@ def evaluate_batch(
             context_tokens=context_tokens, tool_tokens=tool_tokens,
             tokens_used=context_tokens + tool_tokens,
             unary=sel.unary, interaction=sel.interaction, objective=sel.objective,
-            selection_status=sel.status, selection_gap=sel.gap,
+            selector=sel.strategy, selection_status=sel.status, selection_gap=sel.gap,
             tool_calls=tuple(ToolCallRecord(index=c.index, tool_id=c.tool_id,
                                             arguments_json=_finite_json(c.arguments))
                              for c in execution.tool_calls),

@@ -41,7 +41,8 @@ __all__ = [
     "timings_to_table",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: ``selector`` added (the algorithm that produced the selection)."""
 
 
 class CandidateRecord(BaseModel):
@@ -91,6 +92,9 @@ class TaskTraceRecord(BaseModel):
     unary: float
     interaction: float
     objective: float
+    selector: str = Field(min_length=1)
+    """The algorithm that produced the selection (``Selection.strategy``: enumeration,
+    branch_and_bound, branch_and_cut, fixed_split, ...); the strategy stays ``strategy``."""
     selection_status: str
     selection_gap: float | None = None
     tool_calls: tuple[ToolCallRecord, ...] = ()
@@ -193,6 +197,7 @@ TRACE_SCHEMA = pa.schema([
     ("unary", pa.float64()),
     ("interaction", pa.float64()),
     ("objective", pa.float64()),
+    ("selector", pa.string()),
     ("selection_status", pa.string()),
     ("selection_gap", pa.float64()),
     ("tool_calls", pa.list_(_CALL)),

@@ -17,10 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from junction.budget import Budget
-from junction.combinatorial import COMBINATORIAL_MAX, CombinatorialJointSelector
 from junction.errors import SelectionError
-from junction.selection import JointProblem
-from junction.selectors import ExactJointSelector
+from junction.select import EnumerationJointSelector, JointProblem
+from junction.select.exact import COMBINATORIAL_MAX, CombinatorialJointSelector
 from test_milp import FUZZED, TABLE, ctx, problems, same, tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -28,7 +27,7 @@ from exact_solver import random_problem  # noqa: E402
 
 
 def check(problem: JointProblem) -> None:
-    expected = ExactJointSelector().select(problem)
+    expected = EnumerationJointSelector().select(problem)
     got = CombinatorialJointSelector().select(problem)
     assert same(got, expected), (got, expected)
     assert got.status == "optimal"
@@ -109,10 +108,12 @@ def test_table(problem: JointProblem, context_ids, tool_ids) -> None:
 
 def test_max_size_override_and_deterministic() -> None:
     problem = random_problem(14, 1, tightness=1.0)
-    expected = ExactJointSelector(max_size=3).select(problem)
+    expected = EnumerationJointSelector(max_size=3).select(problem)
     first = CombinatorialJointSelector(max_size=3).select(problem)
     assert same(first, expected)
-    assert first == first.model_copy(update={"solve_time_ms": first.solve_time_ms})
+    # the override binds: uncapped, more than 3 resources are chosen
+    uncapped = CombinatorialJointSelector().select(problem)
+    assert len(first.exposed_ids) <= 3 < len(uncapped.exposed_ids)
     again = CombinatorialJointSelector(max_size=3).select(problem)
     assert same(first, again) and first.subsets_examined == again.subsets_examined
 

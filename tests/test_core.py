@@ -18,8 +18,13 @@ from junction.budget import Budget
 from junction.candidates import LexicalContextCandidateGenerator, LexicalToolCandidateGenerator
 from junction.execution import execute, verify
 from junction.resources import ContextResource, SourceKind, ToolResource
-from junction.selection import JointProblem, objective_terms
-from junction.selectors import AdaptiveSplitBaseline, ExactJointSelector, FixedSplitBaseline
+from junction.select import (
+    AdaptiveSplitBaseline,
+    EnumerationJointSelector,
+    FixedSplitBaseline,
+    JointProblem,
+    objective_terms,
+)
 from junction.tokens import DEFAULT_TOKEN_COUNTER
 
 
@@ -177,7 +182,7 @@ def test_objective_hand_worked():
     # {c1,t1}: 1 + 2 + 0.75 = 3.75; {c1,c2,t1}: 3.5 + 0.75 - 1 = 3.25
     assert objective_terms(problem, ["c1"], ["t1"]) == (3.0, 0.75)
     assert sum(objective_terms(problem, ["c1", "c2"], ["t1"])) == 3.25
-    sel = ExactJointSelector().select(problem)
+    sel = EnumerationJointSelector().select(problem)
     assert (sel.context_ids, sel.tool_ids, sel.objective) == (("c1",), ("t1",), 3.75)
     assert sel.subsets_feasible == 8
 
@@ -190,10 +195,10 @@ def test_tie_break_prefers_fewer_tokens_then_smaller_ids():
         budget=Budget(max_tokens=3),
         unary={"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0},
     )
-    assert ExactJointSelector().select(problem).context_ids == ("b",)
+    assert EnumerationJointSelector().select(problem).context_ids == ("b",)
     problem2 = JointProblem(contexts=(ctx("d", 3), ctx("c", 3)), tools=(),
                             budget=Budget(max_tokens=3), unary={"c": 1.0, "d": 1.0})
-    assert ExactJointSelector().select(problem2).context_ids == ("c",)
+    assert EnumerationJointSelector().select(problem2).context_ids == ("c",)
 
 
 def _random_problem(seed: int, n: int) -> JointProblem:
@@ -243,7 +248,7 @@ def _brute_force(problem: JointProblem) -> tuple[tuple[str, ...], tuple[str, ...
 @pytest.mark.parametrize("seed", range(60))
 def test_exact_selector_matches_brute_force(seed):
     problem = _random_problem(seed, n=1 + seed % 9)
-    sel = ExactJointSelector().select(problem)
+    sel = EnumerationJointSelector().select(problem)
     cs, ts, value = _brute_force(problem)
     assert (sel.context_ids, sel.tool_ids) == (cs, ts)
     assert math.isclose(sel.objective, value, abs_tol=1e-9)
@@ -264,7 +269,7 @@ def test_selection_is_stable_under_shuffled_inputs(seed):
                             unary=dict(reversed(list(problem.unary.items()))),
                             interactions=interactions)
     exclude = {"solve_time_ms"}
-    for selector in (ExactJointSelector(), FixedSplitBaseline(), AdaptiveSplitBaseline()):
+    for selector in (EnumerationJointSelector(), FixedSplitBaseline(), AdaptiveSplitBaseline()):
         a = selector.select(problem).model_dump(exclude=exclude)
         b = selector.select(shuffled).model_dump(exclude=exclude)
         assert a == b
@@ -275,8 +280,8 @@ def test_max_size_is_respected():
         contexts=(ctx("a", 1), ctx("b", 1)), tools=(tool("t", 1),), budget=Budget(),
         unary={"a": 1.0, "b": 1.0, "t": 1.0},
     )
-    assert len(ExactJointSelector(max_size=2).select(problem).exposed_ids) == 2
-    assert len(ExactJointSelector().select(problem).exposed_ids) == 3
+    assert len(EnumerationJointSelector(max_size=2).select(problem).exposed_ids) == 2
+    assert len(EnumerationJointSelector().select(problem).exposed_ids) == 3
 
 
 # ---------------------------------------------------------------- baselines

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -111,9 +112,13 @@ def installed(tmp_path_factory):
     """The project built as a wheel and installed (no deps) into a folder outside the
     checkout; returns (wheel path, install folder, environment for running it)."""
     base = tmp_path_factory.mktemp("install")
+    # build from a copy: setuptools' build/ folder in the checkout could carry stale files
+    source = base / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".state", "build", "*.egg-info", "__pycache__", "warehouse", "reports"))
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(base / "dist"), str(ROOT)], capture_output=True, text=True, timeout=600)
+         "-w", str(base / "dist"), str(source)], capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stderr[-2000:]
     wheel = next((base / "dist").glob("junction-*.whl"))
     target = base / "site"

@@ -26,7 +26,7 @@ NOT_METRICS = {
     "schema_version", "run_id", "suite", "strategy", "task_id", "seed", "budget_scale",
     "budget_tokens", "budget_tools", "budget_latency_ms", "budget_cost_usd",
     "context_candidates", "tool_candidates", "exposed_context_ids", "exposed_tool_ids",
-    "context_tokens", "tool_tokens", "unary", "interaction", "selection_status",
+    "context_tokens", "tool_tokens", "unary", "interaction", "selector", "selection_status",
     "selection_gap", "tool_calls", "failure_reason", "gold_context_ids", "gold_tool_ids",
     "extra_json",
 }

@@ -2,8 +2,9 @@
 
 Both LP-based solvers are checked: ``BranchAndCutJointSelector`` (the ``exact``
 strategy's above 32 candidates, through ``AutoJointSelector``) and ``MilpJointSelector``
-(HiGHS's own branch and cut); ``CombinatorialJointSelector`` (the ``exact`` strategy's on
-small pools) has its own file, tests/test_combinatorial.py.
+(bench/milp_reference.py: HiGHS's own branch and cut on the shared kernel's model);
+``CombinatorialJointSelector`` (the ``exact`` strategy's on small pools) has its own
+file, tests/test_combinatorial.py.
 
 Property tests draw instances of up to 14 candidates with mixed-sign interactions and all
 four budget limits (plus an optional size cap); scores lie on a 0.01 grid so many
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import random
 import re
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,14 +25,22 @@ from hypothesis import strategies as st
 
 from junction_datasets.toy import coupling_task
 from junction.budget import Budget
-from junction.branch_and_cut import AutoJointSelector, BranchAndCutJointSelector
-from junction.combinatorial import CombinatorialJointSelector
-from junction.milp import MilpJointSelector
 from junction.resources import ContextResource, ToolResource
-from junction.selection import JointProblem
-from junction.selectors import ExactJointSelector
+from junction.select import (
+    AutoJointSelector,
+    BranchAndCutJointSelector,
+    CombinatorialJointSelector,
+    EnumerationJointSelector,
+    JointProblem,
+)
 
-SOLVER_FIELDS = {"solve_time_ms", "subsets_examined", "subsets_feasible", "status", "gap"}
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from milp_reference import MilpJointSelector  # noqa: E402
+
+# What may differ between two exact selectors' answers: the bookkeeping, and ``strategy``
+# (each names its own algorithm; see test_each_selector_names_its_algorithm).
+SOLVER_FIELDS = {"strategy", "solve_time_ms", "subsets_examined", "subsets_feasible",
+                 "status", "gap"}
 
 
 def same(a, b) -> bool:
@@ -88,7 +99,7 @@ SOLVERS = {"branch_and_cut": BranchAndCutJointSelector, "milp": MilpJointSelecto
           suppress_health_check=[HealthCheck.too_slow])
 @given(problem=problems())
 def test_solver_equals_enumeration(solver: str, problem: JointProblem) -> None:
-    expected = ExactJointSelector().select(problem)
+    expected = EnumerationJointSelector().select(problem)
     got = SOLVERS[solver]().select(problem)
     assert same(got, expected), (got, expected)
     assert got.status == "optimal"
@@ -98,7 +109,7 @@ def test_solver_equals_enumeration(solver: str, problem: JointProblem) -> None:
           suppress_health_check=[HealthCheck.too_slow])
 @given(problems())
 def test_branch_and_cut_without_root_cuts(problem: JointProblem) -> None:
-    expected = ExactJointSelector().select(problem)
+    expected = EnumerationJointSelector().select(problem)
     got = BranchAndCutJointSelector(root_cut_min_candidates=10**9).select(problem)
     assert same(got, expected), (got, expected)
 
@@ -108,7 +119,7 @@ def test_branch_and_cut_without_root_cuts(problem: JointProblem) -> None:
 @given(problems())
 def test_cycle_cuts_keep_the_selection(problem: JointProblem) -> None:
     # Odd-cycle cuts and reduced-cost fixing normally start at 40 candidates; force them.
-    expected = ExactJointSelector().select(problem)
+    expected = EnumerationJointSelector().select(problem)
     assert same(MilpJointSelector(cycle_cut_min_candidates=0).select(problem), expected)
 
 
@@ -117,7 +128,7 @@ def test_cycle_cuts_keep_the_selection(problem: JointProblem) -> None:
 @given(problems(max_candidates=10))
 def test_lexicographic_pass_by_fixing_equals_enumeration(problem: JointProblem) -> None:
     # cap 0: pass 3 skips the listing of equal-key sets and fixes ids one at a time.
-    expected = ExactJointSelector().select(problem)
+    expected = EnumerationJointSelector().select(problem)
     assert same(MilpJointSelector(tie_enumeration_cap=0).select(problem), expected)
 
 
@@ -125,7 +136,7 @@ def test_lexicographic_pass_by_fixing_equals_enumeration(problem: JointProblem) 
           suppress_health_check=[HealthCheck.too_slow])
 @given(problems(), st.integers(0, 14))
 def test_auto_equals_enumeration(problem: JointProblem, combinatorial_max: int) -> None:
-    expected = ExactJointSelector().select(problem)
+    expected = EnumerationJointSelector().select(problem)
     assert same(AutoJointSelector(combinatorial_max=combinatorial_max).select(problem),
                 expected)
 
@@ -179,7 +190,7 @@ def test_table(problem: JointProblem, context_ids, tool_ids, solver: str) -> Non
     got = SOLVERS[solver]().select(problem)
     assert (got.context_ids, got.tool_ids) == (context_ids, tool_ids)
     assert got.status == "optimal"
-    assert same(got, ExactJointSelector().select(problem))
+    assert same(got, EnumerationJointSelector().select(problem))
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -249,8 +260,26 @@ def test_bad_arguments(kwargs, message) -> None:
         MilpJointSelector(**kwargs)
 
 
-SELECTOR_CLASSES = [ExactJointSelector, CombinatorialJointSelector, BranchAndCutJointSelector,
-                    MilpJointSelector, AutoJointSelector]
+SELECTOR_CLASSES = [EnumerationJointSelector, CombinatorialJointSelector,
+                    BranchAndCutJointSelector, MilpJointSelector, AutoJointSelector]
+
+
+@pytest.mark.parametrize("cls, name", [
+    (EnumerationJointSelector, "enumeration"),
+    (CombinatorialJointSelector, "branch_and_bound"),
+    (BranchAndCutJointSelector, "branch_and_cut"),
+    (MilpJointSelector, "milp"),
+])
+def test_each_selector_names_its_algorithm(cls, name) -> None:
+    got = cls().select(_large(12, seed=0))
+    assert cls.name == got.strategy == name
+
+
+def test_auto_names_the_search_that_ran() -> None:
+    # 12 candidates: the combinatorial search (threshold 32); threshold 0: branch and cut
+    problem = _large(12, seed=0)
+    assert AutoJointSelector().select(problem).strategy == "branch_and_bound"
+    assert AutoJointSelector(combinatorial_max=0).select(problem).strategy == "branch_and_cut"
 
 
 @pytest.mark.parametrize("cls", SELECTOR_CLASSES)
@@ -303,6 +332,6 @@ FUZZED = [
 
 @pytest.mark.parametrize("problem, context_ids, tool_ids", FUZZED)
 def test_found_by_fuzzing(problem: JointProblem, context_ids, tool_ids) -> None:
-    expected = ExactJointSelector().select(problem)
+    expected = EnumerationJointSelector().select(problem)
     assert (expected.context_ids, expected.tool_ids) == (context_ids, tool_ids)
     assert same(BranchAndCutJointSelector(time_limit_s=None).select(problem), expected)

@@ -11,8 +11,8 @@ import pytest
 
 from junction.errors import JunctionError, TraceError, UnknownNameError
 from junction.store import TraceStore
+from junction.select import EnumerationJointSelector
 from junction.strategies import STRATEGY_FACTORIES, run_selector
-from junction.selectors import ExactJointSelector
 from junction.warehouse import Warehouse, WarehouseError
 
 pytestmark = pytest.mark.flow
@@ -29,7 +29,7 @@ def flaky(monkeypatch):
     fail = {"on": False}
 
     def factory(calibration_tasks=()):
-        selector = ExactJointSelector(name="flaky")
+        selector = EnumerationJointSelector()
 
         def strategy(view, pool_limit):
             if fail["on"] and view.task_id.endswith("00007"):

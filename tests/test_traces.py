@@ -26,7 +26,7 @@ def _record(**overrides) -> TaskTraceRecord:
         tool_candidates=(CandidateRecord(resource_id="t1", score=2.0, rank=0, token_cost=30),),
         exposed_context_ids=("c1",), exposed_tool_ids=("t1",),
         context_tokens=10, tool_tokens=30, tokens_used=40,
-        unary=1.0, interaction=0.5, objective=1.5, selection_status="optimal",
+        unary=1.0, interaction=0.5, objective=1.5, selector="enumeration", selection_status="optimal",
         tool_calls=(ToolCallRecord(index=0, tool_id="t1"),),
         success=True,
     )

@@ -18,7 +18,7 @@ from junction.candidates import (
     LexicalToolCandidateGenerator,
     normalise_scores,
 )
-from junction.selection import JointProblem, Selection, Selector
+from junction.select import JointProblem, Selection, Selector
 from junction.tasks import RouterView
 
 __all__ = [

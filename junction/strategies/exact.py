@@ -7,7 +7,7 @@ algorithm produced it.
 
 from __future__ import annotations
 
-from junction.branch_and_cut import AutoJointSelector
+from junction.select import AutoJointSelector
 from junction.strategies.base import Strategy, selector_strategy
 
 __all__ = ["make_exact_strategy"]

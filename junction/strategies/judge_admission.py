@@ -44,7 +44,7 @@ from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
 from junction.judge.model import JudgeConfig
 from junction.judge.scorer import load_judge
 from junction.judge.smoke import run_smoke
-from junction.selection import make_selection
+from junction.select.problem import make_selection
 from junction.strategies.base import StrategyResult, candidate_pools, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 

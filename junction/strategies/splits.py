@@ -6,7 +6,7 @@ split on a 0.1 grid and keeps the best unary total. Neither sees interactions.
 
 from __future__ import annotations
 
-from junction.selectors import AdaptiveSplitBaseline, FixedSplitBaseline
+from junction.select import AdaptiveSplitBaseline, FixedSplitBaseline
 from junction.strategies.base import Strategy, selector_strategy
 
 __all__ = ["make_adaptive_split_strategy", "make_fixed_split_strategy"]

@@ -1,21 +1,20 @@
 """Exact joint selection by a dedicated branch and cut over HiGHS linear programs.
 
-Same objective, budget rows, size cap and tie rule as ``junction.selection`` and the
-enumerating selector; same model as ``junction.milp`` (one binary x per candidate, one
-y_ct per context–tool pair with W_ct != 0, McCormick rows by the sign of W_ct, the budget
-rows, the optional size row; candidates that never fit or never pay removed first). What
-differs is who branches: HiGHS solves only linear programs here (``_NodeLP``: dual simplex,
+Same objective, budget rows, size cap and tie rule as ``junction.select.problem`` and
+``EnumerationJointSelector``; the model of ``kernel.Model`` (one binary x per candidate,
+one y_ct per context–tool pair with W_ct != 0, McCormick rows by the sign of W_ct, the
+budget rows, the optional size row; candidates that never fit or never pay removed first
+by ``kernel.reduce``). HiGHS solves only linear programs here (``_NodeLP``: dual simplex,
 presolve off, warm-started from the previous LP's basis), and this module does the rest.
-Measured with bench/exact_solver.py against ``MilpJointSelector`` (HiGHS's own branch and
-cut on the same model), which spends most of its time in root processing (sub-MIP
-heuristics, its separators) and needs a second and third pass for the tie rule.
+(bench/milp_reference.py hands the same model to HiGHS's own branch and cut instead;
+comparison in bench/README.md.)
 
-1. Root: rounds of LP + exact odd-cycle separation (``junction.milp._cycle_cuts``; valid
+1. Root: rounds of LP + exact odd-cycle separation (``kernel.cycle_cuts``; valid
    for every integer point, so the cuts stay in every node's LP) until the bound falls by
    less than ``_ROOT_STALL`` (relative) or ``_ROOT_TIME_SHARE`` of the time is spent; cuts
    slack at the last root LP are deleted. Incumbents: greedy insertion from the empty set
    and the root point rounded at 1/2, each improved by flips and swaps
-   (``junction.milp._local_search``), and RENS (the MILP with the root's integral x fixed, solved by
+   (``kernel.local_search``), and RENS (the MILP with the root's integral x fixed, solved by
    HiGHS within ``_RENS_TIME_SHARE`` of the time). If the time limit stops the root LP,
    the greedy set is returned (gap None).
 2. Depth-first branch and bound on the x columns. A node is pruned when its LP bound is
@@ -28,17 +27,16 @@ heuristics, its separators) and needs a second and third pass for the tie rule.
    (``_Tree._pick``). Every 16th node the LP point seeds another local search.
 3. Ties inside the tree: the cutoff keeps every set within the tolerance of z* alive, so
    all ties reach a leaf. At a node whose LP point is integral (its set S, checked exactly
-   in Python: budget sums in id order, objective with ``math.fsum``), every other set in
+   in Python: ``Reduced.exceeded``, objective with ``math.fsum``), every other set in
    the node differs from S in a free x that reduced-cost fixing could not fix. For those
    x_1..x_k the node is split into {S} and k children "x_1..x_{j-1} as in S, x_j
    flipped", so every set in the node is examined once. The pick is the smallest tie key
    (tokens, size, context ids, tool ids) among the sets within the tolerance of the best,
-   as in ``junction.selection``; no second pass.
+   as in ``junction.select.problem``; no second pass.
 
 A rounded LP point that breaks a limit in exact arithmetic (LP tolerance) is branched on
-its free member with the largest use of that limit. Tried and dropped (bench, 200
-candidates): cycle cuts at every node (30% fewer nodes, more time: the rows pile up);
-strong branching on the 3-8 most fractional x at every node (slower than pseudo-costs).
+its free member with the largest use of that limit. (Variants tried and dropped:
+bench/README.md.)
 
 Status: ``optimal`` when the tree is exhausted; ``time_limit`` when the wall-clock limit
 stopped it, with the best set found and gap (bound - objective) / max(|objective|, 1e-9),
@@ -58,23 +56,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from junction.milp import (
-    _LIMIT_COLUMNS,
-    DEFAULT_TIME_LIMIT_S,
-    _Arrays,
-    _cycle_cuts,
-    _fits,
-    _highs_lp,
-    _local_search,
-    _Model,
-    _new_highs,
-    _reduce,
-    _Reduced,
-    _rows_to_csr,
-)
-from junction.combinatorial import COMBINATORIAL_MAX, CombinatorialJointSelector
 from junction.errors import SelectionError
-from junction.selection import (
+from junction.select.exact.highs import highs_lp, new_highs, rows_to_csr
+from junction.select.exact.kernel import (
+    DEFAULT_TIME_LIMIT_S,
+    LIMIT_COLUMNS,
+    BudgetArrays,
+    Model,
+    Reduced,
+    ReducingSelector,
+    cycle_cuts,
+    local_search,
+)
+from junction.select.problem import (
     OBJECTIVE_TOLERANCE,
     JointProblem,
     Selection,
@@ -82,19 +76,7 @@ from junction.selection import (
     make_selection,
 )
 
-__all__ = [
-    "AUTO_COMBINATORIAL_MAX",
-    "AutoJointSelector",
-    "BranchAndCutJointSelector",
-    "ROOT_CUT_MIN_CANDIDATES",
-]
-
-AUTO_COMBINATORIAL_MAX = 32
-"""``AutoJointSelector`` runs the combinatorial branch and bound up to this many
-candidates (after removing those that cannot be selected) and branch and cut above it.
-Measured on bench/exact_solver.py instances (median of 7, ms, combinatorial vs branch and
-cut): 32 candidates 1.5 vs 17 (limits at 40% of the pool), 1.3 vs 2.6 (everything fits);
-40 candidates 2.8 vs 18 and 12.8 vs 3.1."""
+__all__ = ["BranchAndCutJointSelector", "ROOT_CUT_MIN_CANDIDATES"]
 
 ROOT_CUT_MIN_CANDIDATES = 0
 """Root odd-cycle separation runs from this many candidates (after removal) up."""
@@ -106,13 +88,12 @@ _ROOT_ROUNDS = 60
 _ROOT_STALL = 1e-4
 """Stop root separation when a round lowers the bound by less than this (relative)."""
 _ROOT_TIME_SHARE = 0.3
-"""Share of the time limit the root separation may use (at 400 candidates the bound still
-falls after 20 rounds; the rest goes to the tree)."""
+"""Share of the time limit the root separation may use (the rest goes to the tree)."""
 _RENS_TIME_SHARE = 0.1
 """Share of the time left that the RENS sub-MIP may use."""
 _RELIABLE = 1
 """Pseudo-costs of an x count as reliable after this many observations per direction
-(1 measured fastest at 200 candidates; HiGHS uses 8)."""
+(HiGHS uses 8; why 1: bench/README.md)."""
 _LOOKAHEAD = 8
 """Stop evaluating branching candidates after this many without a better score."""
 
@@ -121,23 +102,22 @@ class _NodeLP:
     """The model's LP relaxation (plus cuts) in one ``highspy.Highs``, re-solved per node
     with new x bounds; HiGHS keeps the last basis, so each solve is warm-started."""
 
-    def __init__(self, model: _Model) -> None:
+    def __init__(self, model: Model) -> None:
         self.nx = model.nx
         self.nvar = model.nvar
-        h = _new_highs()
+        h = new_highs()
         h.setOptionValue("presolve", "off")
         h.setOptionValue("solver", "simplex")
         h.setOptionValue("simplex_strategy", 1)  # dual simplex: bound changes keep dual feasibility
         # Costs below 1 scaled up to max |c| = 1: HiGHS's tolerances (1e-7) are absolute, so
         # scores of 1e-7 would otherwise drown in them (found by fuzzing); values are
-        # scaled back. Larger costs are left alone (scaling 200-candidate bench instances
-        # down to 1 made the search 25% slower).
+        # scaled back. Larger costs are left alone (slower; bench/README.md).
         obj = np.asarray(model.obj, dtype=float)
         top = float(np.abs(obj).max()) if obj.size else 0.0
         self.scale = top if 0.0 < top < 1.0 else 1.0
         # Minimise -objective: HiGHS's dual simplex honours ``objective_bound`` (stop once
-        # the LP value is proven worse than the cutoff) for minimisation only (measured).
-        h.passModel(_highs_lp(-obj / self.scale, model.A, model.lo, model.hi,
+        # the LP value is proven worse than the cutoff) for minimisation only (tried).
+        h.passModel(highs_lp(-obj / self.scale, model.A, model.lo, model.hi,
                               np.zeros(self.nvar), np.ones(self.nvar)))
         self.h = h
         self._cols = np.arange(self.nx, dtype=np.int32)
@@ -150,7 +130,7 @@ class _NodeLP:
             return
         if keep:
             self.cuts.extend(rows)
-        mat = _rows_to_csr([r[0] for r in rows], self.nvar)
+        mat = rows_to_csr([r[0] for r in rows], self.nvar)
         self.h.addRows(len(rows), np.array([r[1] for r in rows], dtype=float),
                        np.array([r[2] for r in rows], dtype=float), int(mat.nnz),
                        mat.indptr[:-1].astype(np.int32), mat.indices.astype(np.int32),
@@ -229,14 +209,14 @@ class _Node:
 class _Tree:
     """One problem's branch and cut (see the module docstring)."""
 
-    def __init__(self, problem: JointProblem, red: _Reduced, max_size: int | None,
+    def __init__(self, problem: JointProblem, red: Reduced, max_size: int | None,
                  deadline: float | None, root_cut_min: int) -> None:
         self.problem = problem
         self.red = red
         self.max_size = max_size
         self.deadline = deadline
         self.root_cut_min = root_cut_min
-        self.model = _Model(red, problem, max_size)
+        self.model = Model(red, problem, max_size)
         self.lp = _NodeLP(self.model)
         self.nx = self.model.nx
         self.found: dict[tuple[int, ...], tuple[float, tuple]] = {}
@@ -247,7 +227,7 @@ class _Tree:
         self.pc_up = np.zeros(self.nx)
         self.pc_down_n = np.zeros(self.nx)
         self.pc_up_n = np.zeros(self.nx)
-        self.arrays = _Arrays.of(red, problem.budget, max_size)
+        self.arrays = BudgetArrays.of(red, problem.budget, max_size)
 
     # -- bookkeeping -------------------------------------------------------------------
     def _time_left(self) -> float | None:
@@ -267,8 +247,8 @@ class _Tree:
 
     def _heuristic(self, x: np.ndarray) -> None:
         """Round the point ``x`` at 1/2, repair, then improving flips and swaps
-        (``junction.milp._local_search``); record the set if it fits exactly."""
-        self._record(_local_search(self.red, self.problem.budget, self.max_size,
+        (``kernel.local_search``); record the set if it fits exactly."""
+        self._record(local_search(self.red, self.problem.budget, self.max_size,
                                    start=x[: self.nx] > 0.5, swaps=True, arrays=self.arrays))
 
     def _rens(self, point: np.ndarray) -> None:
@@ -306,7 +286,7 @@ class _Tree:
         for _ in range(_ROOT_ROUNDS):
             if stop is not None and time.perf_counter() >= stop:
                 break
-            cuts = _cycle_cuts(self.model, res[2], max_cuts=self.nx + 1)
+            cuts = cycle_cuts(self.model, res[2], max_cuts=self.nx + 1)
             if not cuts:
                 break
             self.lp.add_rows(cuts)
@@ -389,12 +369,12 @@ class _Tree:
             self._push_pair(stack, lb, ub, picked, x[picked], bound=value)
             return
         chosen = tuple(int(i) for i in np.flatnonzero(x > 0.5))
-        broken = _fits(self.red, chosen, self.problem.budget, self.max_size)
+        broken = self.red.exceeded(chosen, self.problem.budget, self.max_size)
         if broken is not None:
             members = [i for i in chosen if free[i]]
             if not members:
                 return  # every member fixed: no set in this node fits exactly
-            use = self.arrays.use[:, _LIMIT_COLUMNS.index(broken)]
+            use = self.arrays.use[:, LIMIT_COLUMNS.index(broken)]
             i = max(members, key=lambda k: (use[k], -k))
             self._push_pair(stack, lb, ub, i, 0.0, bound=value)
             return
@@ -530,11 +510,11 @@ class _Tree:
         stack.extend([down, up] if xi >= 0.5 else [up, down])
 
 
-class BranchAndCutJointSelector:
+class BranchAndCutJointSelector(ReducingSelector):
     """Exact maximiser of the joint objective by branch and cut (see the module docstring).
 
     Same objective, limits (tokens, tool count, latency ms, cost USD), size cap and tie
-    rule as ``ExactJointSelector``. ``max_size`` overrides the problem's when given;
+    rule as ``EnumerationJointSelector``. ``max_size`` overrides the problem's when given;
     ``time_limit_s`` (seconds; ``None``: none) bounds the whole search, after which the
     best set found is returned with status ``time_limit`` and its gap;
     ``root_cut_min_candidates``: odd-cycle cuts at the root from this many candidates up.
@@ -542,26 +522,18 @@ class BranchAndCutJointSelector:
     a number >= 0 or a ``max_size`` that is not an integer >= 0.
     """
 
-    name = "exact"
+    name = "branch_and_cut"
 
-    def __init__(self, max_size: int | None = None, name: str = "exact",
+    def __init__(self, max_size: int | None = None,
                  time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
                  root_cut_min_candidates: int = ROOT_CUT_MIN_CANDIDATES) -> None:
         check_selector_options(max_size=max_size, time_limit_s=time_limit_s)
         self.max_size = max_size
-        self.name = name
         self.time_limit_s = time_limit_s
         self.root_cut_min_candidates = root_cut_min_candidates
 
-    def select(self, problem: JointProblem) -> Selection:
-        start = time.perf_counter()
-        max_size = self.max_size if self.max_size is not None else problem.max_size
-        return self._select_reduced(problem, _reduce(problem, max_size), max_size, start)
-
-    def _select_reduced(self, problem: JointProblem, red: _Reduced, max_size: int | None,
-                        start: float) -> Selection:
-        """``select`` once ``red = _reduce(problem, max_size)`` is known (``start``: the
-        ``time.perf_counter()`` the time limit and solve time count from)."""
+    def select_reduced(self, problem: JointProblem, red: Reduced, max_size: int | None,
+                       start: float) -> Selection:
         chosen: tuple[int, ...] = ()
         status, gap, nodes = "optimal", 0.0, 0
         if red.items:
@@ -573,44 +545,3 @@ class BranchAndCutJointSelector:
         return make_selection(self.name, problem, cs, ts, subsets_examined=nodes,
                               status=status, gap=gap,
                               solve_time_ms=round((time.perf_counter() - start) * 1000, 3))
-
-
-class AutoJointSelector:
-    """Exact joint selection by whichever exact search is cheaper for the pool's size.
-
-    Runs ``CombinatorialJointSelector`` (combinatorial branch and bound, no LP) when at
-    most ``combinatorial_max`` candidates are left after removing those that cannot be
-    selected (``junction.milp``'s reductions), else ``BranchAndCutJointSelector``. Both
-    give the enumerator's selection; the choice changes only the time and the bookkeeping
-    fields (``subsets_examined`` counts search nodes or LP nodes). Default threshold
-    ``AUTO_COMBINATORIAL_MAX``; ``time_limit_s`` is the branch and cut's (seconds,
-    ``None``: none; the combinatorial search on small pools has none).
-    """
-
-    name = "exact"
-
-    def __init__(
-        self,
-        max_size: int | None = None,
-        name: str = "exact",
-        combinatorial_max: int = AUTO_COMBINATORIAL_MAX,
-        time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
-    ) -> None:
-        if (isinstance(combinatorial_max, bool) or not isinstance(combinatorial_max, int)
-                or not 0 <= combinatorial_max <= COMBINATORIAL_MAX):
-            raise ValueError(f"combinatorial_max must be an integer in [0, "
-                             f"{COMBINATORIAL_MAX}], got {combinatorial_max!r}")
-        self.max_size = max_size
-        self.name = name
-        self.combinatorial_max = combinatorial_max
-        self.small = CombinatorialJointSelector(max_size=max_size, name=name)
-        self.solver = BranchAndCutJointSelector(max_size=max_size, name=name,
-                                                time_limit_s=time_limit_s)
-
-    def select(self, problem: JointProblem) -> Selection:
-        """The optimal ``Selection``; see the class docstring for which search runs."""
-        start = time.perf_counter()
-        max_size = self.max_size if self.max_size is not None else problem.max_size
-        red = _reduce(problem, max_size)
-        search = self.solver if len(red.items) > self.combinatorial_max else self.small
-        return search._select_reduced(problem, red, max_size, start)

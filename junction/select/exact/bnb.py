@@ -1,10 +1,9 @@
 """Exact joint selection for small pools: depth-first branch and bound, no LP solver.
 
-Same objective, budget limits, size cap and tie rule as ``junction.selection`` and the
-enumerating ``ExactJointSelector``, and the same removal of candidates that can never be
-selected (``junction.milp._reduce``). Plain Python: on pools of 10-40 candidates one node
-costs a few microseconds, where one HiGHS LP of ``BranchAndCutJointSelector`` costs about
-0.2 ms (measured with bench/exact_crossover.py).
+Same objective, budget limits, size cap and tie rule as ``junction.select.problem`` and
+``EnumerationJointSelector``, and the same removal of candidates that can never be
+selected (``kernel.reduce``). Plain Python: one node costs a few microseconds, where one
+HiGHS LP of ``BranchAndCutJointSelector`` costs far more (figures in bench/README.md).
 
 Search. The candidates get a static order: tools first, then contexts, each group by
 optimistic value per token (u_i + Σ_j max(W_ij, 0), divided by tokens), descending. A node
@@ -13,8 +12,7 @@ T ⊆ F, F the candidates at positions p, p+1, ... It includes the candidate at 
 (child S + {p}, from p + 1), then skips it (S, from p + 1), depth first. Tools first: once
 every tool is decided each context's value is exact (pairs join a context and a tool), so
 the bound below is the fractional knapsack of the contexts and the context part of the
-tree is almost a single dive (measured: 2-3x fewer nodes than one ratio order at 40-60
-candidates, the same at 20).
+tree is almost a single dive (fewer nodes than one ratio order; bench/README.md).
 
 Bound: an upper bound on objective(S ∪ T) over every T ⊆ F that fits. With
 g_j = u_j + Σ_{i∈S} W_ij (the exact gain of j given S, kept incrementally),
@@ -23,9 +21,7 @@ g_j = u_j + Σ_{i∈S} W_ij (the exact gain of j given S, kept incrementally),
     o_j = g_j + ½ Σ_{k∈F} max(W_jk, 0)                      (optimistic value of j)
 
 since each free–free positive pair inside T is then counted once (half at each end;
-pairs with one end outside T only add). Half shares measured fewer nodes than giving
-the pair to its tool, to its context or to its earlier end, and taking the minimum over
-several share rules cost more time than it saved. Then max Σ_{j∈T} o_j over the T that
+pairs with one end outside T only add; other share rules: bench/README.md). Then max Σ_{j∈T} o_j over the T that
 fit is a 0/1 knapsack with side constraints; the bound is the smallest of
 
 - Σ o_j⁺ over the free j that still fit alone (tokens, tool count, latency, cost left);
@@ -34,30 +30,22 @@ fit is a 0/1 knapsack with side constraints; the bound is the smallest of
 - Dantzig's bound (Dantzig 1957; Martello & Toth 1990, §2.2: the LP relaxation of the 0/1
   knapsack, greedy by o_j / tokens_j with the last item fractional) on the tokens left.
 
-Dantzig bounds on the latency and cost left (tools) were tried and dropped: no fewer
-nodes on the bench instances.
-
 Exactness and ties. A node is pruned only when v(S) + bound < best - OBJECTIVE_TOLERANCE
 - 1e-12 · (Σ|u| + Σ|W|) (best: the largest running objective of a set that fits; the
 extra slack covers float round-off of running sums, as in the enumerator), so every set
 within the tolerance of the optimum is reached. Each set reached whose running objective
 is within that margin of the best is recorded, re-scored with the enumerator's
-arithmetic (``_Reduced.score``: ``math.fsum``), and the pick is the smallest tie key
+arithmetic (``Reduced.score``: ``math.fsum``), and the pick is the smallest tie key
 among the sets within OBJECTIVE_TOLERANCE of the best exact objective. Limits: token and
-tool counts are integers (exact); latency and cost sums are floats and the enumerator's
-sum (in id order) decides: running sums (in search order) reject only when past a limit
-by more than 1e-12 × the pool's total, and a set within that band of a limit is summed
-again in id order. Every limit is monotone, so no superset of a set that breaks one fits.
+tool counts are integers (exact); latency and cost are running sums (in search order)
+decided by ``FloatBand``, and a set within its band of a limit is checked with the
+budget's own arithmetic (``Reduced.exceeded``). Every limit is monotone, so no superset
+of a set that breaks one fits.
 
 Status is always ``optimal`` (no time limit: the search is exponential in the worst case;
-``AutoJointSelector`` uses it up to 32 candidates, ``BranchAndCutJointSelector`` above;
-pools above ``COMBINATORIAL_MAX`` are refused). Deterministic: static order, no randomness, so the node count repeats too.
-
-Measured (bench/exact_solver.py instances, median of 7, best of 3 each): 20 candidates,
-every limit at 40% of the pool: 0.35 ms, against 96 ms for enumeration and 9 ms for the
-branch and cut; everything fits: 0.54 ms (enumeration 1.0 s, branch and cut 2.2 ms). At
-40 candidates with everything fitting the branch and cut is 4x faster (its root LP is
-integral; this bound is weak when nothing constrains the search).
+``AutoJointSelector`` uses it up to ``AUTO_COMBINATORIAL_MAX`` candidates,
+``BranchAndCutJointSelector`` above; pools above ``COMBINATORIAL_MAX`` are refused).
+Deterministic: static order, no randomness, so the node count repeats too.
 """
 
 from __future__ import annotations
@@ -66,9 +54,10 @@ import math
 import time
 
 from junction.errors import SelectionError
-from junction.milp import _limit, _reduce, _Reduced
-from junction.selection import (
+from junction.select.exact.kernel import Reduced, ReducingSelector
+from junction.select.problem import (
     OBJECTIVE_TOLERANCE,
+    FloatBand,
     JointProblem,
     Selection,
     check_selector_options,
@@ -78,11 +67,9 @@ from junction.selection import (
 __all__ = ["COMBINATORIAL_MAX", "CombinatorialJointSelector"]
 
 COMBINATORIAL_MAX = 48
-"""Largest pool (after removal) ``CombinatorialJointSelector`` accepts. The search has no
-time limit and its bound is weak when little constrains the search: measured with
-bench/exact_crossover.py and bench/exact_solver.py instances, everything fitting, median
-13 ms at 40 candidates, 50 ms at 50, 0.4 s at 60 (worst 73k nodes), and over 5 minutes at
-100 (39 s at 100 with limits at 40%), where the branch and cut takes milliseconds."""
+"""Largest pool (after removal) ``CombinatorialJointSelector`` accepts: the search has no
+time limit and its bound is weak when little constrains the search (growth with the pool
+size measured with bench/exact_crossover.py; figures in bench/README.md)."""
 
 
 class _Search:
@@ -90,17 +77,16 @@ class _Search:
 
     Everything per candidate is indexed by its position in the search order."""
 
-    def __init__(self, problem: JointProblem, red: _Reduced, max_size: int | None) -> None:
+    def __init__(self, problem: JointProblem, red: Reduced, max_size: int | None) -> None:
         self.problem = problem
         self.red = red
         items = red.items
         n = len(items)
         b = problem.budget
-        self.max_tokens = _limit(b.max_tokens)
-        self.max_tools = _limit(b.max_tools)
-        self.max_lat = _limit(b.max_latency_ms)
-        self.max_usd = _limit(b.max_cost_usd)
-        self.max_size = _limit(max_size)
+        self.max_tokens = math.inf if b.max_tokens is None else b.max_tokens
+        self.max_tools = math.inf if b.max_tools is None else b.max_tools
+        self.band = FloatBand.of(b, (r for r in items[red.n_ctx:]))
+        self.max_size = math.inf if max_size is None else max_size
         lat = [getattr(r, "estimated_latency_ms", 0.0) for r in items]
         usd = [getattr(r, "estimated_cost_usd", 0.0) for r in items]
         adj: list[list[tuple[int, float]]] = [[] for _ in range(n)]
@@ -126,8 +112,6 @@ class _Search:
         self.credit = self._credit()
         scale = math.fsum(abs(v) for v in red.unary) + math.fsum(abs(w) for *_, w in red.pairs)
         self.wide = OBJECTIVE_TOLERANCE + 1e-12 * scale
-        self.lat_slack = 1e-12 * math.fsum(lat)
-        self.usd_slack = 1e-12 * math.fsum(usd)
         self.best = -math.inf
         self.near: list[tuple[float, tuple[int, ...]]] = []
         self.nodes = 0
@@ -223,8 +207,9 @@ class _Search:
             return
         tok_left = self.max_tokens - tokens
         tools_left = self.max_tools - n_tools
-        lat_left = self.max_lat + self.lat_slack - lat
-        usd_left = self.max_usd + self.usd_slack - usd
+        band = self.band
+        lat_left = band.max_latency_ms + band.latency_slack - lat
+        usd_left = band.max_cost_usd + band.cost_slack - usd
         tok, tool, lats, usds, adj = self.tok, self.tool, self.lat, self.usd, self.adj
         for q in range(p, self.n):
             # S ∪ T for T ⊆ positions [q, n): prune when even the bound is too low
@@ -257,21 +242,13 @@ class _Search:
             chosen.pop()
 
     def _float_fits(self, chosen: list[int], q: int, lat: float, usd: float) -> bool:
-        """Does S + q fit the latency and cost limits in the enumerator's arithmetic?
+        """Does S + q fit the latency and cost limits in the budget's arithmetic?
         ``lat``, ``usd``: running sums of S + q in search order."""
-        if lat <= self.max_lat - self.lat_slack and usd <= self.max_usd - self.usd_slack:
-            return True
-        if lat > self.max_lat + self.lat_slack or usd > self.max_usd + self.usd_slack:
-            return False
-        # Within round-off of a limit: add up again in id order, as the enumerator does.
-        red = self.red
-        exact_lat = 0.0
-        exact_usd = 0.0
-        for i in sorted(self.item[k] for k in (*chosen, q)):
-            if i >= red.n_ctx:
-                exact_lat += red.items[i].estimated_latency_ms
-                exact_usd += red.items[i].estimated_cost_usd
-        return exact_lat <= self.max_lat and exact_usd <= self.max_usd
+        fits = self.band.decide(lat, usd)
+        if fits is None:  # within round-off of a limit: the budget's arithmetic decides
+            tools = [self.item[k] for k in (*chosen, q) if self.tool[k]]
+            fits = self.red.exceeded(tools, self.problem.budget, None) is None
+        return fits
 
     def _pick(self) -> tuple[int, ...]:
         """Re-score the near-best sets exactly; the smallest tie key among the ties."""
@@ -285,35 +262,27 @@ class _Search:
                    key=lambda s: s[1])[2]
 
 
-class CombinatorialJointSelector:
+class CombinatorialJointSelector(ReducingSelector):
     """Exact maximiser of the joint objective by combinatorial branch and bound.
 
     Same objective, limits (tokens, tool count, latency ms, cost USD), size cap and tie
-    rule as ``ExactJointSelector``; the bound and search are in the module docstring.
-    For small pools (measured faster than ``BranchAndCutJointSelector`` up to about 32
-    candidates, bench/exact_crossover.py); no time limit. ``max_size`` overrides the problem's when given.
-    ``subsets_examined`` counts search nodes (sets extended); ``gap`` is 0.0. Raises
-    ``SelectionError`` when more than ``COMBINATORIAL_MAX`` candidates are left after
-    removal.
+    rule as ``EnumerationJointSelector``; the bound and search are in the module
+    docstring. For small pools (faster than ``BranchAndCutJointSelector`` up to about
+    ``AUTO_COMBINATORIAL_MAX`` candidates, bench/exact_crossover.py); no time limit.
+    ``max_size`` overrides the problem's when given. ``subsets_examined`` counts search
+    nodes (sets extended); ``gap`` is 0.0. Raises ``ValueError`` on a ``max_size`` that
+    is not an integer >= 0, ``SelectionError`` when more than ``COMBINATORIAL_MAX``
+    candidates are left after removal.
     """
 
-    name = "exact"
+    name = "branch_and_bound"
 
-    def __init__(self, max_size: int | None = None, name: str = "exact") -> None:
+    def __init__(self, max_size: int | None = None) -> None:
         check_selector_options(max_size=max_size)
         self.max_size = max_size
-        self.name = name
 
-    def select(self, problem: JointProblem) -> Selection:
-        """Return the optimal ``Selection`` (the empty set when nothing fits or pays)."""
-        start = time.perf_counter()
-        max_size = self.max_size if self.max_size is not None else problem.max_size
-        return self._select_reduced(problem, _reduce(problem, max_size), max_size, start)
-
-    def _select_reduced(self, problem: JointProblem, red: _Reduced, max_size: int | None,
-                        start: float) -> Selection:
-        """``select`` once ``red = _reduce(problem, max_size)`` is known (``start``: the
-        ``time.perf_counter()`` the solve time counts from)."""
+    def select_reduced(self, problem: JointProblem, red: Reduced, max_size: int | None,
+                       start: float) -> Selection:
         if len(red.items) > COMBINATORIAL_MAX:
             raise SelectionError(
                 f"CombinatorialJointSelector searches at most {COMBINATORIAL_MAX} candidates "

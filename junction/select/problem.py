@@ -1,6 +1,6 @@
-"""The joint objective, selection problems and the ``Selection`` record.
+"""The joint objective, selection problems, the ``Selection`` record and feasibility.
 
-For a subset S = C ∪ T (contexts C, tools T) that fits the budget (see ../shared/DESIGN.md):
+For a subset S = C ∪ T (contexts C, tools T) that fits the budget:
 
     objective(S) = Σ_{r∈S} u(r) + Σ_{c∈C, t∈T} [w(c,t) + w(t,c)]
 
@@ -11,6 +11,11 @@ Tie-breaking rule (shared by every exact selector): among feasible subsets whose
 is within ``OBJECTIVE_TOLERANCE`` of the best, prefer (1) fewer tokens used, (2) fewer
 resources, (3) the lexicographically smallest sorted context-id tuple, (4) the
 lexicographically smallest sorted tool-id tuple.
+
+Feasibility: a set fits when ``exceeded_limit`` returns None: the size cap, then
+``Budget.check`` (junction/budget.py, the one definition of the budget arithmetic).
+Searches that keep running latency and cost sums decide with ``FloatBand`` and ask
+``exceeded_limit`` whenever a running sum is too close to a limit to tell.
 """
 
 from __future__ import annotations
@@ -22,19 +27,24 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from junction.budget import Budget
+from junction.budget import Budget, float_total
 from junction.errors import SelectionError
 from junction.resources import ContextResource, ToolResource
 
 __all__ = [
     "OBJECTIVE_TOLERANCE",
+    "FloatBand",
     "JointProblem",
     "Selection",
     "Selector",
     "check_selector_options",
+    "exceeded_limit",
+    "make_selection",
     "objective_terms",
     "tie_break_key",
 ]
+
+Resource = ContextResource | ToolResource
 
 OBJECTIVE_TOLERANCE = 1e-9
 """Objectives closer than this are ties (absolute, unitless)."""
@@ -166,6 +176,57 @@ def make_selection(
         objective=unary + interaction,
         **extra,
     )
+
+
+def exceeded_limit(budget: Budget, resources: Iterable[Resource],
+                   max_size: float | None = None) -> str | None:
+    """The first limit the set ``resources`` breaks, or None if it fits.
+
+    Checks ``max_size`` (|S| <= it; None: no cap) first, then ``budget.check`` (tokens
+    over all resources, tool count, latency ms and cost USD over tools, in that order);
+    returns ``"max_size"`` or the name of the ``Budget`` field broken."""
+    resources = list(resources)
+    if max_size is not None and len(resources) > max_size:
+        return "max_size"
+    check = budget.check([r for r in resources if not isinstance(r, ToolResource)],
+                         [r for r in resources if isinstance(r, ToolResource)])
+    return None if check.fits else check.failed[0]
+
+
+@dataclass(frozen=True)
+class FloatBand:
+    """Latency and cost limits for searches that keep running sums (in any order).
+
+    A running sum of k values >= 0 differs from their ``math.fsum`` by at most
+    (k + 1) · 2^-53 · Σ (Higham 2002, §4.2), below ``slack`` = 1e-12 × the pool's total for
+    any pool under 9,000 tools; so a running sum further than ``slack`` from a limit
+    decides it as ``Budget.check`` would. ``decide`` returns None inside the band: the
+    caller then asks ``exceeded_limit``. Limits in ms and USD (inf: none)."""
+
+    max_latency_ms: float
+    max_cost_usd: float
+    latency_slack: float
+    cost_slack: float
+
+    @classmethod
+    def of(cls, budget: Budget, tools: Iterable[ToolResource]) -> FloatBand:
+        tools = list(tools)
+        return cls(
+            math.inf if budget.max_latency_ms is None else budget.max_latency_ms,
+            math.inf if budget.max_cost_usd is None else budget.max_cost_usd,
+            1e-12 * float_total(t.estimated_latency_ms for t in tools),
+            1e-12 * float_total(t.estimated_cost_usd for t in tools),
+        )
+
+    def decide(self, latency_ms: float, cost_usd: float) -> bool | None:
+        """True: both running sums fit; False: one is over; None: too close to tell."""
+        if latency_ms > self.max_latency_ms + self.latency_slack or (
+                cost_usd > self.max_cost_usd + self.cost_slack):
+            return False
+        if latency_ms <= self.max_latency_ms - self.latency_slack and (
+                cost_usd <= self.max_cost_usd - self.cost_slack):
+            return True
+        return None
 
 
 class Selector(Protocol):

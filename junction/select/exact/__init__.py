@@ -1,0 +1,26 @@
+"""Exact joint selectors: every one returns the enumerator's selection, ties included.
+
+- ``EnumerationJointSelector`` (enumerate.py): the oracle, every subset, up to ~20 candidates
+- ``CombinatorialJointSelector`` (bnb.py): branch and bound without LP, small pools
+- ``BranchAndCutJointSelector`` (bnc.py): branch and cut over HiGHS LPs, large pools
+- ``AutoJointSelector`` (auto.py): the cheaper of the two for the pool's size
+
+kernel.py (reduction, arrays, local search, MILP model, cycle cuts) and highs.py (HiGHS
+glue) are shared by bnb/bnc and by bench/milp_reference.py.
+"""
+
+from junction.select.exact.auto import AUTO_COMBINATORIAL_MAX, AutoJointSelector
+from junction.select.exact.bnb import COMBINATORIAL_MAX, CombinatorialJointSelector
+from junction.select.exact.bnc import BranchAndCutJointSelector
+from junction.select.exact.enumerate import EnumerationJointSelector
+from junction.select.exact.kernel import DEFAULT_TIME_LIMIT_S
+
+__all__ = [
+    "AUTO_COMBINATORIAL_MAX",
+    "COMBINATORIAL_MAX",
+    "DEFAULT_TIME_LIMIT_S",
+    "AutoJointSelector",
+    "BranchAndCutJointSelector",
+    "CombinatorialJointSelector",
+    "EnumerationJointSelector",
+]

@@ -1,0 +1,492 @@
+"""The shared numeric kernel of the LP-based exact solvers and the branch and bound.
+
+Everything here serves more than one solver (``bnb``, ``bnc``, and the MILP reference in
+bench/milp_reference.py): the reduction of a ``JointProblem`` to the candidates that can
+be selected, dense arrays and the vectorised feasibility check, a local search for
+incumbents, the MILP model and odd-cycle cuts.
+
+The objective and the budget are those of ``junction.select.problem``:
+
+    maximise  Σ_i u_i x_i + Σ_{(c,t)} W_ct · x_c x_t,   W_ct = w(c,t) + w(t,c)
+
+over binaries x (one per candidate) under the four budget rows (visible tokens over all
+candidates; tool count, summed latency in ms and summed cost in USD over tools) and an
+optional cap on the set size.
+
+Reduction (``reduce``). Candidates that cannot be in the selected set are removed: those
+that break a limit on their own, and those that never pay: best possible contribution
+u_i + Σ_j max(W_ij, 0) below -1e-14 · (Σ|u| + Σ|W|), or u_i = 0 with no non-zero pair
+left (applied to a fixed point). Every set holding such a candidate then scores, as
+``objective_terms`` computes it, below (or, for the second kind, exactly at) the same set
+without it, which also has the smaller tie key, so the tie rule never picks it. A best
+case of exactly 0 with pairs is kept: float rounding can put the set holding it 1 ulp
+higher, enough to move the 1e-9 tie threshold (found by fuzzing).
+
+Model (``Model``; the standard linearisation of a product of binaries, Glover & Woolsey
+1974; its LP is the McCormick envelope, Padberg 1989):
+
+- one continuous y_ct in [0, 1] per context–tool pair with W_ct != 0 (pairs whose two
+  orders cancel, e.g. w(c,t) = +1 and w(t,c) = -1, get no variable);
+- W_ct > 0: y_ct <= x_c and y_ct <= x_t (maximisation pushes y_ct up to x_c·x_t);
+- W_ct < 0: y_ct >= x_c + x_t - 1 (and y_ct >= 0 from its bound; maximisation pushes it
+  down to x_c·x_t). The other two rows of each pair would be redundant and are left out.
+
+Latency and cost rows are divided by their limits so that HiGHS's absolute tolerances are
+relative to them. A point the solver returns can fit only within those tolerances; every
+solver therefore re-checks its sets with ``Reduced.exceeded`` (the budget's arithmetic).
+
+Odd-cycle cuts (``cycle_cuts``): the LP above is weak when interactions are dense (it puts
+every x near the budget's fraction, earns min(x_c, x_t) on positive pairs and pays nothing
+on negative ones); the odd-cycle inequalities of the Boolean quadric polytope close most
+of that gap (figures in bench/README.md).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import coo_array, csr_array, vstack
+from scipy.sparse.csgraph import dijkstra
+
+from junction.budget import Budget
+from junction.resources import ContextResource, ToolResource
+from junction.select.exact.highs import NO_HEURISTICS, MipResult, highs_milp, rows_to_csr
+from junction.select.problem import (
+    JointProblem,
+    Selection,
+    exceeded_limit,
+    objective_terms,
+    tie_break_key,
+)
+
+__all__ = [
+    "DEFAULT_TIME_LIMIT_S",
+    "LIMIT_COLUMNS",
+    "BudgetArrays",
+    "Model",
+    "Reduced",
+    "ReducingSelector",
+    "cycle_cuts",
+    "local_search",
+    "reduce",
+]
+
+DEFAULT_TIME_LIMIT_S = 10.0
+"""Wall-clock limit (seconds) of one ``select`` call of the LP-based solvers."""
+
+Resource = ContextResource | ToolResource
+
+
+@dataclass
+class Reduced:
+    """The candidates left after removal (``reduce``), in the enumerator's order.
+
+    ``items``: contexts sorted by id, then tools sorted by id (``n_ctx`` contexts);
+    ``pairs``: (context index, tool index, W_ct) for every W_ct != 0, sorted; ``unary``:
+    u_i per item. A set is a sequence of item indices."""
+
+    items: list[Resource]
+    n_ctx: int
+    pairs: list[tuple[int, int, float]]
+    unary: list[float]
+
+    def ids(self, chosen: Sequence[int]) -> tuple[list[str], list[str]]:
+        """(context ids, tool ids) of a set given by item indices."""
+        return ([self.items[i].id for i in chosen if i < self.n_ctx],
+                [self.items[i].id for i in chosen if i >= self.n_ctx])
+
+    def score(self, problem: JointProblem, chosen: Sequence[int]) -> tuple[float, tuple]:
+        """(objective, tie key) of a set, with the enumerating selector's arithmetic."""
+        cs, ts = self.ids(chosen)
+        u, w = objective_terms(problem, cs, ts)
+        tokens = sum(self.items[i].token_cost for i in chosen)
+        return u + w, tie_break_key(tokens, cs, ts)
+
+    def exceeded(self, chosen: Sequence[int], budget: Budget,
+                 max_size: int | None) -> str | None:
+        """The first limit the set breaks (``exceeded_limit``: the budget's arithmetic)."""
+        return exceeded_limit(budget, [self.items[i] for i in chosen], max_size)
+
+
+def reduce(problem: JointProblem, max_size: int | None) -> Reduced:
+    """Drop candidates that never fit alone or never pay (see the module docstring).
+
+    ``max_size``: the size cap in force (the selector's or the problem's; None: none)."""
+    if max_size == 0:
+        return Reduced([], 0, [], [])
+
+    def fits_alone(r: Resource) -> bool:
+        return exceeded_limit(problem.budget, [r]) is None
+
+    contexts = sorted((r for r in problem.contexts if fits_alone(r)), key=lambda r: r.id)
+    tools = sorted((r for r in problem.tools if fits_alone(r)), key=lambda r: r.id)
+    ctx_ids = {r.id for r in contexts}
+    tool_ids = {r.id for r in tools}
+    weights: dict[tuple[str, str], float] = {}
+    for a, b_id in problem.interactions:
+        if a in ctx_ids and b_id in tool_ids:
+            key = (a, b_id)
+        elif a in tool_ids and b_id in ctx_ids:
+            key = (b_id, a)
+        else:
+            continue
+        if key not in weights:
+            weights[key] = problem.pair(*key)
+    alive = {r.id for r in (*contexts, *tools)}
+    # Float slack: a computed objective (fsum per term group, then one addition) is within
+    # about 4 ulp of its exact value, and every objective is at most ``scale`` in size.
+    scale = math.fsum(abs(problem.u(rid)) for rid in alive) + math.fsum(
+        abs(w) for w in weights.values())
+    slack = 1e-14 * scale
+    while True:
+        positive: dict[str, list[float]] = {rid: [problem.u(rid)] for rid in alive}
+        paired: set[str] = set()
+        for (c, t), w in weights.items():
+            if w != 0 and c in alive and t in alive:
+                paired.update((c, t))
+                if w > 0:
+                    positive[c].append(w)
+                    positive[t].append(w)
+        best_case = {rid: math.fsum(v) for rid, v in positive.items()}
+        dead = {rid for rid, v in best_case.items()
+                if v < -slack or (problem.u(rid) == 0 and rid not in paired)}
+        if not dead:
+            break
+        alive -= dead
+    contexts = [r for r in contexts if r.id in alive]
+    tools = [r for r in tools if r.id in alive]
+    items: list[Resource] = [*contexts, *tools]
+    index = {r.id: i for i, r in enumerate(items)}
+    pairs = sorted(
+        (index[c], index[t], w)
+        for (c, t), w in weights.items()
+        if w != 0 and c in index and t in index
+    )
+    return Reduced(items, len(contexts), pairs, [problem.u(r.id) for r in items])
+
+
+class ReducingSelector:
+    """Base of the exact selectors that start from ``reduce``.
+
+    ``select`` reduces the problem under the size cap in force (the selector's
+    ``max_size`` when given, else the problem's) and hands it to ``select_reduced``, which
+    a subclass defines; ``AutoJointSelector`` calls ``select_reduced`` directly so the
+    reduction runs once."""
+
+    name: str
+    max_size: int | None
+
+    def select(self, problem: JointProblem) -> Selection:
+        """Return the optimal ``Selection`` (the empty set when nothing fits or pays)."""
+        start = time.perf_counter()
+        max_size = self.max_size if self.max_size is not None else problem.max_size
+        return self.select_reduced(problem, reduce(problem, max_size), max_size, start)
+
+    def select_reduced(self, problem: JointProblem, red: Reduced, max_size: int | None,
+                       start: float) -> Selection:
+        """``select`` once ``red = reduce(problem, max_size)`` is known (``start``: the
+        ``time.perf_counter()`` the time limit and solve time count from)."""
+        raise NotImplementedError
+
+
+@dataclass
+class BudgetArrays:
+    """Dense views of a reduced problem, and the vectorised feasibility check.
+
+    ``unary`` (n,); ``W`` (n, n) pair weights (symmetric, zero diagonal); ``use`` (n, 5)
+    each candidate's use of tokens, tool count, latency ms, cost USD and set size (columns
+    named by ``LIMIT_COLUMNS``); ``limits`` (5,) those limits (inf: none); ``red`` and
+    ``budget``: what ``fits`` hands the sets near a limit to."""
+
+    unary: np.ndarray
+    W: np.ndarray
+    use: np.ndarray
+    limits: np.ndarray
+    red: Reduced
+    budget: Budget
+    max_size: int | None
+
+    @classmethod
+    def of(cls, red: Reduced, budget: Budget, max_size: int | None) -> BudgetArrays:
+        n = len(red.items)
+        W = np.zeros((n, n))
+        for c, t, w in red.pairs:
+            W[c, t] = W[t, c] = w
+        tokens = np.array([r.token_cost for r in red.items], dtype=float)
+        is_tool = np.arange(n) >= red.n_ctx
+        latency = np.array([getattr(r, "estimated_latency_ms", 0.0) for r in red.items])
+        cost = np.array([getattr(r, "estimated_cost_usd", 0.0) for r in red.items])
+        use = np.stack([tokens, is_tool.astype(float), latency * is_tool, cost * is_tool,
+                        np.ones(n)], axis=1)
+        limits = np.array([math.inf if v is None else v
+                           for v in (budget.max_tokens, budget.max_tools,
+                                     budget.max_latency_ms, budget.max_cost_usd, max_size)],
+                          dtype=float)
+        return cls(np.array(red.unary, dtype=float), W, use, limits, red, budget, max_size)
+
+    def fits(self, masks: np.ndarray) -> np.ndarray:
+        """Which sets fit: ``masks`` (m, n) booleans, one set per row -> (m,) booleans.
+
+        Same answer as ``Reduced.exceeded`` (``Budget.check``'s arithmetic) for every row:
+        the numpy sums (error below (n + 1) · 2^-53 · the row's total, Higham 2002, §4.2)
+        decide the rows further than 1e-12 × their total from every limit, and the rows
+        inside that band are checked one by one with ``Reduced.exceeded``."""
+        masks = np.atleast_2d(np.asarray(masks, dtype=bool))
+        used = masks.astype(float) @ self.use
+        slack = 1e-12 * used
+        over = np.any(used > self.limits + slack, axis=1)
+        clear = np.all(used <= self.limits - slack, axis=1)
+        out = clear & ~over
+        for k in np.flatnonzero(~over & ~clear):
+            chosen = np.flatnonzero(masks[k])
+            out[k] = self.red.exceeded(chosen, self.budget, self.max_size) is None
+        return out
+
+
+LIMIT_COLUMNS = ("max_tokens", "max_tools", "max_latency_ms", "max_cost_usd", "max_size")
+"""The limits in the order of ``BudgetArrays.use``'s columns (names as ``exceeded_limit``
+returns them)."""
+
+
+def local_search(red: Reduced, budget: Budget, max_size: int | None,
+                 start: np.ndarray | None = None, swaps: bool = False,
+                 arrays: BudgetArrays | None = None) -> tuple[int, ...]:
+    """A feasible set by greedy insertion and improving moves (no optimality claim).
+
+    From the empty set, or from ``start`` (a boolean mask; members with the smallest gain
+    are dropped until it fits), e.g. an LP point rounded at 1/2. Moves: the best improving
+    single flip; with ``swaps``, when no flip improves, the best improving swap (one
+    member out, one non-member in); until none improves by more than 1e-12. Used for
+    incumbents and as a fallback when the time limit stops a search. Gains are exact in
+    the model (u_i + Σ_{j∈S} W_ij); moves are screened with running numpy sums (a
+    heuristic's guess, not a verdict), and the final set is checked by
+    ``BudgetArrays.fits``: () if it does not fit. ``arrays``: ``BudgetArrays.of`` the same
+    problem, to reuse across calls. Returns item indices, sorted.
+    """
+    arr = arrays if arrays is not None else BudgetArrays.of(red, budget, max_size)
+    W, use, limits = arr.W, arr.use, arr.limits
+    n = len(red.items)
+    inside = np.zeros(n, dtype=bool) if start is None else np.array(start, dtype=bool)
+    gain = arr.unary + W @ inside
+    used = use[inside].sum(axis=0)
+    while inside.any() and np.any(used > limits):
+        members = np.flatnonzero(inside)
+        i = int(members[np.argmin(gain[members])])
+        inside[i] = False
+        used -= use[i]
+        gain -= W[i]
+    for _ in range((20 if swaps else 4) * n + 10):
+        fits = np.all(used + use <= limits, axis=1) & ~inside
+        delta = np.where(inside, -gain, gain)
+        delta[~inside & ~fits] = -np.inf
+        i = int(np.argmax(delta))  # first best: deterministic
+        if delta[i] > 1e-12:
+            inside[i] = not inside[i]
+            sign = 1.0 if inside[i] else -1.0
+            used += sign * use[i]
+            gain += sign * W[i]
+            continue
+        members = np.flatnonzero(inside)
+        others = np.flatnonzero(~inside)
+        if not swaps or not len(members) or not len(others):
+            break
+        d = gain[others][None, :] - gain[members][:, None] - W[np.ix_(members, others)]
+        ok = np.all(used - use[members][:, None, :] + use[others][None, :, :] <= limits,
+                    axis=2)
+        d[~ok] = -np.inf
+        k = int(np.argmax(d))
+        if not d.flat[k] > 1e-12:
+            break
+        out, into = int(members[k // len(others)]), int(others[k % len(others)])
+        inside[out] = False
+        inside[into] = True
+        used += use[into] - use[out]
+        gain += W[into] - W[out]
+    chosen = tuple(int(i) for i in np.flatnonzero(inside))
+    return chosen if arr.fits(inside)[0] else ()
+
+class Model:
+    """The MILP of one reduced problem (module docstring): columns x (candidates, ``nx``)
+    then y (one per pair of ``red.pairs``), ``nvar`` in all; ``obj`` (nvar,) the
+    objective's coefficients; rows ``lo <= A v <= hi``; ``key`` (nvar,) tokens·(nx+1) + 1
+    per x (orders sets as the tie rule's first two levels); ``cuts``: rows added later
+    (coefficients, low, high), kept for every solve."""
+
+    def __init__(self, red: Reduced, problem: JointProblem, max_size: int | None) -> None:
+        self.red = red
+        nx = len(red.items)
+        ny = len(red.pairs)
+        self.nx = nx
+        self.nvar = nx + ny
+        obj = np.zeros(self.nvar)
+        obj[:nx] = red.unary
+        for k, (_, _, w) in enumerate(red.pairs):
+            obj[nx + k] = w
+        self.obj = obj
+        tokens = np.array([r.token_cost for r in red.items], dtype=float)
+        self.key = np.zeros(self.nvar)
+        self.key[:nx] = tokens * (nx + 1) + 1.0
+        rows: list[int] = []
+        cols: list[int] = []
+        vals: list[float] = []
+        lo: list[float] = []
+        hi: list[float] = []
+
+        def add(entries: list[tuple[int, float]], low: float, high: float) -> None:
+            r = len(lo)
+            for col, v in entries:
+                rows.append(r)
+                cols.append(col)
+                vals.append(v)
+            lo.append(low)
+            hi.append(high)
+
+        b = problem.budget
+        tool_cols = range(red.n_ctx, nx)
+        if b.max_tokens is not None:
+            add([(i, float(red.items[i].token_cost)) for i in range(nx)], -np.inf,
+                b.max_tokens)
+        if b.max_tools is not None:
+            add([(i, 1.0) for i in tool_cols], -np.inf, b.max_tools)
+        # Float limits are scaled to 1 so HiGHS's absolute tolerance is relative to them.
+        if b.max_latency_ms is not None and b.max_latency_ms > 0:
+            add([(i, red.items[i].estimated_latency_ms / b.max_latency_ms)
+                 for i in tool_cols], -np.inf, 1.0)
+        if b.max_cost_usd is not None and b.max_cost_usd > 0:
+            add([(i, red.items[i].estimated_cost_usd / b.max_cost_usd) for i in tool_cols],
+                -np.inf, 1.0)
+        if max_size is not None and max_size < nx:
+            add([(i, 1.0) for i in range(nx)], -np.inf, max_size)
+        for k, (c, t, w) in enumerate(red.pairs):
+            y = nx + k
+            if w > 0:
+                add([(y, 1.0), (c, -1.0)], -np.inf, 0.0)
+                add([(y, 1.0), (t, -1.0)], -np.inf, 0.0)
+            else:
+                add([(y, 1.0), (c, -1.0), (t, -1.0)], -1.0, np.inf)
+        self.A = csr_array((vals, (rows, cols)), shape=(len(lo), self.nvar))
+        self.lo = np.array(lo, dtype=float)
+        self.hi = np.array(hi, dtype=float)
+        self.integrality = np.zeros(self.nvar)
+        self.integrality[:nx] = 1
+        self.cuts: list[tuple[np.ndarray, float, float]] = []
+
+    def add_cut(self, coef: np.ndarray, low: float, high: float) -> None:
+        self.cuts.append((coef, low, high))
+
+    def rows(self, extra: Sequence[tuple[np.ndarray, float, float]] = ()
+             ) -> tuple[csr_array, np.ndarray, np.ndarray]:
+        """(A, lo, hi): the model's rows, then its cuts, then ``extra`` rows."""
+        rows = [*self.cuts, *extra]
+        A, lo, hi = self.A, self.lo, self.hi
+        if rows:
+            A = vstack([A, rows_to_csr([r[0] for r in rows], self.nvar)], format="csr")
+            lo = np.concatenate([lo, [r[1] for r in rows]])
+            hi = np.concatenate([hi, [r[2] for r in rows]])
+        return A, lo, hi
+
+    def solve(
+        self,
+        c: np.ndarray,
+        extra: Sequence[tuple[np.ndarray, float, float]] = (),
+        lb: np.ndarray | None = None,
+        ub: np.ndarray | None = None,
+        time_limit: float | None = None,
+        heuristics: bool = True,
+        start: np.ndarray | None = None,
+    ) -> MipResult:
+        """Minimise ``c @ v`` over the model plus cuts and ``extra`` rows with HiGHS
+        (``highspy``), x integer. ``lb``/``ub``: column bounds (default 0/1);
+        ``time_limit`` in seconds; ``heuristics=False`` switches HiGHS's primal heuristics
+        off (``NO_HEURISTICS``); ``start``: a feasible point handed to HiGHS
+        (``Highs.setSolution``) as its first incumbent."""
+        A, lo, hi = self.rows(extra)
+        options: dict[str, object] = {"presolve": "on", "mip_rel_gap": 0.0}
+        if not heuristics:
+            options.update(NO_HEURISTICS)
+        if time_limit is not None:
+            options["time_limit"] = max(time_limit, 1e-3)
+        return highs_milp(c, csr_array(A), lo, hi,
+                           np.zeros(self.nvar) if lb is None else lb,
+                           np.ones(self.nvar) if ub is None else ub,
+                           self.nx, options, start)
+
+
+def cycle_cuts(model: Model, v: np.ndarray, max_cuts: int,
+               eps: float = 1e-6) -> list[tuple[np.ndarray, float, float]]:
+    """Odd-cycle inequalities of the Boolean quadric polytope violated at ``v``.
+
+    Through the covariance map (Padberg 1989; De Simone 1990) z_0i = x_i and
+    z_ct = x_c + x_t - 2 x_c x_t are cut variables of the graph of pairs plus a node 0
+    joined to every candidate; every cycle C and odd F ⊆ C give the cycle inequality
+    Σ_F z_e - Σ_{C∖F} z_e <= |F| - 1 (Barahona & Mahjoub 1986). With y_ct for x_c x_t it is
+    valid wherever y is the product, so at every integer x with its best y, and it cuts
+    off the fractional points the pair rows allow. Separation is exact for the cycles
+    through each node: a shortest path from (v, 0) to (v, 1) in the parity-doubled graph
+    with weights z_e (parity kept) and 1 - z_e (parity flipped) shorter than 1 is a
+    violated inequality (Barahona & Mahjoub 1986). Non-simple walks are skipped.
+    Returns at most ``max_cuts`` rows (coefficients, low, high), most violated first.
+    """
+    nx = model.nx
+    pairs = model.red.pairs
+    n_nodes = nx + 1  # candidates, then node 0
+    x = np.clip(v[:nx], 0.0, 1.0)
+    pc = np.array([c for c, _, _ in pairs], dtype=np.int64)
+    pt = np.array([t for _, t, _ in pairs], dtype=np.int64)
+    y = v[nx: nx + len(pairs)]
+    eu = np.concatenate([pc, np.full(nx, nx, dtype=np.int64)])
+    ev = np.concatenate([pt, np.arange(nx, dtype=np.int64)])
+    z = np.clip(np.concatenate([x[pc] + x[pt] - 2 * y, x]), 0.0, 1.0)
+    tiny = 1e-9  # csgraph drops zero-weight edges
+    graph = coo_array(
+        (np.concatenate([z, z, 1 - z, 1 - z]) + tiny,
+         (np.concatenate([eu, eu + n_nodes, eu, eu + n_nodes]),
+          np.concatenate([ev, ev + n_nodes, ev + n_nodes, ev]))),
+        shape=(2 * n_nodes, 2 * n_nodes),
+    ).tocsr()
+    sources = np.arange(n_nodes)
+    dist, pred = dijkstra(graph, directed=False, indices=sources, return_predecessors=True)
+    closing = dist[sources, sources + n_nodes]
+    edge_of = {}
+    for k in range(len(eu)):
+        edge_of[(int(eu[k]), int(ev[k]))] = k
+        edge_of[(int(ev[k]), int(eu[k]))] = k
+    cuts: list[tuple[np.ndarray, float, float]] = []
+    seen: set[frozenset[tuple[int, bool]]] = set()
+    for s in sources[np.argsort(closing, kind="stable")]:
+        if not closing[s] < 1.0 - eps or len(cuts) >= max_cuts:
+            break
+        walk = []
+        node = int(s) + n_nodes
+        while node != s:
+            prev = int(pred[s, node])
+            walk.append((prev, node))
+            node = prev
+        visited = [a % n_nodes for a, _ in walk]
+        if len(set(visited)) != len(visited):
+            continue
+        signed = frozenset(
+            (edge_of[(a % n_nodes, b % n_nodes)], (a >= n_nodes) != (b >= n_nodes))
+            for a, b in walk
+        )
+        if signed in seen:
+            continue
+        seen.add(signed)
+        coef = np.zeros(model.nvar)
+        n_flipped = 0
+        for k, flipped in signed:
+            sign = 1.0 if flipped else -1.0
+            n_flipped += flipped
+            if k < len(pairs):
+                c, t, _ = pairs[k]
+                coef[c] += sign
+                coef[t] += sign
+                coef[nx + k] -= 2 * sign
+            else:
+                coef[k - len(pairs)] += sign
+        cuts.append((coef, -np.inf, float(n_flipped - 1)))
+    return cuts
