@@ -103,8 +103,9 @@ scoring every task uncached, stays within 10 minutes on 2 cores. ``size=None`` (
 ``--full``) loads every row."""
 
 POOL_LIMIT = 8
-"""Candidates per lane handed to a selector: keeps the enumerating exact selector cheap
-(at most 2^8 subsets per lane)."""
+"""Candidates per lane handed to a strategy: the BM25 top 8 contexts and top 8 tools. Every
+strategy gets the same pool (``judge_admission`` judges the top 4 of it,
+``DEFAULT_POOL_PER_LANE``)."""
 
 DEFAULT_MEMORY_BACKEND = "memory_kv"
 _MEMORY_APIS = ("memory_kv", "memory_rec_sum", "memory_vector")
