@@ -123,8 +123,9 @@ def test_diff_latest_previous_and_by_commit(two_runs, cli_env):
     assert result.returncode == 0, result.stderr
     assert re.search(r"^0 of [1-9]\d* metric rows changed", result.stdout, flags=re.M), \
         result.stdout
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
+    # a git commit means: the latest run made at it (both runs were made at this one)
+    run_json = _report_dir(two_runs[1].stdout, cli_env) / "run.json"
+    commit = json.loads(run_json.read_text())["git_commit"]
     by_commit = run(cli_env, "diff", commit[:7], "previous", "--format", "json")
     assert by_commit.returncode == 0, by_commit.stderr
     payload = json.loads(by_commit.stdout)
@@ -157,4 +158,4 @@ def test_judge_smoke(cli_env):
 def test_serve_without_a_server_is_one_line(cli_env):
     result = run(cli_env, "serve", "--cron", "0 3 * * *")
     assert result.returncode == 1
-    assert result.stderr.count("\n") == 1 and "needs a Prefect server" in result.stderr
+    assert result.stderr.count("\n") == 1 and "need a Prefect server" in result.stderr
