@@ -145,7 +145,7 @@ METRICS: tuple[Metric, ...] = (
            definition="Σ u(r) over the exposed set + Σ [w(c,t) + w(t,c)] over its pairs",
            undefined_when=None, unit="utility units, unbounded", value_type="float",
            direction="higher", aggregation="mean",
-           source="the joint objective (DESIGN.md, junction.select.problem)",
+           source="the joint objective (junction.select.problem module docstring)",
            report_table=True, diff=True),
     *_lane_metrics(),
 )
