@@ -185,14 +185,16 @@ def report(
 ) -> None:
     """(Re)write the report of one run."""
     from junction.diff import resolve_run
-    from junction.reports import write_report
+    from junction.reports import run_timings, write_report
     from junction.store import TraceStore
 
-    store = TraceStore(warehouse or _warehouse_root())
+    root = warehouse or _warehouse_root()
+    store = TraceStore(root)
     run_id = resolve_run(store, run)
     meta = store.read_run_meta(run_id) or {"run_id": run_id}
     paths = write_report(Path(reports or _reports_root()) / run_id, meta,
-                         store.read_traces(run_id), meta.get("suites", {}))
+                         store.read_traces(run_id), meta.get("suites", {}),
+                         timings=run_timings(root, run_id))
     typer.echo(f"report: {paths['report.md']}")
 
 
