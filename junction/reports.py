@@ -23,7 +23,7 @@ from junction.params import report_params
 from junction.tasks import VERIFIER_MEANINGS
 
 __all__ = ["ROUND_DIGITS", "summarise", "write_report", "render_markdown", "headline_rows",
-           "run_timings", "PAGE_STYLE"]
+           "run_timings", "html_page", "PAGE_STYLE"]
 
 ROUND_DIGITS = 6
 
@@ -156,6 +156,11 @@ def _headline_lines(headline: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _cell(text: str) -> str:
+    """A Markdown table cell: a literal ``|`` escaped so it does not split the cell."""
+    return text.replace("|", "\\|")
+
+
 def _definitions_lines(suites: dict[str, Any]) -> list[str]:
     """Every catalog metric (``junction.metrics.METRICS``) and, per suite, what success means."""
     lines = ["## Definitions", "",
@@ -165,11 +170,12 @@ def _definitions_lines(suites: dict[str, Any]) -> list[str]:
              "better | shown in | source |", "|---|---|---|---|---|---|---|---|"]
     for m in catalog.METRICS:
         shown = ", ".join(w for w, on in (("table", m.report_table), ("diff", m.diff)) if on)
-        lines.append(f"| {m.name} | {m.column} | {m.definition} | {m.undefined_when or '–'} | "
-                     f"{m.unit} | {m.direction} | {shown or 'metrics.json'} | {m.source} |")
+        cells = (m.name, m.column, m.definition, m.undefined_when or "–", m.unit, m.direction,
+                 shown or "metrics.json", m.source)
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     lines.append("")
     lines.append("The lane metrics (`*_lane_*`) rank the first-stage BM25 candidate lanes, "
-                 "not a strategy's selection: they are the same for every strategy of a suite.")
+                 "before any strategy selects, not a strategy's selection.")
     lines.append("")
     lines.append("What verified success (`success`) means per suite:")
     lines.append("")

@@ -172,4 +172,5 @@ def _sentence(suite: str, scale: float, outcome: str, tied: list[str],
     if not comparisons:
         return lead + "; no other strategy shares its tasks."
     first = comparisons[0]
-    return f"{lead}; {first['verdict']} over {first['comparison'].n} shared tasks."
+    n = first["comparison"].n
+    return f"{lead}; {first['verdict']} over {n} shared task{'s' if n != 1 else ''}."

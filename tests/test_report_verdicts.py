@@ -119,7 +119,8 @@ def test_report_opens_with_the_headline_and_defines_every_catalog_metric(tmp_pat
     assert "Newcombe" in md and "McNemar" in md
     definitions = md[md.index("## Definitions"):]
     for m in catalog.METRICS:
-        assert f"| {m.name} | {m.column} | {m.definition} |" in definitions
+        definition = m.definition.replace("|", "\\|")
+        assert f"| {m.name} | {m.column} | {definition} |" in definitions
     assert "**s** (verifier `no_tools`): success when no tool is exposed" in definitions
     # 1 of exact's 16 selections stopped at a work limit
     # exact: 4.0 s selection, 0.8 s execution, 4.8 of the 6.4 s total = 75%
@@ -141,4 +142,6 @@ def test_page_scales_images_wraps_tables_and_loads_nothing_remote(tmp_path):
     page = _write(tmp_path)["report.html"].read_text()
     assert "img{max-width:100%" in page
     assert page.count("<div class='table-wrap'><table>") == page.count("<table>") > 0
+    # a metric definition with literal bars (|exposed ∩ gold|) stays in one cell
+    assert "<td>|exposed ∩ gold| / |gold| over contexts</td>" in page
     assert "http://" not in page and "https://" not in page
