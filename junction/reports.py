@@ -358,7 +358,8 @@ def _plot(summary: list[dict[str, Any]], path: Path) -> str:
     return ""
 
 
-PAGE_STYLE = ("body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
+PAGE_STYLE = ("body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em;"
+              "overflow-wrap:break-word}"
               "img{max-width:100%;height:auto}"
               ".table-wrap{overflow-x:auto;max-width:100%}"
               "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}")
