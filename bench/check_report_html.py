@@ -33,7 +33,8 @@ window.addEventListener('load', function () {
   var wide = [];
   Array.prototype.forEach.call(document.body.querySelectorAll('*'), function (el) {
     var right = el.getBoundingClientRect().right;
-    if (right > window.innerWidth && !(el.parentElement && el.parentElement.closest('.table-wrap'))) {
+    var scrolled = el.parentElement && el.parentElement.closest('.table-wrap');
+    if (right > window.innerWidth && !scrolled) {
       wide.push(el.tagName.toLowerCase() + ' ' + Math.round(right) + ' px');
     }
   });

@@ -258,7 +258,8 @@ def diff(
             typer.echo("| " + " | ".join(row) + " |")
         return
     if cells:
-        _print_table(header, cells, title=f"{run_a} -> {run_b}  (sig * = significant by the paired test)")
+        _print_table(header, cells,
+                     title=f"{run_a} -> {run_b}  (sig * = significant by the paired test)")
     summary = f"{n_changed} of {n_total} metric rows changed, {n_significant} significantly"
     typer.echo(summary if changed else summary + " (--changed shows only those)")
 

@@ -104,7 +104,8 @@ def primary_outcome(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _verdict(best: str, other: str, cmp: PairedComparison) -> str:
-    points = f"{100 * cmp.difference:+.0f} points [{100 * cmp.ci_low:+.0f}, {100 * cmp.ci_high:+.0f}]"
+    points = (f"{100 * cmp.difference:+.0f} points "
+              f"[{100 * cmp.ci_low:+.0f}, {100 * cmp.ci_high:+.0f}]")
     if cmp.detected:
         return f"{best} beats {other} by {points}"
     return f"no detectable difference between {best} and {other} ({points})"
@@ -119,8 +120,9 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     has the highest rate (ties: every tied strategy is listed, the first by name is compared).
     Returns one dict per (suite, budget scale): suite, budget_scale, outcome, rates
     {strategy: (rate, tasks)}, best (tied names), comparisons [{other, role, comparison,
-    verdict}] (role "interaction-blind best" for the best of ``INTERACTION_BLIND``, else
-    "reference") and sentence, sorted by suite and scale.
+    verdict}] (role "interaction-blind best" for the best of ``INTERACTION_BLIND`` unless
+    the best is one of them, else "reference"; that one first) and sentence (on the first
+    comparison), sorted by suite and scale.
     """
     groups: dict[tuple[str, float], list[Mapping[str, Any]]] = {}
     for row in rows:
@@ -139,7 +141,8 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         top = max(r for r, _ in rates.values())
         tied = [s for s, (r, _) in rates.items() if math.isclose(r, top)]
         best = tied[0]
-        blind = [s for s in rates if s in INTERACTION_BLIND and s != best]
+        # when the best itself ignores interactions, no comparison plays that role
+        blind = [s for s in rates if s in INTERACTION_BLIND and best not in INTERACTION_BLIND]
         blind_best = max(blind, key=lambda s: (rates[s][0], -blind.index(s))) if blind else None
         comparisons = []
         for other in sorted(rates, key=lambda s: (s != blind_best, s)):

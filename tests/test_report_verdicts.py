@@ -86,7 +86,17 @@ def test_headline_tie_lists_both_and_detects_nothing():
     assert h["best"] == ["exact", "fixed_split"]
     (c,) = h["comparisons"]
     assert (c["comparison"].difference, c["comparison"].p_value) == (0.0, 1.0)
+    assert c["role"] == "interaction-blind best"  # exact is first by name
     assert h["sentence"].startswith("exact and fixed_split tie for best on s")
+
+
+def test_headline_when_the_best_ignores_interactions_no_comparison_is_the_blind_best():
+    (h,) = headline_rows(records_to_table(_traces({
+        "fixed_split": [True, True], "adaptive_split": [True, False], "exact": [False, False]})))
+    assert h["best"] == ["fixed_split"]
+    assert [(c["other"], c["role"]) for c in h["comparisons"]] == [
+        ("adaptive_split", "reference"), ("exact", "reference")]
+
 
 
 def test_headline_pairs_only_shared_tasks():
