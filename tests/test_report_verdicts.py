@@ -98,7 +98,6 @@ def test_headline_when_the_best_ignores_interactions_no_comparison_is_the_blind_
         ("adaptive_split", "reference"), ("exact", "reference")]
 
 
-
 def test_headline_pairs_only_shared_tasks():
     # fixed_split ran on t0, t1 only: the comparison has 2 tasks
     records = _traces({"exact": [True, True, False]}) + _traces({"fixed_split": [False, True]})
