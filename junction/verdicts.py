@@ -117,7 +117,8 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ``rows``: trace rows with ``suite``, ``budget_scale``, ``strategy``, ``seed``, ``task_id``
     and the outcome columns. The outcome is the suite's ``primary_outcome``; tasks are
     paired on (seed, task_id) and rows with a NULL outcome are left out. The best strategy
-    has the highest rate (ties: every tied strategy is listed, the first by name is compared).
+    has the highest rate (ties: every tied strategy is listed, one that uses interactions
+    first, then by name; the first is compared).
     Returns one dict per (suite, budget scale): suite, budget_scale, outcome, rates
     {strategy: (rate, tasks)}, best (tied names), comparisons [{other, role, comparison,
     verdict}] (role "interaction-blind best" for the best of ``INTERACTION_BLIND`` unless
@@ -139,7 +140,10 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if not rates:
             continue
         top = max(r for r, _ in rates.values())
-        tied = [s for s, (r, _) in rates.items() if math.isclose(r, top)]
+        # a tie prefers a strategy that uses interactions, so the headline compares it
+        # with the interaction-blind best
+        tied = sorted((s for s, (r, _) in rates.items() if math.isclose(r, top)),
+                      key=lambda s: (s in INTERACTION_BLIND, s))
         best = tied[0]
         # when the best itself ignores interactions, no comparison plays that role
         blind = [s for s in rates if s in INTERACTION_BLIND and best not in INTERACTION_BLIND]

@@ -81,13 +81,17 @@ def test_headline_no_detectable_difference_is_never_a_win():
 
 
 def test_headline_tie_lists_both_and_detects_nothing():
+    # adaptive_split and exact tie at 3/4; exact (uses interactions) is listed and compared
+    # first, against adaptive_split, the interaction-blind best (fixed_split: 1/4)
     same = [True, False, True, True]
-    (h,) = headline_rows(records_to_table(_traces({"exact": same, "fixed_split": same})))
-    assert h["best"] == ["exact", "fixed_split"]
-    (c,) = h["comparisons"]
+    (h,) = headline_rows(records_to_table(_traces({
+        "adaptive_split": same, "exact": same, "fixed_split": [True, False, False, False]})))
+    assert h["best"] == ["exact", "adaptive_split"]
+    c = h["comparisons"][0]
+    assert (c["other"], c["role"]) == ("adaptive_split", "interaction-blind best")
     assert (c["comparison"].difference, c["comparison"].p_value) == (0.0, 1.0)
-    assert c["role"] == "interaction-blind best"  # exact is first by name
-    assert h["sentence"].startswith("exact and fixed_split tie for best on s")
+    assert h["sentence"].startswith("exact and adaptive_split tie for best on s")
+    assert "no detectable difference between exact and adaptive_split (+0 points" in h["sentence"]
 
 
 def test_headline_when_the_best_ignores_interactions_no_comparison_is_the_blind_best():
