@@ -343,6 +343,7 @@ def _plot(summary: list[dict[str, Any]], path: Path) -> str:
         scales = sorted({r["budget_scale"] for r in summary if r["suite"] == suite})
         ax.set_xscale("log", base=2)
         ax.set_xticks(scales, [f"{x:g}" for x in scales])
+        ax.set_xlim(scales[0] / 1.6, scales[-1] * 1.6)
         ax.minorticks_off()
         ax.set_ylim(-0.05, 1.05)
         ax.set_title(suite, fontsize=9)
@@ -355,6 +356,10 @@ def _plot(summary: list[dict[str, Any]], path: Path) -> str:
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(path, dpi=80, metadata={"Software": None})
     plt.close(fig)
+    scales = sorted({r["budget_scale"] for r in summary})
+    if len(scales) == 1:
+        return (f"Only budget scale {scales[0]:g} ran, so each panel has one point per "
+                "strategy; `--budget-scale 0.5 --budget-scale 1 --budget-scale 2` draws curves.")
     return ""
 
 
