@@ -48,6 +48,14 @@ def test_scope_names_shared_and_unshared_and_refuses_disjoint_seeds():
         check_comparable(scope)
 
 
+def test_same_scope_but_no_shared_task_id_says_so():
+    a = records_to_table(_records("a", [True]))  # task t0
+    b = records_to_table([_record(run_id="b", task_id="other")])
+    with pytest.raises(NothingComparableError, match="share suites, strategies, seeds and "
+                       r"budget scales but no task id \(different samples\?\)$"):
+        check_comparable(run_scope(a, b))
+
+
 def _warehouse(tmp_path: Path, runs: dict[str, list]) -> str:
     store = TraceStore(str(tmp_path / "wh"))
     for run_id, records in runs.items():

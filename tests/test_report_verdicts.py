@@ -129,6 +129,7 @@ def test_report_opens_with_the_headline_and_defines_every_catalog_metric(tmp_pat
     paths = _write(tmp_path)
     md = paths["report.md"].read_text()
     assert md.index("## Headline") < md.index("## Suites")
+    assert "Every budget scale that ran is shown." in md  # 0.5 and 1 both ran
     assert "Newcombe" in md and "McNemar" in md
     definitions = md[md.index("## Definitions"):]
     for m in catalog.METRICS:
