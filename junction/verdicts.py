@@ -8,7 +8,9 @@ shared tasks with a = both succeed, b = only A, c = only B, d = neither (n = a +
   "Improving the comparison of two proportions based on paired data", Statistics in
   Medicine 17 (1998) 2635–2650: Wilson intervals of both rates (``scipy.stats.binomtest``
   ``proportion_ci(method="wilson")``) combined through the phi coefficient of the 2×2
-  table (phi = 0 when a margin is empty);
+  table, (ad − bc) / sqrt of the margins' product with ad − bc replaced by
+  max(ad − bc − n/2, 0) when positive, as Newcombe defines it (phi = 0 when a margin is
+  empty); Altman et al., *Statistics with Confidence* (2000), p. 52, works an example;
 - the test is the exact McNemar test: a two-sided binomial test of b against b + c with
   p = 1/2 (``scipy.stats.binomtest``); p = 1 when there is no discordant pair.
 
@@ -82,7 +84,10 @@ def paired_comparison(a: Sequence[bool], b: Sequence[bool]) -> PairedComparison:
     l1, u1 = wilson_interval(both + only_a, n)
     l2, u2 = wilson_interval(both + only_b, n)
     margins = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
-    phi = (both * neither - only_a * only_b) / math.sqrt(margins) if margins else 0.0
+    # Newcombe's phi: ad − bc, shrunk by n/2 towards 0 when positive (0 if within n/2)
+    cross = both * neither - only_a * only_b
+    cross = cross - n / 2 if cross > n / 2 else (cross if cross < 0 else 0.0)
+    phi = cross / math.sqrt(margins) if margins else 0.0
     diff = p1 - p2
     low = diff - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2)
                                + (u2 - p2) ** 2))

@@ -7,8 +7,12 @@ Worked numbers (z = 1.959964, Wilson score intervals, Newcombe 1998 method 10):
   A margin (tasks where exact fails) is empty, so phi = 0:
   low = 0.60 − sqrt((1 − 0.8389)² + (0.6134 − 0.4)²) = 0.60 − 0.2674 = 0.3326,
   high = 0.60 + sqrt((0.4 − 0.2188)² + 0²) = 0.7812. McNemar: 2 · 0.5¹² = 0.000488.
-- *no detectable difference*: 8 tasks, exact 6, fixed_split 4 (b = 2, c = 0): +0.25,
-  interval [−0.042, +0.483] contains 0, McNemar p = 2 · 0.5² = 0.5.
+- *no detectable difference*: 8 tasks, exact 6, fixed_split 4 (a = 4, b = 2, c = 0, d = 2):
+  +0.25. Wilson(6/8) = [0.4093, 0.9285], Wilson(4/8) = [0.2152, 0.7848]; ad − bc = 8 > n/2,
+  so phi = (8 − 4) / sqrt(6 · 2 · 4 · 4) = 0.2887;
+  low = 0.25 − sqrt(0.3407² − 2 · 0.2887 · 0.3407 · 0.2848 + 0.2848²) = −0.1257,
+  high = 0.25 + sqrt(0.2848² − 2 · 0.2887 · 0.2848 · 0.1785 + 0.1785²) = 0.5392:
+  the interval contains 0; McNemar p = 2 · 0.5² = 0.5.
 - *tie*: identical outcomes: difference 0, no discordant pair, p = 1; both tied names listed.
 """
 
@@ -37,7 +41,7 @@ def _traces(outcomes: dict[str, list[bool]], suite: str = "s", scale: float = 1.
 
 @pytest.mark.parametrize(("a", "b", "diff", "low", "high", "p", "detected"), [
     ([True] * 20, [True] * 8 + [False] * 12, 0.60, 0.3326, 0.7812, 1 / 2048, True),
-    ([True] * 6 + [False] * 2, [True] * 4 + [False] * 4, 0.25, -0.0418, 0.4830, 0.5, False),
+    ([True] * 6 + [False] * 2, [True] * 4 + [False] * 4, 0.25, -0.1257, 0.5392, 0.5, False),
     ([True, False, True], [True, False, True], 0.0, None, None, 1.0, False),
 ])
 def test_paired_comparison_worked_examples(a, b, diff, low, high, p, detected):
@@ -75,7 +79,7 @@ def test_headline_no_detectable_difference_is_never_a_win():
     (h,) = headline_rows(records_to_table(_traces({
         "exact": [True] * 6 + [False] * 2, "fixed_split": [True] * 4 + [False] * 4})))
     assert h["best"] == ["exact"]
-    assert "no detectable difference between exact and fixed_split (+25 points [-4, +48])" \
+    assert "no detectable difference between exact and fixed_split (+25 points [-13, +54])" \
         in h["sentence"]
     assert "beats" not in h["sentence"]
 
