@@ -42,7 +42,7 @@ from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError, UnknownNameError
 from junction.evaluate import evaluate_batch
 from junction.params import resume_params
-from junction.reports import write_report
+from junction.reports import run_timings, write_report
 from junction.store import TraceStore, check_name
 from junction.strategies import make_strategy, strategy_factory
 from junction.warehouse import Warehouse
@@ -210,7 +210,8 @@ def write_run_report(root: str, reports_root: str, run_id: str,
     """Write ``reports/<run_id>/`` and publish the Markdown as a Prefect artifact."""
     store = TraceStore(root)
     run = store.read_run_meta(run_id) or {"run_id": run_id}
-    paths = write_report(Path(reports_root) / run_id, run, store.read_traces(run_id), suites)
+    paths = write_report(Path(reports_root) / run_id, run, store.read_traces(run_id), suites,
+                         timings=run_timings(root, run_id))
     create_markdown_artifact(markdown=paths["report.md"].read_text(),
                              key=f"report-{run_id.lower().replace('_', '-')[:60]}",
                              description=f"Junction report for run {run_id}")
@@ -243,7 +244,8 @@ def check_params(suites: list[str], strategies: list[str], budget_scales: list[f
 def _suite_summary(built: SuiteBuild, sampling: str) -> dict[str, Any]:
     """What the report says of one built suite (deterministic: no timings)."""
     return {"tasks": len(built.tasks), "rows_loaded": built.rows_loaded,
-            "rows_skipped": dict(built.rows_skipped), "sampling": sampling, "note": built.note}
+            "rows_skipped": dict(built.rows_skipped), "sampling": sampling, "note": built.note,
+            "verifier_kinds": sorted({t.verifier.kind for t in built.tasks})}
 
 
 def _units(n_tasks: int, batch_size: int) -> list[tuple[int, int]]:

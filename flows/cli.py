@@ -185,14 +185,16 @@ def report(
 ) -> None:
     """(Re)write the report of one run."""
     from junction.diff import resolve_run
-    from junction.reports import write_report
+    from junction.reports import run_timings, write_report
     from junction.store import TraceStore
 
-    store = TraceStore(warehouse or _warehouse_root())
+    root = warehouse or _warehouse_root()
+    store = TraceStore(root)
     run_id = resolve_run(store, run)
     meta = store.read_run_meta(run_id) or {"run_id": run_id}
     paths = write_report(Path(reports or _reports_root()) / run_id, meta,
-                         store.read_traces(run_id), meta.get("suites", {}))
+                         store.read_traces(run_id), meta.get("suites", {}),
+                         timings=run_timings(root, run_id))
     typer.echo(f"report: {paths['report.md']}")
 
 
@@ -208,25 +210,37 @@ def diff(
     b: str = typer.Argument(..., help="After: run id, latest, previous, or a git commit."),
     fmt: DiffFormat = typer.Option(DiffFormat.table, "--format"),
     changed: bool = typer.Option(False, "--changed", help="Only rows whose value changed."),
+    html_path: Path = typer.Option(None, "--html", help="Also write the diff as an HTML page "
+                                   "(changed rows first) to this path."),
     warehouse: str = WAREHOUSE_OPTION,
 ) -> None:
-    """Per suite and strategy: each metric before, after, change and paired bootstrap 95% CI."""
-    from junction.diff import diff_runs, resolve_run
+    """What both runs share, then per suite and strategy each metric before, after, change
+    and a paired 95% CI (binary metrics: McNemar/Newcombe, as the report's headline)."""
+    from junction.diff import check_comparable, diff_page, diff_runs, resolve_run, run_scope, \
+        scope_lines
     from junction.store import TraceStore
 
     store = TraceStore(warehouse or _warehouse_root())
     run_a, run_b = resolve_run(store, a), resolve_run(store, b)
     if run_a == run_b:
         raise JunctionError(f"{a!r} and {b!r} are the same run ({run_a}); nothing to compare")
-    rows = diff_runs(store.read_traces(run_a), store.read_traces(run_b))
+    traces_a, traces_b = store.read_traces(run_a), store.read_traces(run_b)
+    scope = run_scope(traces_a, traces_b)
+    check_comparable(scope)
+    rows = diff_runs(traces_a, traces_b)
+    if html_path is not None:
+        html_path.write_text(diff_page(run_a, run_b, scope, rows))
     n_total = len(rows)
     n_changed = sum(r["change"] != 0 for r in rows)
     n_significant = sum(r["significant"] for r in rows)
     if changed:
         rows = [r for r in rows if r["change"] != 0]
     if fmt is DiffFormat.json:
-        typer.echo(json.dumps({"before": run_a, "after": run_b, "rows": rows}, sort_keys=True))
+        typer.echo(json.dumps({"before": run_a, "after": run_b, "scope": scope, "rows": rows},
+                              sort_keys=True))
         return
+    for line in scope_lines(scope):
+        typer.echo(line)
 
     def ci(r: dict) -> str:
         return "–" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
@@ -237,14 +251,15 @@ def diff(
               f"{r['before']:.3f}", f"{r['after']:.3f}", f"{r['change']:+.3f}", ci(r),
               "*" if r["significant"] else "") for r in rows]
     if fmt is DiffFormat.markdown:
-        typer.echo(f"Diff {run_a} -> {run_b} (* = 95% CI excludes 0)\n")
+        typer.echo(f"\nDiff {run_a} -> {run_b} (* = significant by the paired test)\n")
         typer.echo("| " + " | ".join(header) + " |")
         typer.echo("|" + "---|" * len(header))
         for row in cells:
             typer.echo("| " + " | ".join(row) + " |")
         return
     if cells:
-        _print_table(header, cells, title=f"{run_a} -> {run_b}  (sig * = 95% CI excludes 0)")
+        _print_table(header, cells,
+                     title=f"{run_a} -> {run_b}  (sig * = significant by the paired test)")
     summary = f"{n_changed} of {n_total} metric rows changed, {n_significant} significantly"
     typer.echo(summary if changed else summary + " (--changed shows only those)")
 

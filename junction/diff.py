@@ -1,10 +1,19 @@
-"""Report diffs between two runs, with paired bootstrap intervals.
+"""Report diffs between two runs, with paired intervals.
+
+``run_scope`` first says what the two runs share (suites, strategies, seeds, budget scales,
+tasks) and what only one has; ``check_comparable`` raises ``NothingComparableError`` with
+the reason when no task is shared.
 
 For each suite, strategy and budget scale, and each metric, over the tasks both runs share
 (matched on suite, strategy, budget scale, seed and task id): the mean before (run A),
-after (run B), the change (B − A) and a 95% percentile bootstrap interval of the mean
-paired difference (``scipy.stats.bootstrap``, ``paired=True``, 2,000 resamples, seed 0;
-Efron & Tibshirani 1993). A change is marked when its interval excludes zero.
+after (run B), the change (B − A) and a paired 95% interval of the change:
+
+- binary metrics (catalog ``value_type`` bool, e.g. ``success``): the report headline's
+  test, ``junction.verdicts.paired_comparison`` (Newcombe's paired score interval and the
+  exact McNemar test); marked significant when it detects a difference;
+- other metrics: a 95% percentile bootstrap interval of the mean paired difference
+  (``scipy.stats.bootstrap``, ``paired=True``, 2,000 resamples, seed 0; Efron & Tibshirani
+  1993), marked when it excludes zero.
 """
 
 from __future__ import annotations
@@ -18,10 +27,16 @@ import pyarrow as pa
 from scipy import stats
 
 from junction import metrics as catalog
-from junction.errors import UnknownNameError
+from junction import verdicts
+from junction.errors import JunctionError, UnknownNameError
 from junction.store import TraceStore
 
-__all__ = ["resolve_run", "diff_runs", "BOOTSTRAP_RESAMPLES"]
+__all__ = ["resolve_run", "diff_runs", "run_scope", "check_comparable", "scope_lines",
+           "diff_page", "NothingComparableError", "BOOTSTRAP_RESAMPLES"]
+
+
+class NothingComparableError(JunctionError):
+    """Two runs share no task (suite, strategy, budget scale, seed and task id)."""
 
 BOOTSTRAP_RESAMPLES = 2000
 _KEYS = ("suite", "strategy", "budget_scale", "seed", "task_id")
@@ -51,6 +66,45 @@ def resolve_run(store: TraceStore, ref: str) -> str:
     raise UnknownNameError(f"no run or commit matches {ref!r}; recent runs: {known}")
 
 
+_DIMENSIONS = ("suite", "strategy", "seed", "budget_scale")
+_PLURAL = {"suite": "suites", "strategy": "strategies", "seed": "seeds",
+           "budget_scale": "budget scales"}
+
+
+def run_scope(before: pa.Table, after: pa.Table) -> dict[str, Any]:
+    """What two runs' traces share: per dimension (suite, strategy, seed, budget_scale)
+    {shared, only_before, only_after} as sorted lists, and ``tasks``: the number of
+    (suite, strategy, budget scale, seed, task id) rows present in both."""
+    scope: dict[str, Any] = {}
+    for dim in _DIMENSIONS:
+        a = set(before.column(dim).to_pylist()) if before.num_rows else set()
+        b = set(after.column(dim).to_pylist()) if after.num_rows else set()
+        scope[dim] = {"shared": sorted(a & b), "only_before": sorted(a - b),
+                      "only_after": sorted(b - a)}
+
+    def keys(table: pa.Table) -> set[tuple]:
+        return set(zip(*(table.column(k).to_pylist() for k in _KEYS))) if table.num_rows else set()
+
+    scope["tasks"] = len(keys(before) & keys(after))
+    return scope
+
+
+def check_comparable(scope: dict[str, Any]) -> None:
+    """Raise ``NothingComparableError`` saying why, when ``run_scope`` found no shared task."""
+    if scope["tasks"]:
+        return
+    differ = [f"{_PLURAL[dim]} differ (before: {_values(scope[dim]['only_before'])}; "
+              f"after: {_values(scope[dim]['only_after'])})"
+              for dim in _DIMENSIONS if not scope[dim]["shared"]]
+    why = "; ".join(differ) if differ else "the runs share suites, strategies, seeds and " \
+        "budget scales but no task id (different samples?)"
+    raise NothingComparableError(f"no task is shared, nothing to compare: {why}")
+
+
+def _values(values: list) -> str:
+    return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values) or "none"
+
+
 def _ci(before: np.ndarray, after: np.ndarray) -> tuple[float | None, float | None]:
     if len(before) < 2:
         return None, None
@@ -74,6 +128,7 @@ def diff_runs(before: pa.Table, after: pa.Table,
     """
     if metrics is None:
         metrics = [m.name for m in catalog.METRICS if m.diff]
+    binary = {m.name for m in catalog.METRICS if m.value_type == "bool"}
     con = duckdb.connect(":memory:")
     try:
         con.register("a", before)
@@ -99,7 +154,12 @@ def diff_runs(before: pa.Table, after: pa.Table,
                 continue
             a = np.array([p[0] for p in pairs], dtype=float)
             b = np.array([p[1] for p in pairs], dtype=float)
-            low, high = _ci(a, b)
+            if m in binary:
+                cmp = verdicts.paired_comparison([bool(x) for x in b], [bool(x) for x in a])
+                low, high, significant = cmp.ci_low, cmp.ci_high, cmp.detected
+            else:
+                low, high = _ci(a, b)
+                significant = low is not None and (low > 0 or high < 0)
             out.append({
                 "suite": suite, "strategy": strategy, "budget_scale": scale, "metric": m,
                 "tasks": len(pairs), "before": round(float(a.mean()), 6),
@@ -107,6 +167,49 @@ def diff_runs(before: pa.Table, after: pa.Table,
                 "change": round(float(b.mean() - a.mean()), 6),
                 "ci_low": None if low is None else round(low, 6),
                 "ci_high": None if high is None else round(high, 6),
-                "significant": bool(low is not None and (low > 0 or high < 0)),
+                "significant": bool(significant),
             })
     return out
+
+
+def scope_lines(scope: dict[str, Any]) -> list[str]:
+    """Plain lines: per dimension what both runs have and what only one has; shared tasks."""
+    lines = []
+    for dim in _DIMENSIONS:
+        part = scope[dim]
+        line = f"{_PLURAL[dim]} shared: {_values(part['shared'])}"
+        if part["only_before"]:
+            line += f"; only before: {_values(part['only_before'])}"
+        if part["only_after"]:
+            line += f"; only after: {_values(part['only_after'])}"
+        lines.append(line)
+    lines.append(f"task evaluations in both runs: {scope['tasks']}")
+    return lines
+
+
+def diff_page(run_a: str, run_b: str, scope: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """The diff as a self-contained HTML page: scope first, then changed rows, then the rest."""
+    import html
+
+    from junction.reports import html_page
+
+    header = ("suite", "strategy", "scale", "metric", "tasks", "before", "after", "change",
+              "95% CI", "sig")
+    ordered = sorted(rows, key=lambda r: (not r["significant"], r["change"] == 0))
+    cells = []
+    for r in ordered:
+        ci = "–" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+        values = (r["suite"], r["strategy"], f"{r['budget_scale']:g}", r["metric"],
+                  str(r["tasks"]), f"{r['before']:.3f}", f"{r['after']:.3f}",
+                  f"{r['change']:+.3f}", ci, "*" if r["significant"] else "")
+        cells.append("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in values) + "</tr>")
+    n_changed = sum(r["change"] != 0 for r in rows)
+    body = (f"<h1>Diff {html.escape(run_a)} &rarr; {html.escape(run_b)}</h1><ul>"
+            + "".join(f"<li>{html.escape(line)}</li>" for line in scope_lines(scope))
+            + f"</ul><p>{n_changed} of {len(rows)} metric rows changed, "
+            f"{sum(r['significant'] for r in rows)} significantly (* : binary metrics by the "
+            "exact McNemar test with Newcombe's paired interval, others by a paired bootstrap "
+            "interval excluding 0). Significant and changed rows first.</p><table><thead><tr>"
+            + "".join(f"<th>{h}</th>" for h in header) + "</tr></thead><tbody>"
+            + "".join(cells) + "</tbody></table>")
+    return html_page(f"Junction diff {run_a} -> {run_b}", body)

@@ -18,9 +18,12 @@ import markdown as markdown_lib
 import pyarrow as pa
 
 from junction import metrics as catalog
+from junction import verdicts
 from junction.params import report_params
+from junction.tasks import VERIFIER_MEANINGS
 
-__all__ = ["ROUND_DIGITS", "summarise", "write_report", "render_markdown"]
+__all__ = ["ROUND_DIGITS", "summarise", "write_report", "render_markdown", "headline_rows",
+           "run_timings", "html_page", "PAGE_STYLE"]
 
 ROUND_DIGITS = 6
 
@@ -51,9 +54,40 @@ def summarise(traces: pa.Table) -> list[dict[str, Any]]:
     return [{k: _round(v) for k, v in row.items()} for row in rows]
 
 
+def headline_rows(traces: pa.Table) -> list[dict[str, Any]]:
+    """``verdicts.headline`` over the trace rows (only the columns it reads)."""
+    keys = ("suite", "budget_scale", "strategy", "seed", "task_id")
+    columns = [c for c in (*keys, *verdicts.PRIMARY_OUTCOMES) if c in traces.column_names]
+    if traces.num_rows == 0:
+        return []
+    return verdicts.headline(traces.select(columns).to_pylist())
+
+
+def _headline_document(headline: list[dict[str, Any]]) -> dict[str, Any]:
+    """The headline as ``metrics.json`` holds it: suite -> scale -> best and comparisons."""
+    out: dict[str, Any] = {}
+    for h in headline:
+        out.setdefault(h["suite"], {})[f"budget_scale={h['budget_scale']:g}"] = {
+            "outcome": h["outcome"], "best": h["best"],
+            "comparisons": {
+                c["other"]: {
+                    "role": c["role"], "tasks": c["comparison"].n,
+                    "difference": _round(c["comparison"].difference),
+                    "ci_low": _round(c["comparison"].ci_low),
+                    "ci_high": _round(c["comparison"].ci_high),
+                    "mcnemar_p": _round(c["comparison"].p_value),
+                    "detected": c["comparison"].detected,
+                } for c in h["comparisons"]
+            },
+        }
+    return out
+
+
 def metrics_document(summary: list[dict[str, Any]], params: dict[str, Any],
-                     suites: dict[str, Any]) -> dict[str, Any]:
-    """The content of ``metrics.json``: params, suite load stats and the summary rows."""
+                     suites: dict[str, Any],
+                     headline: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The content of ``metrics.json``: params, suite load stats, the summary rows and the
+    headline (no timings: those are not determined by the inputs)."""
     nested: dict[str, Any] = {}
     for row in summary:
         key = f"{row['suite']}"
@@ -61,7 +95,10 @@ def metrics_document(summary: list[dict[str, Any]], params: dict[str, Any],
         nested.setdefault(key, {}).setdefault(scale, {})[row["strategy"]] = {
             k: v for k, v in row.items() if k not in ("suite", "strategy", "budget_scale")
         }
-    return {"params": params, "suites": suites, "results": nested}
+    doc = {"params": params, "suites": suites, "results": nested}
+    if headline is not None:
+        doc["headline"] = _headline_document(headline)
+    return doc
 
 
 def _fmt(value: Any) -> str:
@@ -77,9 +114,153 @@ def _table_columns() -> tuple[str, ...]:
     return ("tasks", *(m.column for m in catalog.METRICS if m.report_table))
 
 
+def _pct(x: float) -> str:
+    return f"{100 * x:+.0f}"
+
+
+def _headline_lines(headline: list[dict[str, Any]]) -> list[str]:
+    """The headline table and one sentence per suite and budget scale."""
+    lines = ["## Headline", ""]
+    if not headline:
+        return lines + ["No task was evaluated.", ""]
+    lines.append(
+        "Per suite: the best strategy by the primary outcome (agent success where the trace "
+        "has it, else verified success), compared with the best strategy that ignores "
+        f"interactions ({', '.join(verdicts.INTERACTION_BLIND)}) and with every other "
+        "strategy, on the tasks both ran. Differences are in points (percentage points of "
+        "success rate), with Newcombe's paired-difference 95% score interval (1998, "
+        "method 10) and the exact McNemar test (two-sided binomial test on the discordant "
+        f"pairs, scipy's `binomtest`). A difference counts only if its interval excludes 0 "
+        f"and p < {verdicts.ALPHA:g}; otherwise it is \"no detectable difference\".")
+    lines.append("")
+    lines.append("| suite | budget scale | best (rate) | compared with (rate) | tasks | "
+                 "difference, points | 95% CI | McNemar p | verdict |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for h in headline:
+        best = " = ".join(h["best"])
+        rate = h["rates"][h["best"][0]][0]
+        if not h["comparisons"]:
+            lines.append(f"| {h['suite']} | {h['budget_scale']:g} | {best} ({rate:.2f}) | – | "
+                         f"{h['rates'][h['best'][0]][1]} | – | – | – | only strategy |")
+        for c in h["comparisons"]:
+            cmp = c["comparison"]
+            tag = " (best interaction-blind)" if c["role"] == "interaction-blind best" else ""
+            verdict = ("difference" if cmp.detected else "no detectable difference")
+            lines.append(
+                f"| {h['suite']} | {h['budget_scale']:g} | {best} ({cmp.rate_a:.2f}) | "
+                f"{c['other']}{tag} ({cmp.rate_b:.2f}) | {cmp.n} | {_pct(cmp.difference)} | "
+                f"[{_pct(cmp.ci_low)}, {_pct(cmp.ci_high)}] | {cmp.p_value:.3g} | {verdict} |")
+    lines.append("")
+    lines.extend(f"- {h['sentence']}" for h in headline)
+    lines.append("")
+    return lines
+
+
+def _cell(text: str) -> str:
+    """A Markdown table cell: a literal ``|`` escaped so it does not split the cell."""
+    return text.replace("|", "\\|")
+
+
+def _definitions_lines(suites: dict[str, Any]) -> list[str]:
+    """Every catalog metric (``junction.metrics.METRICS``) and, per suite, what success means."""
+    lines = ["## Definitions", "",
+             "Every metric of the catalog (`junction.metrics.METRICS`); the per-suite tables "
+             "show those marked *table*, as the mean over tasks where the metric is defined.",
+             "", "| metric | summary column | definition | undefined when | unit and range | "
+             "better | shown in | source |", "|---|---|---|---|---|---|---|---|"]
+    for m in catalog.METRICS:
+        shown = ", ".join(w for w, on in (("table", m.report_table), ("diff", m.diff)) if on)
+        cells = (m.name, m.column, m.definition, m.undefined_when or "–", m.unit, m.direction,
+                 shown or "metrics.json", m.source)
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    lines.append("")
+    lines.append("The lane metrics (`*_lane_*`) rank the first-stage BM25 candidate lanes, "
+                 "before any strategy selects, not a strategy's selection.")
+    lines.append("")
+    lines.append("What verified success (`success`) means per suite:")
+    lines.append("")
+    for name in sorted(suites):
+        info = suites[name]
+        kinds = info.get("verifier_kinds")
+        if kinds:
+            meaning = "; or ".join(VERIFIER_MEANINGS.get(k, k) for k in kinds)
+            kind_text = ", ".join(f"`{k}`" for k in kinds)
+            lines.append(f"- **{name}** (verifier {kind_text}): success when {meaning}.")
+        else:
+            lines.append(f"- **{name}**: verifier kind not recorded for this run; "
+                         f"{info.get('note') or 'no note'}.")
+    lines.append("")
+    return lines
+
+
+def run_timings(root: str, run_id: str) -> pa.Table | None:
+    """The ``timings`` view's rows of one run, or None when the run has none."""
+    from junction.warehouse import Warehouse
+
+    table = Warehouse(root).query(
+        "SELECT suite, strategy, select_ms, execute_ms, total_ms FROM timings WHERE run_id = ?",
+        [run_id])
+    return table if table.num_rows else None
+
+
+def _cost_lines(traces: pa.Table, timings: pa.Table | None) -> list[str]:
+    """Selection and execution time per strategy, and selections not proven optimal."""
+    lines = ["## Cost", ""]
+    con = duckdb.connect(":memory:")
+    try:
+        con.register("traces", traces.select(["strategy", "selection_status"]))
+        status = con.sql("SELECT strategy, selection_status, count(*) AS n FROM traces "
+                         "GROUP BY ALL ORDER BY ALL").fetchall()
+        times: dict[str, tuple] = {}
+        if timings is not None:
+            con.register("timings", timings)
+            for row in con.sql(
+                    "SELECT strategy, count(*), sum(select_ms) / 1000, avg(select_ms), "
+                    "sum(execute_ms) / 1000, sum(total_ms) / 1000 FROM timings "
+                    "GROUP BY strategy ORDER BY strategy").fetchall():
+                times[row[0]] = row[1:]
+    finally:
+        con.close()
+    by_strategy: dict[str, dict[str, int]] = {}
+    for strategy, state, n in status:
+        by_strategy.setdefault(strategy, {})[state] = n
+    grand = sum(t[4] for t in times.values()) or None
+    lines.append("Wall-clock time from the `timings` view (kept out of `metrics.json`). "
+                 "*Not proven optimal* counts selections whose `selection_status` is not "
+                 "`optimal`, for strategies that claim optimality (any `optimal` status); "
+                 "heuristic strategies show –.")
+    lines.append("")
+    lines.append("| strategy | tasks | selection s | selection ms/task | execution s | "
+                 "share of run time | not proven optimal |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for strategy in sorted(set(by_strategy) | set(times)):
+        counts = by_strategy.get(strategy, {})
+        if "optimal" in counts or strategy == "exact":
+            others = {k: v for k, v in counts.items() if k != "optimal"}
+            unproven = str(sum(others.values()))
+            if others:
+                unproven += " (" + ", ".join(f"{k} {v}" for k, v in sorted(others.items())) + ")"
+        else:
+            unproven = "– (" + ", ".join(sorted(counts)) + ")"
+        t = times.get(strategy)
+        cells = (("–",) * 5 if t is None else
+                 (str(t[0]), f"{t[1]:.2f}", f"{t[2]:.1f}", f"{t[3]:.2f}",
+                  f"{t[4] / grand:.0%}" if grand else "–"))
+        lines.append(f"| {strategy} | " + " | ".join(cells) + f" | {unproven} |")
+    if timings is None:
+        lines.append("")
+        lines.append("No timing rows were found for this run.")
+    lines.append("")
+    return lines
+
+
 def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
-                    suites: dict[str, Any], plot_name: str | None) -> str:
-    """The Markdown report: run header, notes on sampling, one table per suite, the plot."""
+                    suites: dict[str, Any], plot_name: str | None, *,
+                    headline: list[dict[str, Any]] | None = None,
+                    cost: list[str] | None = None,
+                    plot_note: str = "") -> str:
+    """The Markdown report: run header, headline, suites, one table per suite, budget
+    curves, cost and definitions."""
     lines = [f"# Junction benchmark report: run `{run['run_id']}`", ""]
     lines.append(f"- commit: `{run.get('git_commit') or 'unknown'}`"
                  + (" (dirty working tree)" if run.get("git_dirty") else ""))
@@ -88,8 +269,10 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     lines.append(f"- seeds: {params.get('seeds')}; budget scales: {params.get('budget_scales')}")
     lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")
     lines.append("")
+    if headline is not None:
+        lines.extend(_headline_lines(headline))
     lines.append("Every strategy ran on the same tasks under the same budget. "
-                 "Means skip tasks where a metric is undefined (–).")
+                 "Means skip tasks where a metric is undefined (–); see Definitions.")
     lines.append("")
     lines.append("## Suites")
     lines.append("")
@@ -116,63 +299,111 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
             lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
         lines.append("")
     if plot_name:
-        lines.append("## Success and budget use per strategy")
+        lines.append("## Success against budget")
         lines.append("")
-        lines.append(f"![success and budget use]({plot_name})")
+        lines.append("Verified success rate per strategy against the token-budget scale, one "
+                     "panel per suite; bars are Wilson 95% intervals (scipy). "
+                     + (plot_note or "Every budget scale that ran is shown."))
         lines.append("")
+        lines.append(f"![success against budget]({plot_name})")
+        lines.append("")
+    if cost:
+        lines.extend(cost)
+    lines.extend(_definitions_lines(suites))
     return "\n".join(lines)
 
 
-def _plot(summary: list[dict[str, Any]], path: Path) -> None:
+def _plot(summary: list[dict[str, Any]], path: Path) -> str:
+    """Small multiples of success rate against budget scale (one panel per suite, one line
+    per strategy, Wilson 95% intervals). Returns a note on anything left out ("" if none)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in summary if r["budget_scale"] == 1.0] or summary
-    suites = sorted({r["suite"] for r in rows})
-    strategies = sorted({r["strategy"] for r in rows})
-    fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(suites) + 4), 4.5))
-    width = 0.8 / max(1, len(strategies))
-    for ax, metric, label in ((axes[0], "success_rate", "verified success rate"),
-                              (axes[1], "budget_use", "token budget use")):
-        for i, strategy in enumerate(strategies):
-            values = []
-            for suite in suites:
-                match = [r for r in rows if r["suite"] == suite and r["strategy"] == strategy]
-                values.append((match[0][metric] or 0.0) if match else 0.0)
-            ax.bar([x + i * width for x in range(len(suites))], values, width, label=strategy)
-        ax.set_xticks([x + width * (len(strategies) - 1) / 2 for x in range(len(suites))])
-        ax.set_xticklabels(suites, rotation=30, ha="right", fontsize=8)
-        ax.set_ylim(0, 1.05)
-        ax.set_title(label)
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90, metadata={"Software": None})
+    suites = sorted({r["suite"] for r in summary})
+    strategies = sorted({r["strategy"] for r in summary})
+    cols = min(3, len(suites))
+    nrows = math.ceil(len(suites) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows + 0.6),
+                             squeeze=False, sharey=True)
+    offsets = {s: (i - (len(strategies) - 1) / 2) * 0.015 for i, s in enumerate(strategies)}
+    for ax, suite in zip(axes.flat, suites):
+        for strategy in strategies:
+            rows = sorted((r for r in summary if r["suite"] == suite and r["strategy"] == strategy
+                           and r["success_rate"] is not None), key=lambda r: r["budget_scale"])
+            if not rows:
+                continue
+            xs = [r["budget_scale"] * (1 + offsets[strategy]) for r in rows]
+            ys = [r["success_rate"] for r in rows]
+            cis = [verdicts.wilson_interval(round(r["success_rate"] * r["tasks"]), r["tasks"])
+                   for r in rows]
+            err = [[y - lo for y, (lo, _) in zip(ys, cis)], [hi - y for y, (_, hi) in zip(ys, cis)]]
+            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=strategy)
+        scales = sorted({r["budget_scale"] for r in summary if r["suite"] == suite})
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(scales, [f"{x:g}" for x in scales])
+        ax.set_xlim(scales[0] / 1.6, scales[-1] * 1.6)
+        ax.minorticks_off()
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_title(suite, fontsize=9)
+        ax.set_xlabel("budget scale", fontsize=8)
+    for ax in list(axes.flat)[len(suites):]:
+        ax.set_visible(False)
+    axes[0][0].set_ylabel("verified success rate")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(strategies), fontsize=8)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.savefig(path, dpi=80, metadata={"Software": None})
     plt.close(fig)
+    scales = sorted({r["budget_scale"] for r in summary})
+    if len(scales) == 1:
+        return (f"Only budget scale {scales[0]:g} ran, so each panel has one point per "
+                "strategy; `--budget-scale 0.5 --budget-scale 1 --budget-scale 2` draws curves.")
+    return ""
+
+
+PAGE_STYLE = ("body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em;"
+              "overflow-wrap:break-word}"
+              "img{max-width:100%;height:auto}"
+              ".table-wrap{overflow-x:auto;max-width:100%}"
+              "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}")
+"""The report page's CSS: images scale to the page width, wide tables scroll in their box."""
+
+
+def html_page(title: str, body: str) -> str:
+    """A self-contained HTML page (no remote fonts or scripts); tables wrapped to scroll."""
+    body = body.replace("<table>", "<div class='table-wrap'><table>").replace(
+        "</table>", "</table></div>")
+    return ("<!doctype html><html><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>{html.escape(title)}</title><style>{PAGE_STYLE}</style></head><body>"
+            + body + "</body></html>")
 
 
 def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
-                 suites: dict[str, Any]) -> dict[str, Path]:
+                 suites: dict[str, Any], timings: pa.Table | None = None) -> dict[str, Path]:
     """Write metrics.json, run.json, report.md, report.html and plot.png under ``out_dir``.
 
-    Each file is written to a temporary name and renamed. Returns name -> path.
+    ``timings``: the run's rows of the ``timings`` view (``run_timings``), shown in the
+    report's cost table only. Each file is written to a temporary name and renamed.
+    Returns name -> path.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = summarise(traces)
+    headline = headline_rows(traces)
     plot_path = out_dir / "plot.png"
+    plot_note = ""
     if summary:
         tmp_plot = out_dir / ".plot.tmp.png"
-        _plot(summary, tmp_plot)
+        plot_note = _plot(summary, tmp_plot)
         tmp_plot.replace(plot_path)
-    md = render_markdown(run, summary, suites, plot_path.name if summary else None)
+    cost = _cost_lines(traces, timings) if traces.num_rows else None
+    md = render_markdown(run, summary, suites, plot_path.name if summary else None,
+                         headline=headline, cost=cost, plot_note=plot_note)
     body = markdown_lib.markdown(md, extensions=["tables"])
-    page = ("<!doctype html><html><head><meta charset='utf-8'>"
-            f"<title>{html.escape('Junction run ' + run['run_id'])}</title>"
-            "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}"
-            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
-            "</style></head><body>" + body + "</body></html>")
-    metrics = metrics_document(summary, report_params(run.get("params", {})), suites)
+    page = html_page("Junction run " + run["run_id"], body)
+    metrics = metrics_document(summary, report_params(run.get("params", {})), suites, headline)
     files = {
         "metrics.json": json.dumps(metrics, sort_keys=True, indent=2, allow_nan=False) + "\n",
         "run.json": json.dumps(run, sort_keys=True, indent=2, allow_nan=False) + "\n",
@@ -188,4 +419,3 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
     if summary:
         paths["plot.png"] = plot_path
     return paths
-

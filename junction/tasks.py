@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from junction.budget import Budget
 from junction.resources import ContextResource, ToolResource, check_finite, check_text
 
-__all__ = ["Interaction", "VerifierSpec", "BenchmarkTask", "RouterView", "VERIFIER_KINDS"]
+__all__ = ["Interaction", "VerifierSpec", "BenchmarkTask", "RouterView", "VERIFIER_KINDS",
+           "VERIFIER_MEANINGS"]
 
 VERIFIER_KINDS = ("toy_calls", "tools_exposed", "no_tools", "context_answer")
 
@@ -28,10 +29,21 @@ class Interaction(BaseModel):
     weight: float
 
 
+VERIFIER_MEANINGS: dict[str, str] = {
+    "toy_calls": "the toy executor called each step's tool with the contexts that step "
+                 "requires exposed",
+    "tools_exposed": "every gold tool is exposed",
+    "no_tools": "no tool is exposed (abstention: none of the candidates fits the request)",
+    "context_answer": "an exposed context contains an accepted answer (case- and "
+                      "whitespace-normalised)",
+}
+"""What verified success means under each verifier kind, in one line (reports read it)."""
+
+
 class VerifierSpec(BaseModel):
     """How a task's outcome is verified; hidden from strategies.
 
-    ``kind``:
+    ``kind`` (one line each in ``VERIFIER_MEANINGS``):
     - ``toy_calls``: ``params.steps`` is a list of ``{"tool", "requires", "fallback"}``; the
       toy executor must call each step's tool with its required contexts exposed.
     - ``tools_exposed``: success when every gold tool is exposed.
