@@ -261,7 +261,7 @@ def sql(
     fmt: SqlFormat = typer.Option(SqlFormat.table, "--format"),
     warehouse: str = WAREHOUSE_OPTION,
 ) -> None:
-    """Run one SQL query against the warehouse views."""
+    """Run one read-only SQL query (SELECT only) against the warehouse views."""
     from junction.warehouse import Warehouse
 
     result = Warehouse(warehouse or _warehouse_root()).query(query)
@@ -269,7 +269,7 @@ def sql(
         import pyarrow.csv as pacsv
 
         sink = sys.stdout.buffer
-        pacsv.write_csv(result, sink)
+        pacsv.write_csv(_nested_as_json(result), sink)
         sink.flush()
         return
     rows = result.to_pylist()
@@ -277,7 +277,25 @@ def sql(
         typer.echo(json.dumps(rows, default=str, sort_keys=True))
         return
     _print_table(result.column_names,
-                 [["NULL" if v is None else str(v) for v in row.values()] for row in rows])
+                 [["NULL" if v is None else _cell_text(v) for v in row.values()] for row in rows])
+
+
+def _cell_text(value) -> str:
+    """A table cell: lists and structs as JSON text, everything else as ``str``."""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, default=str, sort_keys=True)
+    return str(value)
+
+
+def _nested_as_json(table):
+    """``table`` with every list, struct or map column as JSON text (CSV has no nesting)."""
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_nested(field.type):
+            texts = [None if v is None else _cell_text(v) for v in table.column(i).to_pylist()]
+            table = table.set_column(i, pa.field(field.name, pa.string()), pa.array(texts, pa.string()))
+    return table
 
 
 @app.command()

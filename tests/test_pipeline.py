@@ -13,7 +13,7 @@ from junction.errors import JunctionError, TraceError, UnknownNameError
 from junction.store import TraceStore
 from junction.select import EnumerationJointSelector
 from junction.strategies import STRATEGY_FACTORIES, run_selector
-from junction.warehouse import Warehouse, WarehouseError
+from junction.warehouse import CorruptFileWarning, Warehouse, WarehouseError
 
 pytestmark = pytest.mark.flow
 
@@ -129,8 +129,10 @@ def test_corrupt_parquet_and_bad_sql_are_named(prefect_harness, tmp_path):
         wh.query("selec nothing")
     bad = tmp_path / "wh" / "traces" / "run_id=ok-run" / "suite=coupling" / "strategy=exact"
     (bad / "zz-broken.parquet").write_bytes(b"PAR1 truncated")
-    with pytest.raises(TraceError, match="corrupt Parquet file .*zz-broken.parquet"):
-        wh.query("select count(*) from traces")
+    with pytest.warns(CorruptFileWarning, match="corrupt Parquet file .*zz-broken.parquet"):
+        assert wh.query("select count(*) as n from traces").to_pylist() == [{"n": 3}]
+    with pytest.raises(TraceError, match="corrupt trace file .*zz-broken.parquet"):
+        TraceStore(str(tmp_path / "wh")).read_traces("ok-run")
 
 
 def _cli(*args, env_root):
