@@ -129,8 +129,14 @@ def bench(
     import flows.benchmark as fb
 
     root = warehouse or _warehouse_root()
-    fb.check_params(suite or [], strategy or [], budget_scale or [], batch_size, runner.value,
-                    run_id, root)
+    params = fb.prepare_run(
+        suites=suite or None, strategies=strategy or None, seeds=seed or None,
+        budget_scales=budget_scale or None, size=size, full=full,
+        batch_size=batch_size, output_root=root,
+        reports_root=reports or _reports_root(), run_id=run_id, runner=runner.value,
+        workers=workers, dask_address=dask_address,
+        suite_files=[str(p.resolve()) for p in suite_file or []] or None,
+    )  # every check that needs no suite data: one error before anything starts
     for path in suite_file or []:
         load_suite_file(path)  # refuse a malformed file before anything starts
     if run_id:
@@ -146,15 +152,7 @@ def bench(
         def advance(done: int, total: int) -> None:
             progress.update(bar, completed=done, total=total)
 
-        result = fb.run_benchmark(
-            progress=advance,
-            suites=suite or None, strategies=strategy or None, seeds=seed or None,
-            budget_scales=budget_scale or None, size=size, full=full,
-            batch_size=batch_size, output_root=root,
-            reports_root=reports or _reports_root(), run_id=run_id, runner=runner.value,
-            workers=workers, dask_address=dask_address,
-            suite_files=[str(p.resolve()) for p in suite_file or []] or None,
-        )
+        result = fb.run_benchmark(progress=advance, **params)
     typer.echo(f"run {result['run_id']}: {result['tasks']} task evaluations in "
                f"{result['units']} units ({result['units_skipped']} already done)")
     typer.echo(f"report: {result['report']}")
@@ -323,8 +321,17 @@ def serve(
                     parameters={"suites": suite or None, "strategies": strategy or None})
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` for the command line: ``warning: <message>``, one line."""
+    print(f"warning: {message}", file=file or sys.stderr)
+
+
 def main() -> None:
-    """Console-script entry point: run the app, turning Junction errors into one line."""
+    """Console-script entry point: run the app, turning Junction errors into one line and
+    warnings into ``warning: ...`` lines."""
+    import warnings
+
+    warnings.showwarning = _one_line_warning
     try:
         app()
     except JunctionError as exc:
