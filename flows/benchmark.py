@@ -39,6 +39,7 @@ from junction_datasets import (
     suite_names,
 )
 from junction_datasets.jsonl import load_suite_file
+from flows.environment import start_temporary_server
 from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError, UnknownNameError
 from junction.evaluate import evaluate_batch
@@ -451,6 +452,7 @@ def run_benchmark(progress: Callable[[int, int], None] | None = None,
     (``TraceStore.run_lock``) is held for the whole run: a second writer fails at once.
     """
     params = prepare_run(**params)
+    start_temporary_server()
     runner = task_runner(params.get("runner", "thread"), params.get("workers"),
                          params.get("dask_address"))
     token = _PROGRESS.set(progress)
