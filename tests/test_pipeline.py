@@ -97,6 +97,9 @@ def test_interrupted_run_resumes_without_duplicates(prefect_harness, tmp_path, f
     finally:
         flaky["on"] = False
     store = TraceStore(str(tmp_path / "broken" / "wh"))
+    failed = store.read_run_meta("resume-me")  # never left "running"
+    assert failed["status"] == "failed" and failed["finished_at"]
+    assert failed["error"] == "RuntimeError: unit fails on purpose"
     partial = store.read_traces("resume-me").num_rows
     assert 0 < partial < 40
     resumed = _run(tmp_path / "broken", strategies=["flaky", "exact"], suites=["synthetic"],
