@@ -211,3 +211,28 @@ def test_two_runs_at_once_on_a_fresh_prefect_home(tmp_path):
         assert "already exists" not in err and "Traceback" not in err
     for i in range(2):
         assert len(TraceStore(str(tmp_path / f"wh{i}")).trace_files()) == 1
+
+
+@pytest.mark.flow
+def test_temporary_server_start_waits_for_the_home_lock(tmp_path):
+    """The mechanism behind the test above: while another process holds the start lock, no
+    server starts and no database is created in the fresh home; once released, it starts."""
+    import fcntl
+    import time
+
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(home)
+    with open(home / ".junction-server-start.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from flows.environment import start_temporary_server; "
+             "start_temporary_server(); print('started')"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(8)  # ample for the import; the server must not have started
+        assert proc.poll() is None
+        assert not (home / "prefect.db").exists()
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert out.strip() == "started" and (home / "prefect.db").exists()
