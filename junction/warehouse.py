@@ -222,6 +222,8 @@ class Warehouse:
         con = duckdb.connect(":memory:", config=_READER_CONFIG)
         try:
             files = self._create_views(con)
+            if not self.store.is_local:  # DuckDB checks both spellings of an fsspec URL
+                files += [f.replace("://", ":///", 1) for f in files]
             con.execute("SET allowed_paths = ?", [files])
             for statement in _LOCKDOWN:
                 con.execute(statement)
