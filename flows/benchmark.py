@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import platform
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -224,7 +225,8 @@ MAX_SEED = 2**63 - 1
 
 
 def _check_writable(output_root: str) -> None:
-    """Refuse a local traces root that is a file or cannot be created and written."""
+    """Refuse a local traces root that is a file or cannot be created and written (by
+    making it and a temporary file in it, then removing what was made)."""
     store = TraceStore(output_root)
     if not store.is_local:
         return
@@ -232,6 +234,7 @@ def _check_writable(output_root: str) -> None:
     if root.exists() and not root.is_dir():
         raise JunctionError(f"warehouse {output_root} is a file, not a folder; pass a folder "
                             "to --warehouse")
+    created = next((p for p in [*reversed(root.parents), root] if not p.exists()), None)
     try:
         root.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=root):
@@ -239,6 +242,9 @@ def _check_writable(output_root: str) -> None:
     except OSError as exc:
         raise JunctionError(f"warehouse {output_root} is not a writable folder: "
                             f"{exc.strerror or exc}") from None
+    finally:  # a check writes nothing: remove the folders it made
+        if created is not None and created.is_dir():
+            shutil.rmtree(created, ignore_errors=True)
 
 
 def check_params(suites: list[str], strategies: list[str], budget_scales: list[float],
