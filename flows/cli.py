@@ -168,9 +168,10 @@ def runs(warehouse: str = WAREHOUSE_OPTION) -> None:
         raise JunctionError("no runs yet; run `junction bench` first")
     rows = []
     for m in metas:
-        params = m.get("params", {})
-        commit = (m.get("git_commit") or "?")[:10] + ("+" if m.get("git_dirty") else "")
-        rows.append((m["run_id"], commit, m.get("status", "?"), m.get("started_at", ""),
+        params = m.get("params") if isinstance(m.get("params"), dict) else {}
+        commit = str(m.get("git_commit") or "?")[:10] + ("+" if m.get("git_dirty") else "")
+        status = str(m.get("status") or "?") + (f" ({m['problem']})" if m.get("problem") else "")
+        rows.append((m["run_id"], commit, status, str(m.get("started_at") or ""),
                      ",".join(params.get("suites", [])), ",".join(params.get("strategies", []))))
     _print_table(("run_id", "commit", "status", "started_at", "suites", "strategies"), rows)
 
