@@ -7,6 +7,11 @@ The database file ``<root>/junction.duckdb`` (local roots only) holds the views,
 DuckDB client can query them. DuckDB admits one writer per file: ``refresh`` waits for the
 lock up to ``lock_timeout_s`` and then fails with a clear message; ``connect_reader`` never
 blocks: it builds the same views in an in-memory database, whoever holds the file.
+
+The views name the files that were readable when they were made (a corrupt file is left
+out, with a ``CorruptFileWarning``), and ``run_files`` is a snapshot of the run files; so
+the database file shows what the last ``refresh`` saw, and ``connect_reader`` what is there
+now. ``query`` is read-only: SELECT statements only, on the locked-down reader.
 """
 
 from __future__ import annotations

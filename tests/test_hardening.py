@@ -4,6 +4,7 @@ issue's "Why" (the exit code, the one line, and for sql that nothing changed on 
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -103,7 +104,7 @@ def test_sql_renders_list_columns_in_every_format(warehouse, fmt):
     if fmt == "csv":
         header, row = out.stdout.splitlines()[:2]
         assert header == '"task_id","exposed_tool_ids","context_candidates"'
-        tools = json.loads(next(csv_row for csv_row in __import__("csv").reader([row]))[1])
+        tools = json.loads(next(csv.reader([row]))[1])
         assert isinstance(tools, list) and tools
 
 
