@@ -12,7 +12,9 @@ import hashlib
 import json
 import math
 import platform
+import shutil
 import subprocess
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable
@@ -38,6 +40,7 @@ from junction_datasets import (
     suite_names,
 )
 from junction_datasets.jsonl import load_suite_file
+from flows.environment import start_temporary_server
 from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError, UnknownNameError
 from junction.evaluate import evaluate_batch
@@ -47,7 +50,7 @@ from junction.store import TraceStore, check_name
 from junction.strategies import make_strategy, strategy_factory
 from junction.warehouse import Warehouse
 
-__all__ = ["benchmark", "run_benchmark", "DEFAULT_STRATEGIES", "default_suites",
+__all__ = ["benchmark", "run_benchmark", "prepare_run", "DEFAULT_STRATEGIES", "default_suites",
            "new_run_id", "params_hash"]
 
 DEFAULT_STRATEGIES = ("adaptive_split", "exact", "fixed_split", "judge_admission")
@@ -218,12 +221,41 @@ def write_run_report(root: str, reports_root: str, run_id: str,
     return str(paths["report.md"])
 
 
+MAX_SEED = 2**63 - 1
+"""Seeds are stored as the traces' int64 ``seed`` column."""
+
+
+def _check_writable(output_root: str) -> None:
+    """Refuse a local traces root that is a file or cannot be created and written (by
+    making it and a temporary file in it, then removing what was made)."""
+    store = TraceStore(output_root)
+    if not store.is_local:
+        return
+    root = Path(store.base)
+    if root.exists() and not root.is_dir():
+        raise JunctionError(f"warehouse {output_root} is a file, not a folder; pass a folder "
+                            "to --warehouse")
+    created = next((p for p in [*reversed(root.parents), root] if not p.exists()), None)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=root):
+            pass
+    except OSError as exc:
+        raise JunctionError(f"warehouse {output_root} is not a writable folder: "
+                            f"{exc.strerror or exc}") from None
+    finally:  # a check writes nothing: remove the folders it made
+        if created is not None and created.is_dir():
+            shutil.rmtree(created, ignore_errors=True)
+
+
 def check_params(suites: list[str], strategies: list[str], budget_scales: list[float],
-                 batch_size: int, runner: str, run_id: str | None, output_root: str) -> None:
+                 batch_size: int, runner: str, run_id: str | None, output_root: str,
+                 seeds: list[int] = ()) -> None:
     """Refuse bad run parameters before anything starts (the CLI calls this too).
 
     Raises ``UnknownNameError`` (suite, strategy, runner) or ``JunctionError`` naming the
-    parameter and its value.
+    parameter and its value: a seed outside [0, ``MAX_SEED``], a budget scale that is not
+    a finite number > 0, a traces root that is a file or cannot be written.
     """
     for name in suites:
         get_suite(name)
@@ -234,11 +266,42 @@ def check_params(suites: list[str], strategies: list[str], budget_scales: list[f
     if batch_size < 1:
         raise JunctionError(f"batch_size must be >= 1, got {batch_size}")
     for scale in budget_scales:
-        if not (math.isfinite(scale) and scale >= 0):
-            raise JunctionError(f"budget scale must be finite and >= 0, got {scale}")
+        if not (math.isfinite(scale) and scale > 0):
+            raise JunctionError(f"budget scale must be a finite number > 0, got {scale:g}")
+    for seed in seeds:
+        if not 0 <= seed <= MAX_SEED:
+            raise JunctionError(f"seed must be an integer in [0, {MAX_SEED}], got {seed}")
     if run_id:
         check_name(run_id, "run_id")
-    TraceStore(output_root)  # an unknown protocol or a missing fsspec backend fails here
+    _check_writable(output_root)  # an unknown protocol or a missing fsspec backend fails too
+
+
+def check_resume(output_root: str, run_id: str, params: dict[str, Any]) -> None:
+    """Refuse to resume ``run_id`` with parameters other than those it was started with."""
+    existing = TraceStore(output_root).read_run_meta(run_id)
+    if existing and existing.get("params_hash") != params_hash(params):
+        raise JunctionError(f"run {run_id} was started with different parameters; "
+                            "use a new run id or the same parameters")
+
+
+def run_params(suites: list[str] | None = None, strategies: list[str] | None = None,
+               seeds: list[int] | None = None, budget_scales: list[float] | None = None,
+               size: int | None = None, full: bool = False, batch_size: int = 100,
+               output_root: str = DEFAULT_WAREHOUSE, reports_root: str = DEFAULT_REPORTS,
+               runner: str = "thread", workers: int | None = None,
+               dask_address: str | None = None, suite_files: list[str] | None = None,
+               **_: Any) -> dict[str, Any]:
+    """The parameters a run records (defaults filled in, lists sorted): what
+    ``params_hash`` hashes and a resumed run must repeat."""
+    suite_files = sorted(suite_files or [])
+    return {
+        "suites": sorted(suites or ([] if suite_files else default_suites())),
+        "strategies": sorted(strategies or DEFAULT_STRATEGIES), "seeds": seeds or [0],
+        "budget_scales": budget_scales or [1.0], "size": size, "full": full,
+        "batch_size": batch_size, "output_root": output_root, "reports_root": reports_root,
+        "runner": runner, "workers": workers, "dask_address": dask_address,
+        "suite_files": suite_files,
+    }
 
 
 def _suite_summary(built: SuiteBuild, sampling: str) -> dict[str, Any]:
@@ -283,25 +346,17 @@ def benchmark(
     Returns {run_id, report, units, units_skipped, tasks}. Raises ``UnknownNameError`` for an
     unknown suite or strategy and ``JunctionError`` when a resumed run's parameters differ.
     """
-    suite_files = sorted(suite_files or [])
-    suites = sorted(suites or ([] if suite_files else default_suites()))
-    strategies = sorted(strategies or DEFAULT_STRATEGIES)
-    seeds = seeds or [0]
-    budget_scales = budget_scales or [1.0]
-    check_params(suites, strategies, budget_scales, batch_size, runner, run_id, output_root)
+    params = run_params(suites, strategies, seeds, budget_scales, size, full, batch_size,
+                        output_root, reports_root, runner, workers, dask_address, suite_files)
+    suites, strategies, seeds = params["suites"], params["strategies"], params["seeds"]
+    budget_scales, suite_files = params["budget_scales"], params["suite_files"]
+    check_params(suites, strategies, budget_scales, batch_size, runner, run_id, output_root,
+                 seeds)
     run_id = run_id or new_run_id()  # a given id was checked by check_params
-    params = {
-        "suites": suites, "strategies": strategies, "seeds": seeds,
-        "budget_scales": budget_scales, "size": size, "full": full, "batch_size": batch_size,
-        "output_root": output_root, "reports_root": reports_root, "runner": runner,
-        "workers": workers, "dask_address": dask_address, "suite_files": suite_files,
-    }
+    check_resume(output_root, run_id, params)
     store = TraceStore(output_root)
     existing = store.read_run_meta(run_id)
     phash = params_hash(params)
-    if existing and existing.get("params_hash") != phash:
-        raise JunctionError(f"run {run_id} was started with different parameters; "
-                            "use a new run id or the same parameters")
 
     # Load (and so validate) every suite before anything is written.
     suite_info: dict[str, Any] = {}
@@ -333,6 +388,24 @@ def benchmark(
         "finished_at": None, "status": "running",
     }
     store.write_run_meta(run_id, meta)
+    try:
+        result = _run_units(store, output_root, reports_root, run_id, loaded, strategies,
+                            budget_scales, batch_size, write_reports, meta, suite_info)
+    except BaseException as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        meta.update(finished_at=datetime.now(UTC).isoformat(), status="failed",
+                    error=f"{type(exc).__name__}: {reason}")
+        store.write_run_meta(run_id, meta)
+        raise
+    return result
+
+
+def _run_units(store: TraceStore, output_root: str, reports_root: str, run_id: str,
+               loaded: list, strategies: list[str], budget_scales: list[float],
+               batch_size: int, write_reports: bool, meta: dict[str, Any],
+               suite_info: dict[str, Any]) -> dict[str, Any]:
+    """Submit every unit, wait for them, refresh the warehouse, mark the run completed and
+    write its report."""
     futures = []
     for name, info, seed, built in loaded:
         for scale in budget_scales:
@@ -346,10 +419,10 @@ def benchmark(
     for future in as_completed(futures):
         results.append(future.result())
         _report_progress(len(results), len(futures))
-    refresh_warehouse(output_root)
     meta.update(finished_at=datetime.now(UTC).isoformat(), status="completed",
                 suites=suite_info)
     store.write_run_meta(run_id, meta)
+    refresh_warehouse(output_root)
     report = None
     if write_reports:
         report = write_run_report(output_root, reports_root, run_id, suite_info)
@@ -382,11 +455,31 @@ def run_benchmark(progress: Callable[[int, int], None] | None = None,
 
     ``progress``, if given, is called in this process with (units done, units total) each
     time a unit finishes; it is never sent to a worker. ``params`` are the flow's.
+
+    The checks of ``prepare_run`` run first, before Prefect starts, and the run id's lock
+    (``TraceStore.run_lock``) is held for the whole run: a second writer fails at once.
     """
+    params = prepare_run(**params)
+    start_temporary_server()
     runner = task_runner(params.get("runner", "thread"), params.get("workers"),
                          params.get("dask_address"))
     token = _PROGRESS.set(progress)
     try:
-        return benchmark.with_options(task_runner=runner)(**params)
+        with TraceStore(params.get("output_root", DEFAULT_WAREHOUSE)).run_lock(params["run_id"]):
+            return benchmark.with_options(task_runner=runner)(**params)
     finally:
         _PROGRESS.reset(token)
+
+
+def prepare_run(**params: Any) -> dict[str, Any]:
+    """Check the flow's ``params`` before anything starts; return them with a run id.
+
+    Runs every check that needs no suite data (``check_params``; for an existing run id,
+    ``check_resume``), so a mistake is one error before Prefect or any work starts.
+    """
+    full = run_params(**params)
+    params = {**params, "run_id": params.get("run_id") or new_run_id()}
+    check_params(full["suites"], full["strategies"], full["budget_scales"], full["batch_size"],
+                 full["runner"], params["run_id"], full["output_root"], full["seeds"])
+    check_resume(full["output_root"], params["run_id"], full)
+    return params

@@ -129,8 +129,14 @@ def bench(
     import flows.benchmark as fb
 
     root = warehouse or _warehouse_root()
-    fb.check_params(suite or [], strategy or [], budget_scale or [], batch_size, runner.value,
-                    run_id, root)
+    params = fb.prepare_run(
+        suites=suite or None, strategies=strategy or None, seeds=seed or None,
+        budget_scales=budget_scale or None, size=size, full=full,
+        batch_size=batch_size, output_root=root,
+        reports_root=reports or _reports_root(), run_id=run_id, runner=runner.value,
+        workers=workers, dask_address=dask_address,
+        suite_files=[str(p.resolve()) for p in suite_file or []] or None,
+    )  # every check that needs no suite data: one error before anything starts
     for path in suite_file or []:
         load_suite_file(path)  # refuse a malformed file before anything starts
     if run_id:
@@ -146,15 +152,7 @@ def bench(
         def advance(done: int, total: int) -> None:
             progress.update(bar, completed=done, total=total)
 
-        result = fb.run_benchmark(
-            progress=advance,
-            suites=suite or None, strategies=strategy or None, seeds=seed or None,
-            budget_scales=budget_scale or None, size=size, full=full,
-            batch_size=batch_size, output_root=root,
-            reports_root=reports or _reports_root(), run_id=run_id, runner=runner.value,
-            workers=workers, dask_address=dask_address,
-            suite_files=[str(p.resolve()) for p in suite_file or []] or None,
-        )
+        result = fb.run_benchmark(progress=advance, **params)
     typer.echo(f"run {result['run_id']}: {result['tasks']} task evaluations in "
                f"{result['units']} units ({result['units_skipped']} already done)")
     typer.echo(f"report: {result['report']}")
@@ -170,9 +168,10 @@ def runs(warehouse: str = WAREHOUSE_OPTION) -> None:
         raise JunctionError("no runs yet; run `junction bench` first")
     rows = []
     for m in metas:
-        params = m.get("params", {})
-        commit = (m.get("git_commit") or "?")[:10] + ("+" if m.get("git_dirty") else "")
-        rows.append((m["run_id"], commit, m.get("status", "?"), m.get("started_at", ""),
+        params = m.get("params") if isinstance(m.get("params"), dict) else {}
+        commit = str(m.get("git_commit") or "?")[:10] + ("+" if m.get("git_dirty") else "")
+        status = str(m.get("status") or "?") + (f" ({m['problem']})" if m.get("problem") else "")
+        rows.append((m["run_id"], commit, status, str(m.get("started_at") or ""),
                      ",".join(params.get("suites", [])), ",".join(params.get("strategies", []))))
     _print_table(("run_id", "commit", "status", "started_at", "suites", "strategies"), rows)
 
@@ -276,7 +275,7 @@ def sql(
     fmt: SqlFormat = typer.Option(SqlFormat.table, "--format"),
     warehouse: str = WAREHOUSE_OPTION,
 ) -> None:
-    """Run one SQL query against the warehouse views."""
+    """Run one read-only SQL query (SELECT only) against the warehouse views."""
     from junction.warehouse import Warehouse
 
     result = Warehouse(warehouse or _warehouse_root()).query(query)
@@ -284,7 +283,7 @@ def sql(
         import pyarrow.csv as pacsv
 
         sink = sys.stdout.buffer
-        pacsv.write_csv(result, sink)
+        pacsv.write_csv(_nested_as_json(result), sink)
         sink.flush()
         return
     rows = result.to_pylist()
@@ -292,7 +291,25 @@ def sql(
         typer.echo(json.dumps(rows, default=str, sort_keys=True))
         return
     _print_table(result.column_names,
-                 [["NULL" if v is None else str(v) for v in row.values()] for row in rows])
+                 [["NULL" if v is None else _cell_text(v) for v in row.values()] for row in rows])
+
+
+def _cell_text(value) -> str:
+    """A table cell: lists and structs as JSON text, everything else as ``str``."""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, default=str, sort_keys=True)
+    return str(value)
+
+
+def _nested_as_json(table):
+    """``table`` with every list, struct or map column as JSON text (CSV has no nesting)."""
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_nested(field.type):
+            texts = [None if v is None else _cell_text(v) for v in table.column(i).to_pylist()]
+            table = table.set_column(i, pa.field(field.name, pa.string()), pa.array(texts, pa.string()))
+    return table
 
 
 @app.command()
@@ -320,8 +337,17 @@ def serve(
                     parameters={"suites": suite or None, "strategies": strategy or None})
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` for the command line: ``warning: <message>``, one line."""
+    print(f"warning: {message}", file=file or sys.stderr)
+
+
 def main() -> None:
-    """Console-script entry point: run the app, turning Junction errors into one line."""
+    """Console-script entry point: run the app, turning Junction errors into one line and
+    warnings into ``warning: ...`` lines."""
+    import warnings
+
+    warnings.showwarning = _one_line_warning
     try:
         app()
     except JunctionError as exc:

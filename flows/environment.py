@@ -14,7 +14,7 @@ from pathlib import Path
 
 from junction.environment import state_dir
 
-__all__ = ["configure_prefect_env"]
+__all__ = ["configure_prefect_env", "start_temporary_server"]
 
 _DEFAULTS = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -33,3 +33,28 @@ def configure_prefect_env(logging_level: str | None = None) -> None:
     if logging_level:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", logging_level)
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+
+
+def start_temporary_server() -> None:
+    """Start this process's temporary Prefect server with the first migration serialised.
+
+    Without a configured server (``PREFECT_API_URL`` unset) each process starts its own
+    temporary server on the shared database in ``PREFECT_HOME``; two processes starting at
+    once on a fresh home race to create its tables (``index ... already exists``). This
+    starts the server (Prefect's own ``SubprocessASGIServer``, which the client then reuses)
+    while holding an OS file lock in ``PREFECT_HOME``, so one process migrates and the other
+    finds the tables made. Does nothing when a server is configured.
+    """
+    import fcntl
+
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    home = Path(os.environ.get("PREFECT_HOME", str(state_dir() / "prefect")))
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".junction-server-start.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+        SubprocessASGIServer().start()

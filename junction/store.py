@@ -13,10 +13,16 @@ trace file is written last: its presence means the unit is complete (resumable r
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
 import json
+import os
 import re
 import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import fsspec
@@ -26,7 +32,16 @@ import pyarrow.parquet as pq
 from junction.errors import JunctionError, TraceError
 from junction.traces import TRACE_SCHEMA, TaskTraceRecord, records_to_table, timings_to_table
 
-__all__ = ["TraceStore", "check_name"]
+__all__ = ["TraceStore", "check_name", "RunLockedError", "RUN_FIELDS"]
+
+RUN_FIELDS: dict[str, type] = {"run_id": str, "git_commit": str, "git_dirty": bool,
+                               "started_at": str, "status": str, "params_hash": str,
+                               "params": dict}
+"""The fields every ``runs/<run_id>.json`` holds, and their JSON types (None allowed)."""
+
+
+class RunLockedError(JunctionError):
+    """Another process holds the run id's lock; the message names its PID and start time."""
 
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
@@ -158,23 +173,84 @@ class TraceStore:
         self._atomic_write(self.run_meta_path(run_id), text.encode())
 
     def read_run_meta(self, run_id: str) -> dict[str, Any] | None:
+        """``runs/<run_id>.json``, or None if absent; ``TraceError`` names a malformed file."""
         path = self.run_meta_path(run_id)
         if not self.fs.exists(path):
             return None
-        with self.fs.open(path, "rb") as handle:
-            return json.loads(handle.read())
+        meta, problem = self._load_run_file(path)
+        if meta is None:
+            raise TraceError(problem)
+        return meta
+
+    def _load_run_file(self, path: str) -> tuple[dict[str, Any] | None, str | None]:
+        """(metadata, None), (metadata, what is missing or mistyped) or (None, why unreadable)."""
+        try:
+            with self.fs.open(path, "rb") as handle:
+                meta = json.loads(handle.read())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return None, f"corrupt run file {self.url(path)}: {exc}"
+        if not isinstance(meta, dict):
+            return None, f"corrupt run file {self.url(path)}: not a JSON object"
+        problems = [f"missing {key}" for key in RUN_FIELDS if key not in meta]
+        problems += [f"{key} is not {kind.__name__}" for key, kind in RUN_FIELDS.items()
+                     if meta.get(key) is not None and not isinstance(meta[key], kind)]
+        return meta, "; ".join(problems) or None
 
     def run_meta_files(self) -> list[str]:
         """Every ``runs/<run_id>.json`` (sorted)."""
         return sorted(self.fs.glob(f"{self.base}/runs/*.json"))
 
     def run_metas(self) -> list[dict[str, Any]]:
-        """Every run's metadata, oldest first (by ``started_at``, then run id)."""
+        """Every run's metadata, oldest first (by ``started_at``, then run id).
+
+        A run file with a missing or mistyped field (``RUN_FIELDS``) keeps its row with
+        ``problem`` saying what; an unreadable one becomes ``{"run_id": <file stem>,
+        "status": "unreadable", "problem": ...}``. One bad file never hides the others.
+        """
         metas = []
         for path in self.run_meta_files():
-            with self.fs.open(path, "rb") as handle:
-                try:
-                    metas.append(json.loads(handle.read()))
-                except json.JSONDecodeError as exc:
-                    raise TraceError(f"corrupt run file {self.url(path)}: {exc}") from None
-        return sorted(metas, key=lambda m: (m.get("started_at", ""), m.get("run_id", "")))
+            meta, problem = self._load_run_file(path)
+            stem = path.rsplit("/", 1)[-1][: -len(".json")]
+            if meta is None:
+                meta = {"run_id": stem, "status": "unreadable"}
+            else:
+                meta = {**meta, "run_id": meta.get("run_id") if isinstance(meta.get("run_id"), str)
+                        else stem}
+            if problem:
+                meta["problem"] = problem
+            metas.append(meta)
+        return sorted(metas, key=lambda m: (str(m.get("started_at") or ""), m["run_id"]))
+
+    # ------------------------------------------------------------ one writer per run
+
+    @contextlib.contextmanager
+    def run_lock(self, run_id: str) -> Iterator[None]:
+        """Hold ``runs/.<run_id>.lock`` (an OS file lock) while a process writes the run.
+
+        A second holder fails at once with ``RunLockedError`` naming the holder's PID and
+        start time. The OS drops the lock when its process dies, so a crash never leaves a
+        stale lock. Local roots only: on an object store nothing is locked.
+        """
+        if not self.is_local:
+            yield
+            return
+        path = Path(self.base) / "runs" / f".{check_name(run_id, 'run_id')}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a+", encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "an unknown process"
+                raise RunLockedError(f"run {run_id} is being written by {holder}; wait for "
+                                     "it to finish or use another --run-id") from None
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"PID {os.getpid()} (started {datetime.now(UTC).isoformat()})")
+            handle.flush()
+            try:
+                yield
+            finally:
+                handle.seek(0)
+                handle.truncate()
+                fcntl.flock(handle, fcntl.LOCK_UN)

@@ -23,6 +23,7 @@ byte-identical trace files.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pyarrow as pa
@@ -237,5 +238,14 @@ def records_to_table(records: list[TaskTraceRecord]) -> pa.Table:
 
 
 def timings_to_table(rows: list[dict[str, Any]]) -> pa.Table:
-    """Timing rows (dicts with ``TIMING_SCHEMA``'s keys) as an Arrow table."""
+    """Timing rows (dicts with ``TIMING_SCHEMA``'s keys) as an Arrow table.
+
+    Raises ``TraceError`` naming the task and field of a NaN or infinite timing (an average
+    over the ``timings`` view would turn NaN).
+    """
+    for row in rows:
+        for key, value in row.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise TraceError(f"timing {key}={value} of task {row.get('task_id')!r} is "
+                                 "not finite; timings must be finite milliseconds")
     return pa.Table.from_pylist(rows, schema=TIMING_SCHEMA)

@@ -1,8 +1,11 @@
 -- Junction warehouse views over the Parquet traces.
--- Placeholders {traces}, {timings} and {runs} are replaced by quoted file globs at refresh;
+-- Placeholders {traces} and {timings} are replaced by the list of readable files at refresh
+-- (a corrupt file is left out and named in a warning);
 -- {metric_aggregates} by one aggregate per metric of the catalog (junction.metrics.METRICS).
 -- Files are read by column name (union_by_name), so a column added in a later schema
 -- version does not break older runs: it reads as NULL there.
+-- run_files is a table the warehouse fills from the run files (TraceStore.run_metas): one
+-- row per runs/<run_id>.json, a missing or malformed field named in `problem`.
 
 CREATE OR REPLACE VIEW traces AS
 SELECT *
@@ -14,8 +17,8 @@ FROM read_parquet({timings}, union_by_name = true, hive_partitioning = false);
 
 CREATE OR REPLACE VIEW runs AS
 SELECT run_id, git_commit, git_dirty, started_at, finished_at, status, params_hash,
-       CAST(params AS VARCHAR) AS params_json
-FROM read_json({runs}, union_by_name = true, format = 'auto');
+       params_json, problem
+FROM run_files;
 
 -- One row per run, suite, strategy and budget scale: the report's table.
 CREATE OR REPLACE VIEW strategy_summary AS

@@ -7,22 +7,30 @@ The database file ``<root>/junction.duckdb`` (local roots only) holds the views,
 DuckDB client can query them. DuckDB admits one writer per file: ``refresh`` waits for the
 lock up to ``lock_timeout_s`` and then fails with a clear message; ``connect_reader`` never
 blocks: it builds the same views in an in-memory database, whoever holds the file.
+
+The views name the files that were readable when they were made (a corrupt file is left
+out, with a ``CorruptFileWarning``), and ``run_files`` is a snapshot of the run files; so
+the database file shows what the last ``refresh`` saw, and ``connect_reader`` what is there
+now. ``query`` is read-only: SELECT statements only, on the locked-down reader.
 """
 
 from __future__ import annotations
 
 import importlib.resources
+import json
 import time
+import warnings
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
 from junction import metrics as catalog
-from junction.errors import JunctionError, TraceError
+from junction.errors import JunctionError
 from junction.store import TraceStore
 
-__all__ = ["Warehouse", "WarehouseError", "VIEWS_SQL", "view_statement"]
+__all__ = ["Warehouse", "WarehouseError", "ReadOnlyError", "CorruptFileWarning",
+           "VIEWS_SQL", "view_statement", "check_read_only"]
 
 VIEWS_SQL = importlib.resources.files("junction") / "views.sql"
 """The view definitions, shipped inside the package (so a non-editable install has them)."""
@@ -67,21 +75,76 @@ def view_statement(name: str) -> str:
     raise WarehouseError(f"{VIEWS_SQL} defines no view {name!r}")
 
 
-# Views with the right columns and no rows, for a root with no timing or run files yet.
-_EMPTY_VIEWS = {
-    "timings": "CREATE OR REPLACE VIEW timings AS SELECT NULL::VARCHAR AS run_id, "
-               "NULL::VARCHAR AS suite, NULL::VARCHAR AS strategy, NULL::VARCHAR AS task_id, "
-               "NULL::BIGINT AS seed, NULL::DOUBLE AS budget_scale, NULL::DOUBLE AS select_ms, "
-               "NULL::DOUBLE AS execute_ms, NULL::DOUBLE AS total_ms LIMIT 0",
-    "runs": "CREATE OR REPLACE VIEW runs AS SELECT NULL::VARCHAR AS run_id, "
-            "NULL::VARCHAR AS git_commit, NULL::BOOLEAN AS git_dirty, "
-            "NULL::VARCHAR AS started_at, NULL::VARCHAR AS finished_at, NULL::VARCHAR AS status, "
-            "NULL::VARCHAR AS params_hash, NULL::VARCHAR AS params_json LIMIT 0",
-}
+# A view with the right columns and no rows, for a root with no timing files yet.
+_EMPTY_TIMINGS = ("CREATE OR REPLACE VIEW timings AS SELECT NULL::VARCHAR AS run_id, "
+                  "NULL::VARCHAR AS suite, NULL::VARCHAR AS strategy, NULL::VARCHAR AS task_id, "
+                  "NULL::BIGINT AS seed, NULL::DOUBLE AS budget_scale, NULL::DOUBLE AS select_ms, "
+                  "NULL::DOUBLE AS execute_ms, NULL::DOUBLE AS total_ms LIMIT 0")
+
+RUN_FILES_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("git_commit", pa.string()), ("git_dirty", pa.bool_()),
+    ("started_at", pa.string()), ("finished_at", pa.string()), ("status", pa.string()),
+    ("params_hash", pa.string()), ("params_json", pa.string()), ("problem", pa.string()),
+])
+"""The ``run_files`` table behind the ``runs`` view: one row per run file."""
+
+_READ_ONLY_STATEMENTS = frozenset({duckdb.StatementType.SELECT})
+"""Statement kinds ``Warehouse.query`` runs; any other (COPY, ATTACH, CREATE ...) is refused."""
+
+_LOCKDOWN = ("SET enable_external_access = false", "SET lock_configuration = true")
+"""Run after the views exist: no file, extension or ATTACH beyond ``allowed_paths``."""
+
+_READER_CONFIG = {"autoload_known_extensions": False, "autoinstall_known_extensions": False,
+                  "allow_community_extensions": False}
+
+
+class CorruptFileWarning(UserWarning):
+    """A trace or timing file cannot be read and is left out of the views."""
+
+
+class ReadOnlyError(WarehouseError):
+    """A statement would write or reach outside the warehouse; the message names its kind."""
 
 
 def _literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+def _file_list(paths: list[str]) -> str:
+    return "[" + ", ".join(_literal(p) for p in paths) + "]"
+
+
+def _cell(meta: dict, key: str, kind: type):
+    value = meta.get(key)
+    return value if isinstance(value, kind) else None
+
+
+def _run_files_table(metas: list[dict]) -> pa.Table:
+    """The ``run_files`` rows of ``TraceStore.run_metas()`` (a mistyped field reads NULL)."""
+    rows = [{"run_id": m["run_id"], "git_commit": _cell(m, "git_commit", str),
+             "git_dirty": _cell(m, "git_dirty", bool), "started_at": _cell(m, "started_at", str),
+             "finished_at": _cell(m, "finished_at", str), "status": _cell(m, "status", str),
+             "params_hash": _cell(m, "params_hash", str),
+             "params_json": (json.dumps(m["params"], sort_keys=True)
+                             if isinstance(m.get("params"), dict) else None),
+             "problem": m.get("problem")} for m in metas]
+    return pa.Table.from_pylist(rows, schema=RUN_FILES_SCHEMA)
+
+
+def check_read_only(sql: str) -> None:
+    """Refuse ``sql`` unless every statement is a SELECT (DuckDB's own parser says which).
+
+    Raises ``ReadOnlyError`` naming the first other statement kind, ``WarehouseError`` for
+    SQL that does not parse.
+    """
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise WarehouseError(f"query failed: {str(exc).splitlines()[0]}") from None
+    for statement in statements:
+        if statement.type not in _READ_ONLY_STATEMENTS:
+            raise ReadOnlyError(f"refused: {statement.type.name} statement; `junction sql` "
+                                "is read-only and runs SELECT statements only")
 
 
 class Warehouse:
@@ -95,45 +158,40 @@ class Warehouse:
     def db_path(self) -> Path | None:
         return Path(self.store.base) / "junction.duckdb" if self.store.is_local else None
 
-    def _globs(self) -> dict[str, str]:
-        base = self.store.url(self.store.base)
-        return {
-            "traces": _literal(f"{base}/traces/run_id=*/suite=*/strategy=*/*.parquet"),
-            "timings": _literal(f"{base}/timings/run_id=*/suite=*/strategy=*/*.parquet"),
-            "runs": _literal(f"{base}/runs/*.json"),
-        }
+    def _readable_files(self) -> tuple[list[str], list[str]]:
+        """(trace files, timing files) as URLs, corrupt ones left out with one warning each."""
+        bad = set(self.store.find_corrupt_files())
+        for url in sorted(bad):
+            warnings.warn(f"corrupt Parquet file {url} left out of the views: move it away "
+                          "or re-run its unit", CorruptFileWarning, stacklevel=3)
+        traces = [u for u in map(self.store.url, self.store.trace_files()) if u not in bad]
+        timings = [u for u in map(self.store.url, self.store.timing_files()) if u not in bad]
+        return traces, timings
 
-    def _create_views(self, con: duckdb.DuckDBPyConnection) -> None:
+    def _create_views(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        """Create the views in ``con``; return the files they read."""
         if not self.store.is_local:
             con.register_filesystem(self.store.fs)
-        if not self.store.trace_files():
+        traces, timings = self._readable_files()
+        if not traces:
             raise WarehouseError(
                 f"no traces under {self.store.root}; run `junction bench` first"
             )
-        present = {
-            "traces": True,
-            "timings": bool(self.store.timing_files()),
-            "runs": bool(self.store.run_meta_files()),
-        }
-        globs = self._globs()
+        con.register("run_files_input", _run_files_table(self.store.run_metas()))
+        con.execute("CREATE OR REPLACE TABLE run_files AS SELECT * FROM run_files_input")
+        con.unregister("run_files_input")
+        lists = {"traces": _file_list(traces), "timings": _file_list(timings)}
         try:
             for statement in _view_statements():
-                needs = [key for key in globs if "{" + key + "}" in statement]
-                if needs and not present[needs[0]]:
-                    con.execute(_EMPTY_VIEWS[needs[0]])
+                if "{timings}" in statement and not timings:
+                    con.execute(_EMPTY_TIMINGS)
                     continue
-                for key, value in globs.items():
+                for key, value in lists.items():
                     statement = statement.replace("{" + key + "}", value)
                 con.execute(statement)
         except duckdb.Error as exc:
-            self._raise_for_corrupt(exc)
-
-    def _raise_for_corrupt(self, exc: Exception) -> None:
-        bad = self.store.find_corrupt_files()
-        if bad:
-            raise TraceError(f"corrupt Parquet file {bad[0]} ({len(bad)} in all): "
-                             "move it away or re-run its unit") from None
-        raise WarehouseError(str(exc).splitlines()[0]) from None
+            raise WarehouseError(str(exc).splitlines()[0]) from None
+        return traces + timings
 
     def refresh(self) -> None:
         """(Re)create the views in the database file; waits for DuckDB's writer lock."""
@@ -158,20 +216,38 @@ class Warehouse:
             con.close()
 
     def connect_reader(self) -> duckdb.DuckDBPyConnection:
-        """An in-memory connection with the views: it never waits for the file's writer."""
-        con = duckdb.connect(":memory:")
-        self._create_views(con)
+        """An in-memory connection with the views, locked down; it never waits for the file's
+        writer.
+
+        After the views exist, DuckDB's own settings shut everything else out: external
+        access off (no other file, no COPY, no ATTACH, no extension install or load; only the
+        views' files stay readable through ``allowed_paths``), extension autoloading off and
+        the configuration locked, so no statement can turn any of it back on.
+        """
+        con = duckdb.connect(":memory:", config=_READER_CONFIG)
+        try:
+            files = self._create_views(con)
+            if not self.store.is_local:  # DuckDB checks both spellings of an fsspec URL
+                files += [f.replace("://", ":///", 1) for f in files]
+            con.execute("SET allowed_paths = ?", [files])
+            for statement in _LOCKDOWN:
+                con.execute(statement)
+        except BaseException:
+            con.close()
+            raise
         return con
 
     def query(self, sql: str, params: list | None = None) -> pa.Table:
-        """Run ``sql`` against the views; ``WarehouseError`` with DuckDB's first line."""
+        """Run read-only ``sql`` against the views (``check_read_only``, ``connect_reader``).
+
+        Raises ``ReadOnlyError`` for a statement other than SELECT, ``WarehouseError`` with
+        DuckDB's first line when the query fails.
+        """
+        check_read_only(sql)
         con = self.connect_reader()
         try:
             return con.sql(sql, params=params or None).to_arrow_table()
         except duckdb.Error as exc:
-            message = str(exc).splitlines()[0]
-            if "parquet" in message.lower() or "magic" in message.lower():
-                self._raise_for_corrupt(exc)
-            raise WarehouseError(f"query failed: {message}") from None
+            raise WarehouseError(f"query failed: {str(exc).splitlines()[0]}") from None
         finally:
             con.close()

@@ -13,7 +13,7 @@ from junction.errors import JunctionError, TraceError, UnknownNameError
 from junction.store import TraceStore
 from junction.select import EnumerationJointSelector
 from junction.strategies import STRATEGY_FACTORIES, run_selector
-from junction.warehouse import Warehouse, WarehouseError
+from junction.warehouse import CorruptFileWarning, Warehouse, WarehouseError
 
 pytestmark = pytest.mark.flow
 
@@ -97,6 +97,9 @@ def test_interrupted_run_resumes_without_duplicates(prefect_harness, tmp_path, f
     finally:
         flaky["on"] = False
     store = TraceStore(str(tmp_path / "broken" / "wh"))
+    failed = store.read_run_meta("resume-me")  # never left "running"
+    assert failed["status"] == "failed" and failed["finished_at"]
+    assert failed["error"] == "RuntimeError: unit fails on purpose"
     partial = store.read_traces("resume-me").num_rows
     assert 0 < partial < 40
     resumed = _run(tmp_path / "broken", strategies=["flaky", "exact"], suites=["synthetic"],
@@ -129,8 +132,10 @@ def test_corrupt_parquet_and_bad_sql_are_named(prefect_harness, tmp_path):
         wh.query("selec nothing")
     bad = tmp_path / "wh" / "traces" / "run_id=ok-run" / "suite=coupling" / "strategy=exact"
     (bad / "zz-broken.parquet").write_bytes(b"PAR1 truncated")
-    with pytest.raises(TraceError, match="corrupt Parquet file .*zz-broken.parquet"):
-        wh.query("select count(*) from traces")
+    with pytest.warns(CorruptFileWarning, match="corrupt Parquet file .*zz-broken.parquet"):
+        assert wh.query("select count(*) as n from traces").to_pylist() == [{"n": 3}]
+    with pytest.raises(TraceError, match="corrupt trace file .*zz-broken.parquet"):
+        TraceStore(str(tmp_path / "wh")).read_traces("ok-run")
 
 
 def _cli(*args, env_root):

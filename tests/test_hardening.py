@@ -1,0 +1,239 @@
+"""Issue 13, hardening: a read-only SQL surface, one-line errors, one writer per run id,
+robust run metadata, concurrent runs on a fresh Prefect home. Each test is one bullet of the
+issue's "Why" (the exit code, the one line, and for sql that nothing changed on disk)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from junction.errors import TraceError
+from junction.store import TraceStore
+from junction.traces import timings_to_table
+from junction.warehouse import CorruptFileWarning, Warehouse
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cli(*args, warehouse, env=None):
+    """Run this checkout's CLI (``python -m flows.cli``) in a subprocess."""
+    full_env = {**os.environ, "JUNCTION_WAREHOUSE": str(warehouse), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True,
+                          text=True, env=full_env, timeout=300, cwd=ROOT)
+
+
+def _one_line(out) -> str:
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def warehouse(prefect_harness, tmp_path_factory):
+    """One finished run (coupling, exact) with its junction.duckdb."""
+    from flows.benchmark import benchmark
+
+    root = tmp_path_factory.mktemp("hardening") / "wh"
+    benchmark(suites=["coupling"], strategies=["exact"], output_root=str(root),
+              reports_root=str(root.parent / "reports"), run_id="base-run")
+    return root
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.name.startswith(".")}
+
+
+@pytest.mark.parametrize("statement, kind", [
+    ("COPY (select 1) TO '{trace}'", "COPY"),
+    ("attach '{db}' as w; drop view w.traces", "ATTACH"),
+    ("drop view traces", "DROP"),
+    ("create table t (a int)", "CREATE"),
+    ("insert into run_files values ('x')", "INSERT"),
+    ("install httpfs", "LOAD"),
+    ("set enable_external_access = true", "SET"),
+])
+def test_sql_cannot_change_or_destroy_data(warehouse, statement, kind):
+    trace = next(warehouse.glob("traces/**/*.parquet"))
+    before = _snapshot(warehouse)
+    assert "junction.duckdb" in before
+    out = _cli("sql", statement.format(trace=trace, db=warehouse / "junction.duckdb"),
+               warehouse=warehouse)
+    assert out.returncode == 1
+    assert _one_line(out) == (f"error: refused: {kind} statement; `junction sql` is "
+                              "read-only and runs SELECT statements only")
+    assert _snapshot(warehouse) == before
+    ok = _cli("sql", "select count(*) as n from traces", "--format", "csv", warehouse=warehouse)
+    assert ok.returncode == 0 and ok.stdout.splitlines() == ['"n"', "1"]
+
+
+@pytest.mark.parametrize("statement", [
+    "COPY (select 1) TO '{trace}'",
+    "ATTACH '{db}' AS w",
+    "SELECT * FROM read_csv('/etc/hostname')",
+    "LOAD httpfs",
+    "SET enable_external_access = true",
+])
+def test_reader_connection_is_locked_by_duckdb_settings(warehouse, statement):
+    """Past the statement check, DuckDB's own settings refuse the same statements."""
+    trace = next(warehouse.glob("traces/**/*.parquet"))
+    before = _snapshot(warehouse)
+    con = Warehouse(str(warehouse)).connect_reader()
+    try:
+        with pytest.raises((duckdb.PermissionException, duckdb.InvalidInputException)):
+            con.execute(statement.format(trace=trace, db=warehouse / "junction.duckdb"))
+        assert con.sql("select count(*) from traces").fetchall() == [(1,)]
+    finally:
+        con.close()
+    assert _snapshot(warehouse) == before
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "table"])
+def test_sql_renders_list_columns_in_every_format(warehouse, fmt):
+    out = _cli("sql", "select task_id, exposed_tool_ids, context_candidates from traces",
+               "--format", fmt, warehouse=warehouse)
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    if fmt == "csv":
+        header, row = out.stdout.splitlines()[:2]
+        assert header == '"task_id","exposed_tool_ids","context_candidates"'
+        tools = json.loads(next(csv.reader([row]))[1])
+        assert isinstance(tools, list) and tools
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--warehouse", "/proc/x"],
+     "error: warehouse /proc/x is not a writable folder: No such file or directory"),
+    (["--warehouse", "{file}"],
+     "error: warehouse {file} is a file, not a folder; pass a folder to --warehouse"),
+    (["--seed", "99999999999999999999999"],
+     "error: seed must be an integer in [0, 9223372036854775807], got 99999999999999999999999"),
+    (["--budget-scale", "0"], "error: budget scale must be a finite number > 0, got 0"),
+    (["--run-id", "used-id", "--strategy", "fixed_split"],
+     "error: run used-id was started with different parameters; use a new run id or the "
+     "same parameters"),
+])
+def test_bench_mistakes_are_one_line_before_work(tmp_path, args, line):
+    file = tmp_path / "a-file"
+    file.write_text("x")
+    root = tmp_path / "wh"
+    TraceStore(str(root)).write_run_meta("used-id", {"run_id": "used-id", "params_hash": "0",
+                                                     "status": "completed"})
+    args = [a.format(file=file) for a in args]
+    out = _cli("bench", "--suite", "coupling", *args, warehouse=root)
+    assert out.returncode == 1
+    assert _one_line(out) == line.format(file=file)
+    assert json.loads((root / "runs" / "used-id.json").read_text())["status"] == "completed"
+    assert sorted(p.name for p in (root / "runs").glob("*.json")) == ["used-id.json"]
+
+
+def test_corrupt_file_of_another_run_is_one_warning(warehouse, tmp_path):
+    import shutil
+
+    root = tmp_path / "wh"
+    shutil.copytree(warehouse, root)
+    bad = root / "traces" / "run_id=other" / "suite=coupling" / "strategy=exact" / "u.parquet"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"PAR1 truncated")
+    with pytest.warns(CorruptFileWarning) as caught:
+        Warehouse(str(root)).refresh()
+    assert [str(w.message) for w in caught] == [
+        f"corrupt Parquet file {bad} left out of the views: move it away or re-run its unit"]
+    out = _cli("sql", "select count(*) as n from traces", "--format", "csv", warehouse=root)
+    assert out.returncode == 0 and out.stdout.splitlines() == ['"n"', "1"]
+    assert _one_line(out) == (f"warning: corrupt Parquet file {bad} left out of the views: "
+                              "move it away or re-run its unit")
+
+
+def test_same_run_id_twice_fails_at_once_naming_the_holder(tmp_path):
+    root = tmp_path / "wh"
+    with TraceStore(str(root)).run_lock("busy-run"):
+        out = _cli("bench", "--suite", "coupling", "--strategy", "exact", "--run-id",
+                   "busy-run", warehouse=root)
+    assert out.returncode == 1
+    line = _one_line(out)
+    assert line.startswith(f"error: run busy-run is being written by PID {os.getpid()} "
+                           "(started 20")
+    assert line.endswith("); wait for it to finish or use another --run-id")
+    assert not (root / "traces").exists()
+
+
+def test_one_bad_run_file_never_breaks_the_views(warehouse, tmp_path):
+    import shutil
+
+    root = tmp_path / "wh"
+    shutil.copytree(warehouse, root)
+    meta = json.loads((root / "runs" / "base-run.json").read_text())
+    del meta["git_commit"]
+    (root / "runs" / "no-commit.json").write_text(json.dumps({**meta, "run_id": "no-commit"}))
+    (root / "runs" / "broken.json").write_text("{not json")
+    rows = Warehouse(str(root)).query(
+        "select run_id, status, problem from runs order by run_id").to_pylist()
+    assert rows[0]["run_id"] == "base-run" and rows[0]["problem"] is None
+    assert rows[1]["run_id"] == "broken" and rows[1]["status"] == "unreadable"
+    assert rows[1]["problem"].startswith(f"corrupt run file {root / 'runs' / 'broken.json'}")
+    assert rows[2] == {"run_id": "no-commit", "status": "completed",
+                       "problem": "missing git_commit"}
+    assert Warehouse(str(root)).query("select count(*) as n from traces").to_pylist() == [
+        {"n": 1}]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_non_finite_timings_are_refused_at_write(value):
+    row = {"run_id": "r", "suite": "s", "strategy": "x", "task_id": "t-1", "seed": 0,
+           "budget_scale": 1.0, "select_ms": value, "execute_ms": 1.0, "total_ms": 2.0}
+    with pytest.raises(TraceError, match=f"timing select_ms={value} of task 't-1' is not "
+                                         "finite"):
+        timings_to_table([row])
+
+
+_FLOW = ("from flows.benchmark import run_benchmark; "
+         "run_benchmark(suites=['coupling'], strategies=['exact'], output_root={root!r}, "
+         "write_reports=False)")
+
+
+@pytest.mark.flow
+def test_two_runs_at_once_on_a_fresh_prefect_home(tmp_path):
+    """Two processes, one fresh PREFECT_HOME: both start their temporary server cleanly."""
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home")}
+    procs = [subprocess.Popen([sys.executable, "-c", _FLOW.format(root=str(tmp_path / f"wh{i}"))],
+                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for i in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for proc, (_, err) in zip(procs, outs):
+        assert proc.returncode == 0, err
+        assert "already exists" not in err and "Traceback" not in err
+    for i in range(2):
+        assert len(TraceStore(str(tmp_path / f"wh{i}")).trace_files()) == 1
+
+
+@pytest.mark.flow
+def test_temporary_server_start_waits_for_the_home_lock(tmp_path):
+    """The mechanism behind the test above: while another process holds the start lock, no
+    server starts and no database is created in the fresh home; once released, it starts."""
+    import fcntl
+    import time
+
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(home)
+    with open(home / ".junction-server-start.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from flows.environment import start_temporary_server; "
+             "start_temporary_server(); print('started')"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(8)  # ample for the import; the server must not have started
+        assert proc.poll() is None
+        assert not (home / "prefect.db").exists()
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert out.strip() == "started" and (home / "prefect.db").exists()
