@@ -3,6 +3,9 @@
 ``metrics.json`` holds only what the inputs determine: sorted keys, numbers rounded to
 ``ROUND_DIGITS`` decimals, no run id, timestamps or timings (those live in ``run.json``),
 so two reports of the same inputs are byte-identical and a committed report diffs cleanly.
+Rows whose selection a wall-clock safety net cut short (``selection_status`` =
+``stopped_by_clock``) depend on the machine's speed, so every comparison leaves them out
+(``comparable_traces``); run.json counts them.
 """
 
 from __future__ import annotations
@@ -20,9 +23,26 @@ import pyarrow as pa
 from junction import metrics as catalog
 from junction.params import report_params
 
-__all__ = ["ROUND_DIGITS", "summarise", "write_report", "render_markdown"]
+__all__ = ["ROUND_DIGITS", "comparable_traces", "summarise", "write_report",
+           "render_markdown"]
 
 ROUND_DIGITS = 6
+
+CLOCK_STOPPED = "stopped_by_clock"
+"""``selection_status`` of a selection a wall-clock limit cut short (not reproducible)."""
+
+
+def comparable_traces(traces: pa.Table) -> tuple[pa.Table, int]:
+    """(the trace rows whose result the inputs alone determine, how many were left out).
+
+    Leaves out the rows with ``selection_status`` = ``stopped_by_clock``: their selection
+    depends on how fast the machine was, so they would make two runs of the same inputs
+    differ. Rows stopped by the deterministic work limit (``work_limit``) stay."""
+    if "selection_status" not in traces.column_names:
+        return traces, 0
+    status = traces.column("selection_status").to_pylist()
+    keep = [s != CLOCK_STOPPED for s in status]
+    return traces.filter(pa.array(keep, type=pa.bool_())), keep.count(False)
 
 
 def _round(value: Any) -> Any:
@@ -159,6 +179,8 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
     Each file is written to a temporary name and renamed. Returns name -> path.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
+    traces, clock_stopped = comparable_traces(traces)
+    run = {**run, "rows_stopped_by_clock": clock_stopped}
     summary = summarise(traces)
     plot_path = out_dir / "plot.png"
     if summary:
