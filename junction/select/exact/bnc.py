@@ -292,9 +292,9 @@ class _Tree:
 
     def _rens(self, point: np.ndarray) -> None:
         """RENS (Berthold 2014): the MILP with every x that is integral in the root LP fixed
-        to its value, solved by HiGHS within ``_RENS_TIME_SHARE`` of the time left; its
-        set seeds ``_heuristic``. HiGHS stops it after ``_RENS_NODES`` nodes
-        (deterministic) or when the clock runs out (noted in ``clock_touched``)."""
+        to its value, solved by HiGHS; its set seeds ``_heuristic``. HiGHS stops it after
+        ``_RENS_NODES`` nodes (deterministic) or when the clock runs out (noted in
+        ``clock_touched``)."""
         x = point[: self.nx]
         frac = (x > _EPS) & (x < 1 - _EPS)
         if not frac.any():
