@@ -3,6 +3,12 @@
 Each lane returns ``Candidate`` records ordered by descending score, then ascending resource
 id, cut to ``limit``. Scores are BM25 (Lucene variant, k1=1.5, b=0.75: bm25s defaults,
 Robertson & Zaragoza 2009), float >= 0, comparable only within one lane and one query.
+Both lanes tokenise with ``junction.text.lexical_tokens`` (one token per CJK or Thai
+character; handed to bm25s pre-tokenised). A candidate with score 0 shares no term with
+the query: it is not a match (``Candidate.matched`` is False), ranks after every match
+(by id, so the pool stays deterministic) and is never credited by the lane metrics
+(``junction.evaluate``); it stays in the pool because a task's prior may still make it
+worth exposing.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import bm25s
 from pydantic import BaseModel, ConfigDict
 
 from junction.resources import ContextResource, ResourceKind, ToolResource
+from junction.text import lexical_tokens
 
 # bm25s logs every index build at DEBUG; a benchmark builds thousands.
 logging.getLogger("bm25s").setLevel(logging.WARNING)
@@ -37,9 +44,10 @@ class Candidate(BaseModel):
     score: float
     rank: int
 
-
-def _tokenize(texts: list[str]) -> list[list[str]]:
-    return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
+    @property
+    def matched(self) -> bool:
+        """Does the candidate share a term with the query (lane score > 0)?"""
+        return self.score > 0
 
 
 def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:
@@ -49,13 +57,13 @@ def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:
     """
     if not documents:
         return []
-    corpus_tokens = _tokenize(list(documents))
+    corpus_tokens = [lexical_tokens(d) for d in documents]
     if not any(corpus_tokens):
         return [0.0] * len(documents)
     retriever = bm25s.BM25()
     retriever.index(corpus_tokens, show_progress=False)
     vocab = retriever.vocab_dict
-    query_tokens = [tok for tok in _tokenize([query])[0] if tok in vocab]
+    query_tokens = [tok for tok in lexical_tokens(query) if tok in vocab]
     if not query_tokens:
         return [0.0] * len(documents)
     return [round(float(s), 6) for s in retriever.get_scores(query_tokens)]

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from junction import metrics as catalog
+from junction.candidates import Candidate
 from junction.execution import execute, verify
 from junction.metrics import (
     LaneRanking,
@@ -32,6 +33,11 @@ def scale_budget(task: BenchmarkTask, scale: float) -> BenchmarkTask:
     if scale == 1.0:
         return task
     return task.model_copy(update={"budget": task.budget.scaled(scale)})
+
+
+def _matched_ids(candidates: Sequence[Candidate]) -> list[str]:
+    """Ids of the lane's matches (``Candidate.matched``), in rank order."""
+    return [c.resource_id for c in candidates if c.matched]
 
 
 def _finite_json(value: Any) -> str:
@@ -99,9 +105,10 @@ def evaluate_batch(
             budget_use=(None if not b.max_tokens else (context_tokens + tool_tokens) / b.max_tokens),
             extra_json=_finite_json(result.extra),
         ))
-        lanes.append(LaneRanking(f"{len(lanes)}:c", [c.resource_id for c in ctx_c],
+        # lane metrics rank the matches only: a candidate at score 0 is no retrieval
+        lanes.append(LaneRanking(f"{len(lanes)}:c", _matched_ids(result.pools.contexts),
                                  task.gold_context_ids))
-        lanes.append(LaneRanking(f"{len(lanes)}:t", [c.resource_id for c in tool_c],
+        lanes.append(LaneRanking(f"{len(lanes)}:t", _matched_ids(result.pools.tools),
                                  task.gold_tool_ids))
         timings.append(dict(
             run_id=run_id, suite=task.suite, strategy=strategy_name, task_id=task.task_id,

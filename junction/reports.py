@@ -3,6 +3,9 @@
 ``metrics.json`` holds only what the inputs determine: sorted keys, numbers rounded to
 ``ROUND_DIGITS`` decimals, no run id, timestamps or timings (those live in ``run.json``),
 so two reports of the same inputs are byte-identical and a committed report diffs cleanly.
+Rows whose selection a wall-clock safety net cut short (``selection_status`` =
+``stopped_by_clock``) depend on the machine's speed, so every comparison leaves them out
+(``comparable_traces``); run.json counts them.
 """
 
 from __future__ import annotations
@@ -22,10 +25,26 @@ from junction import verdicts
 from junction.params import report_params
 from junction.tasks import VERIFIER_MEANINGS
 
-__all__ = ["ROUND_DIGITS", "summarise", "write_report", "render_markdown", "headline_rows",
-           "run_timings", "html_page", "PAGE_STYLE"]
+__all__ = ["ROUND_DIGITS", "comparable_traces", "summarise", "write_report", "render_markdown",
+           "headline_rows", "run_timings", "html_page", "PAGE_STYLE"]
 
 ROUND_DIGITS = 6
+
+CLOCK_STOPPED = "stopped_by_clock"
+"""``selection_status`` of a selection a wall-clock limit cut short (not reproducible)."""
+
+
+def comparable_traces(traces: pa.Table) -> tuple[pa.Table, int]:
+    """(the trace rows whose result the inputs alone determine, how many were left out).
+
+    Leaves out the rows with ``selection_status`` = ``stopped_by_clock``: their selection
+    depends on how fast the machine was, so they would make two runs of the same inputs
+    differ. Rows stopped by the deterministic work limit (``work_limit``) stay."""
+    if "selection_status" not in traces.column_names:
+        return traces, 0
+    status = traces.column("selection_status").to_pylist()
+    keep = [s != CLOCK_STOPPED for s in status]
+    return traces.filter(pa.array(keep, type=pa.bool_())), keep.count(False)
 
 
 def _round(value: Any) -> Any:
@@ -390,6 +409,9 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
     Returns name -> path.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
+    every_trace = traces  # the cost table counts every selection, clock-stopped ones too
+    traces, clock_stopped = comparable_traces(traces)
+    run = {**run, "rows_stopped_by_clock": clock_stopped}
     summary = summarise(traces)
     headline = headline_rows(traces)
     plot_path = out_dir / "plot.png"
@@ -398,7 +420,7 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
         tmp_plot = out_dir / ".plot.tmp.png"
         plot_note = _plot(summary, tmp_plot)
         tmp_plot.replace(plot_path)
-    cost = _cost_lines(traces, timings) if traces.num_rows else None
+    cost = _cost_lines(every_trace, timings) if every_trace.num_rows else None
     md = render_markdown(run, summary, suites, plot_path.name if summary else None,
                          headline=headline, cost=cost, plot_note=plot_note)
     body = markdown_lib.markdown(md, extensions=["tables"])

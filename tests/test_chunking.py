@@ -82,14 +82,14 @@ def test_select_top_chunks_ties_break_by_index() -> None:
 
 def test_first_chunk_over_budget_is_cut_at_paragraph_then_sentence() -> None:
     big = _chunk(0, "First para one. Still first.\n\nSecond para is here.")
-    # ceil(len/4) per word, 1 per ".": "First para one." = 2+1+1+1 = 5,
-    # "First para one. Still first." = 5+2+2+1 = 10, the whole text 10+6 = 16.
-    out = select_top_chunks([ScoredChunk(big, 3.0)], token_budget=12)
+    # 1 per word (<= 8 chars), 1 per ".": "First para one." = 4,
+    # "First para one. Still first." = 4+3 = 7, the whole text 7+5 = 12.
+    out = select_top_chunks([ScoredChunk(big, 3.0)], token_budget=10)
     assert len(out) == 1 and out[0].truncated
     assert out[0].text == "First para one. Still first."
-    assert out[0].token_cost == 10
-    # budget 6: the first paragraph (10) does not fit; cut at the sentence boundary
-    out = select_top_chunks([ScoredChunk(big, 3.0)], token_budget=6)
+    assert out[0].token_cost == 7
+    # budget 5: the first paragraph (7) does not fit; cut at the sentence boundary
+    out = select_top_chunks([ScoredChunk(big, 3.0)], token_budget=5)
     assert out[0].text == "First para one." and out[0].truncated
 
 

@@ -83,10 +83,21 @@ def test_resources_are_frozen():
 # ---------------------------------------------------------------- tokens
 
 
+@pytest.mark.parametrize("text, tokens", [
+    ("Pay back Dana.", 4),  # Pay back Dana: 1 each (<= 8 chars); "." 1
+    ("reimbursement", 2),  # ceil(13 / 8)
+    ('{"a":{"b":1}}', 8),  # punctuation runs {" ":{" ": }} cost 1, 2, 1, 1; a, b, 1: 1 each
+    ("北京后天的天气如何？", 7),  # 9 Han: ceil(9 · 0.6) = 6; "？" 1
+    ("获取p4工单", 5),  # 获取 ceil(2 · 0.6) = 2, p4 1, 工单 2
+    ("สวัสดีครับ", 4),  # 10 Thai characters: ceil(10 / 3)
+    ("다용도실 통돌이", 5),  # Hangul runs of 4 and 3: ceil(2.4) + ceil(1.8)
+    ("", 0),
+])
+def test_default_counter_table(text: str, tokens: int) -> None:
+    assert DEFAULT_TOKEN_COUNTER.count(text) == tokens
+
+
 def test_default_counter_is_deterministic_and_prices_bigger_schema_higher():
-    # "Pay back Dana." -> Pay(1) back(1) Dana(1) .(1) = 4 tokens; "reimbursement" = ceil(13/4) = 4
-    assert DEFAULT_TOKEN_COUNTER.count("Pay back Dana.") == 4
-    assert DEFAULT_TOKEN_COUNTER.count("reimbursement") == 4
     small = ToolResource.from_schema("t", "d", {"type": "object", "properties": {}})
     big = ToolResource.from_schema(
         "t", "d", {"type": "object", "properties": {"a": {"type": "string"}}}

@@ -33,6 +33,7 @@ from junction.select import (
     EnumerationJointSelector,
     JointProblem,
 )
+from junction.select.exact import DEFAULT_WORK_LIMIT
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from milp_reference import MilpJointSelector  # noqa: E402
@@ -40,7 +41,7 @@ from milp_reference import MilpJointSelector  # noqa: E402
 # What may differ between two exact selectors' answers: the bookkeeping, and ``strategy``
 # (each names its own algorithm; see test_each_selector_names_its_algorithm).
 SOLVER_FIELDS = {"strategy", "solve_time_ms", "subsets_examined", "subsets_feasible",
-                 "status", "gap"}
+                 "lp_iterations", "status", "gap"}
 
 
 def same(a, b) -> bool:
@@ -215,14 +216,46 @@ def _large(n: int, seed: int) -> JointProblem:
                         {r.id: rng.random() for r in (*contexts, *tools)}, interactions)
 
 
-@pytest.mark.parametrize("solver", SOLVERS)
-def test_time_limit_is_reported_never_optimal(solver: str) -> None:
+def _fits(problem: JointProblem, got) -> bool:
+    by_id = {r.id: r for r in (*problem.contexts, *problem.tools)}
+    return problem.budget.check([by_id[i] for i in got.context_ids],
+                                [by_id[i] for i in got.tool_ids]).fits
+
+
+@pytest.mark.parametrize("solver, status", [("branch_and_cut", "stopped_by_clock"),
+                                            ("milp", "time_limit")])
+def test_time_limit_is_reported_never_optimal(solver: str, status: str) -> None:
+    # the branch and cut's clock is a safety net: a search it stops says so
     problem = _large(300, seed=3)
     got = SOLVERS[solver](time_limit_s=0.05).select(problem)
-    assert got.status == "time_limit"
-    by_id = {r.id: r for r in (*problem.contexts, *problem.tools)}
-    assert problem.budget.check([by_id[i] for i in got.context_ids],
-                                [by_id[i] for i in got.tool_ids]).fits
+    assert got.status == status
+    assert _fits(problem, got)
+
+
+@pytest.mark.parametrize("work_limit", [0, 50, 3000])
+def test_work_limit_stops_the_same_way_every_time(work_limit: int) -> None:
+    # 300 candidates, limits at 40%: far more than 3000 simplex iterations to prove; the
+    # stop is a count, so two runs agree in every field but the time, nodes included.
+    problem = _large(300, seed=3)
+    runs = [BranchAndCutJointSelector(time_limit_s=None, work_limit=work_limit)
+            .select(problem) for _ in range(2)]
+    first, second = (r.model_dump(exclude={"solve_time_ms"}) for r in runs)
+    assert first == second
+    got = runs[0]
+    assert got.status == "work_limit"
+    assert got.lp_iterations <= work_limit
+    assert _fits(problem, got)
+    # 0 and 50 stop in the root (no bound, gap unknown); 3000 in the tree, with a gap
+    assert (got.gap is None) == (work_limit < 3000)
+    assert got.gap is None or got.gap > 0
+
+
+def test_default_work_limit_proves_a_200_candidate_instance() -> None:
+    problem = _large(200, seed=0)
+    got = AutoJointSelector(time_limit_s=None).select(problem)
+    assert (got.status, got.gap) == ("optimal", 0.0)
+    assert 0 < got.lp_iterations < DEFAULT_WORK_LIMIT
+    assert same(got, AutoJointSelector(time_limit_s=None, work_limit=None).select(problem))
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -288,6 +321,14 @@ def test_every_exact_selector_rejects_a_bad_max_size(cls, value) -> None:
     with pytest.raises(ValueError, match=f"max_size must be an integer >= 0 or None, got "
                                          f"{re.escape(repr(value))}"):
         cls(max_size=value)
+
+
+@pytest.mark.parametrize("cls", [BranchAndCutJointSelector, AutoJointSelector])
+@pytest.mark.parametrize("value", [-1, 1.5, "5", False])
+def test_solvers_reject_a_bad_work_limit(cls, value) -> None:
+    with pytest.raises(ValueError, match=f"work_limit must be an integer >= 0 or None, got "
+                                         f"{re.escape(repr(value))}"):
+        cls(work_limit=value)
 
 
 @pytest.mark.parametrize("cls", [BranchAndCutJointSelector, MilpJointSelector,

@@ -117,8 +117,12 @@ class Selection(BaseModel):
     """A strategy's chosen exposed set and its objective.
 
     ``tokens_used`` in tokens; ``unary``, ``interaction`` and ``objective`` unitless.
-    ``status``: ``optimal`` (proven), ``heuristic`` (no optimality claim), ``time_limit``
-    (best found when the limit hit; see ``gap``), ``infeasible`` (nothing fits; empty set).
+    ``status``: ``optimal`` (proven), ``heuristic`` (no optimality claim), ``work_limit``
+    (best found when the deterministic work limit hit; see ``gap``), ``stopped_by_clock``
+    (best found when a wall-clock safety net hit: depends on the machine's speed),
+    ``time_limit`` (the MILP reference's clock), ``infeasible`` (nothing fits; empty set).
+    ``lp_iterations``: simplex iterations the branch and cut spent (its work limit counts
+    them; 0 for searches without LPs).
     """
 
     model_config = ConfigDict(frozen=True, allow_inf_nan=False)
@@ -132,6 +136,7 @@ class Selection(BaseModel):
     objective: float
     subsets_examined: int = 0
     subsets_feasible: int = 0
+    lp_iterations: int = 0
     status: str = "optimal"
     gap: float | None = None
     solve_time_ms: float | None = None
@@ -141,10 +146,14 @@ class Selection(BaseModel):
         return (*self.context_ids, *self.tool_ids)
 
 
-def check_selector_options(max_size: object = None, time_limit_s: object = None) -> None:
+def check_selector_options(max_size: object = None, time_limit_s: object = None,
+                           work_limit: object = None) -> None:
     """Validate the options the exact selectors share; raises ``ValueError`` naming the
-    option: ``max_size`` must be an integer >= 0 or None, ``time_limit_s`` (seconds) a
-    number >= 0 or None."""
+    option: ``max_size`` and ``work_limit`` (simplex iterations) must be integers >= 0 or
+    None, ``time_limit_s`` (seconds) a number >= 0 or None."""
+    if work_limit is not None and (isinstance(work_limit, bool)
+                                   or not isinstance(work_limit, int) or work_limit < 0):
+        raise ValueError(f"work_limit must be an integer >= 0 or None, got {work_limit!r}")
     if max_size is not None and (isinstance(max_size, bool) or not isinstance(max_size, int)
                                  or max_size < 0):
         raise ValueError(f"max_size must be an integer >= 0 or None, got {max_size!r}")

@@ -2,7 +2,9 @@
 
 ``AutoJointSelector`` picks the algorithm by pool size (a combinatorial branch and bound
 for small pools, branch and cut above; see its docstring); each selection records which
-algorithm produced it.
+algorithm produced it. The search stops on a deterministic work limit
+(``DEFAULT_WORK_LIMIT`` simplex iterations), never on the clock unless a 300 s safety net
+fires (status ``stopped_by_clock``; reports leave such rows out).
 """
 
 from __future__ import annotations

@@ -13,12 +13,13 @@ from junction.select.exact.auto import AUTO_COMBINATORIAL_MAX, AutoJointSelector
 from junction.select.exact.bnb import COMBINATORIAL_MAX, CombinatorialJointSelector
 from junction.select.exact.bnc import BranchAndCutJointSelector
 from junction.select.exact.enumerate import EnumerationJointSelector
-from junction.select.exact.kernel import DEFAULT_TIME_LIMIT_S
+from junction.select.exact.kernel import DEFAULT_TIME_LIMIT_S, DEFAULT_WORK_LIMIT
 
 __all__ = [
     "AUTO_COMBINATORIAL_MAX",
     "COMBINATORIAL_MAX",
     "DEFAULT_TIME_LIMIT_S",
+    "DEFAULT_WORK_LIMIT",
     "AutoJointSelector",
     "BranchAndCutJointSelector",
     "CombinatorialJointSelector",

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from junction.select.exact.bnb import COMBINATORIAL_MAX, CombinatorialJointSelector
 from junction.select.exact.bnc import BranchAndCutJointSelector
-from junction.select.exact.kernel import DEFAULT_TIME_LIMIT_S, Reduced, ReducingSelector
+from junction.select.exact.kernel import (
+    DEFAULT_TIME_LIMIT_S,
+    DEFAULT_WORK_LIMIT,
+    Reduced,
+    ReducingSelector,
+)
 from junction.select.problem import JointProblem, Selection
 
 __all__ = ["AUTO_COMBINATORIAL_MAX", "AutoJointSelector"]
@@ -27,8 +32,9 @@ class AutoJointSelector(ReducingSelector):
     ``BranchAndCutJointSelector``. The ``Selection``'s ``strategy`` names the search that
     ran (``branch_and_bound`` or ``branch_and_cut``); ``subsets_examined`` counts its
     search nodes or LP nodes. Default threshold ``AUTO_COMBINATORIAL_MAX``;
-    ``time_limit_s`` is the branch and cut's (seconds, ``None``: none; the combinatorial
-    search on small pools has none). Raises ``ValueError`` on a ``combinatorial_max``
+    ``work_limit`` (simplex iterations, deterministic) and ``time_limit_s`` (seconds, a
+    safety net) are the branch and cut's (``None``: none; the combinatorial search on
+    small pools has neither). Raises ``ValueError`` on a ``combinatorial_max``
     that is not an integer in [0, ``COMBINATORIAL_MAX``], and as both searches do on a
     bad ``max_size`` or time limit.
     """
@@ -40,6 +46,7 @@ class AutoJointSelector(ReducingSelector):
         max_size: int | None = None,
         combinatorial_max: int = AUTO_COMBINATORIAL_MAX,
         time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
+        work_limit: int | None = DEFAULT_WORK_LIMIT,
     ) -> None:
         if (isinstance(combinatorial_max, bool) or not isinstance(combinatorial_max, int)
                 or not 0 <= combinatorial_max <= COMBINATORIAL_MAX):
@@ -48,7 +55,8 @@ class AutoJointSelector(ReducingSelector):
         self.max_size = max_size
         self.combinatorial_max = combinatorial_max
         self.small = CombinatorialJointSelector(max_size=max_size)
-        self.solver = BranchAndCutJointSelector(max_size=max_size, time_limit_s=time_limit_s)
+        self.solver = BranchAndCutJointSelector(max_size=max_size, time_limit_s=time_limit_s,
+                                                work_limit=work_limit)
 
     def select_reduced(self, problem: JointProblem, red: Reduced, max_size: int | None,
                        start: float) -> Selection:

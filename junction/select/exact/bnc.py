@@ -11,12 +11,12 @@ comparison in bench/README.md.)
 
 1. Root: rounds of LP + exact odd-cycle separation (``kernel.cycle_cuts``; valid
    for every integer point, so the cuts stay in every node's LP) until the bound falls by
-   less than ``_ROOT_STALL`` (relative) or ``_ROOT_TIME_SHARE`` of the time is spent; cuts
+   less than ``_ROOT_STALL`` (relative) or ``_ROOT_WORK_SHARE`` of the work limit is spent; cuts
    slack at the last root LP are deleted. Incumbents: greedy insertion from the empty set
    and the root point rounded at 1/2, each improved by flips and swaps
    (``kernel.local_search``), and RENS (the MILP with the root's integral x fixed, solved by
-   HiGHS within ``_RENS_TIME_SHARE`` of the time). If the time limit stops the root LP,
-   the greedy set is returned (gap None).
+   HiGHS within ``_RENS_NODES`` nodes). If a limit stops the root LP, the greedy set is
+   returned (gap None).
 2. Depth-first branch and bound on the x columns. A node is pruned when its LP bound is
    below the cutoff ``z* - OBJECTIVE_TOLERANCE - margin`` (z*: the best exact objective
    found; margin = 1e-6 · max(s, |z*|), HiGHS's optimality tolerance, where s = min(1,
@@ -38,14 +38,15 @@ A rounded LP point that breaks a limit in exact arithmetic (LP tolerance) is bra
 its free member with the largest use of that limit. (Variants tried and dropped:
 bench/README.md.)
 
-Status: ``optimal`` when the tree is exhausted; ``time_limit`` when the wall-clock limit
-stopped it, with the best set found and gap (bound - objective) / max(|objective|, 1e-9),
-bound = the largest LP bound of an open node (None if the root LP did not finish).
-Deterministic: when the search finishes (status ``optimal``) the tie rule fixes the set,
-whatever the timing. The node count can vary with machine speed under a time limit,
-since root separation and RENS stop at a share of it; with ``time_limit_s=None`` every
-step runs to completion and the node count repeats too (HiGHS's simplex is deterministic
-and single-threaded here).
+Status: ``optimal`` when the tree is exhausted; ``work_limit`` when the work limit (simplex
+iterations summed over every LP of the search, HiGHS's own count) stopped it, with the
+best set found and gap (bound - objective) / max(|objective|, 1e-9), bound = the largest
+LP bound of an open node (None if the root LP did not finish); ``stopped_by_clock``, same
+fields, when the wall-clock safety net did (or cut short the RENS solve of a search the
+work limit then stopped). Deterministic: every stop rule but the clock counts work (LP
+iterations, RENS nodes), and HiGHS's dual simplex is deterministic and single-threaded
+here, so the set, status, gap and node count repeat on any machine at any load unless
+the status is ``stopped_by_clock``.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from junction.errors import SelectionError
 from junction.select.exact.highs import highs_lp, new_highs, rows_to_csr
 from junction.select.exact.kernel import (
     DEFAULT_TIME_LIMIT_S,
+    DEFAULT_WORK_LIMIT,
     LIMIT_COLUMNS,
     BudgetArrays,
     Model,
@@ -87,10 +89,13 @@ _ROOT_ROUNDS = 60
 """At most this many rounds of root separation."""
 _ROOT_STALL = 1e-4
 """Stop root separation when a round lowers the bound by less than this (relative)."""
-_ROOT_TIME_SHARE = 0.3
-"""Share of the time limit the root separation may use (the rest goes to the tree)."""
-_RENS_TIME_SHARE = 0.1
-"""Share of the time left that the RENS sub-MIP may use."""
+_ROOT_WORK_SHARE = 0.3
+"""Share of the work limit (simplex iterations) root separation may use (the rest goes
+to the tree)."""
+_RENS_NODES = 200
+"""Node limit of the RENS sub-MIP (HiGHS's ``mip_max_nodes``: deterministic)."""
+_HIGHS_INT_MAX = 2**31 - 1
+"""HiGHS's integer options are C ints."""
 _RELIABLE = 1
 """Pseudo-costs of an x count as reliable after this many observations per direction
 (HiGHS uses 8; why 1: bench/README.md)."""
@@ -122,6 +127,8 @@ class _NodeLP:
         self.h = h
         self._cols = np.arange(self.nx, dtype=np.int32)
         self.cuts: list[tuple[np.ndarray, float, float]] = []
+        self.iterations = 0
+        """Simplex iterations of every ``solve`` so far (HiGHS's ``simplex_iteration_count``)."""
 
     def add_rows(self, rows: list[tuple[np.ndarray, float, float]], keep: bool = True) -> None:
         """Append rows (dense coefficients, low, high); ``keep``: record them as cuts (a
@@ -152,23 +159,31 @@ class _NodeLP:
             self.cuts = [c for c, s in zip(self.cuts, slack) if not s]
 
     def solve(self, lb: np.ndarray, ub: np.ndarray, time_left: float | None,
-              cutoff: float = -math.inf) -> tuple[str, float, np.ndarray, np.ndarray]:
-        """("optimal" | "infeasible" | "cutoff" | "time_limit", value, point, |reduced
-        cost| of x), value and reduced costs in the objective's units. "cutoff": the dual
-        simplex proved the LP value below ``cutoff`` (HiGHS's ``objective_bound``) and
-        stopped early. Raises ``SelectionError`` if HiGHS fails twice (from the warm
-        basis, then from scratch) in a way other than these."""
+              cutoff: float = -math.inf, iterations_left: float = math.inf
+              ) -> tuple[str, float, np.ndarray, np.ndarray]:
+        """("optimal" | "infeasible" | "cutoff" | "work_limit" | "time_limit", value,
+        point, |reduced cost| of x), value and reduced costs in the objective's units.
+        "cutoff": the dual simplex proved the LP value below ``cutoff`` (HiGHS's
+        ``objective_bound``) and stopped early; "work_limit": ``iterations_left`` simplex
+        iterations were spent first (HiGHS's ``simplex_iteration_limit``, deterministic);
+        "time_limit": ``time_left`` seconds were (the clock: a safety net). Raises
+        ``SelectionError`` if HiGHS fails twice (from the warm basis, then from scratch)
+        in a way other than these."""
         h = self.h
         h.changeColsBounds(self.nx, self._cols, lb.astype(float), ub.astype(float))
         h.setOptionValue("objective_bound", -cutoff / self.scale)
         # HiGHS's time limit is on its own clock, which runs on across ``run`` calls.
         limit = math.inf if time_left is None else h.getRunTime() + max(time_left, 1e-3)
         h.setOptionValue("time_limit", limit)
+        h.setOptionValue("simplex_iteration_limit",
+                         int(min(max(iterations_left, 0), _HIGHS_INT_MAX)))
         h.run()
+        self.iterations += max(int(h.getInfo().simplex_iteration_count), 0)
         result = self._result()
         if result is None:  # numerical trouble: once more from scratch
             h.clearSolver()
             h.run()
+            self.iterations += max(int(h.getInfo().simplex_iteration_count), 0)
             result = self._result()
         if result is None:
             raise SelectionError(
@@ -191,6 +206,8 @@ class _NodeLP:
             return "cutoff", -math.inf, empty, empty
         if status in (S.kInfeasible, S.kUnboundedOrInfeasible):
             return "infeasible", -math.inf, empty, empty
+        if status == S.kIterationLimit:
+            return "work_limit", math.inf, empty, empty
         if status in (S.kTimeLimit, S.kInterrupt):
             return "time_limit", math.inf, empty, empty
         return None
@@ -210,11 +227,15 @@ class _Tree:
     """One problem's branch and cut (see the module docstring)."""
 
     def __init__(self, problem: JointProblem, red: Reduced, max_size: int | None,
-                 deadline: float | None, root_cut_min: int) -> None:
+                 deadline: float | None, root_cut_min: int,
+                 work_limit: int | None = None) -> None:
         self.problem = problem
         self.red = red
         self.max_size = max_size
         self.deadline = deadline
+        self.work_limit = math.inf if work_limit is None else work_limit
+        self.stopped: str | None = None  # "work_limit" or "stopped_by_clock"
+        self.clock_touched = False  # the clock cut a RENS solve short
         self.root_cut_min = root_cut_min
         self.model = Model(red, problem, max_size)
         self.lp = _NodeLP(self.model)
@@ -222,7 +243,6 @@ class _Tree:
         self.found: dict[tuple[int, ...], tuple[float, tuple]] = {}
         self.z = -math.inf
         self.nodes = 0
-        self.timed_out = False
         self.pc_down = np.zeros(self.nx)
         self.pc_up = np.zeros(self.nx)
         self.pc_down_n = np.zeros(self.nx)
@@ -232,6 +252,25 @@ class _Tree:
     # -- bookkeeping -------------------------------------------------------------------
     def _time_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.perf_counter()
+
+    def _solve(self, lb: np.ndarray, ub: np.ndarray, cutoff: float = -math.inf
+               ) -> tuple[str, float, np.ndarray, np.ndarray]:
+        """``_NodeLP.solve`` within the simplex iterations and the clock left."""
+        return self.lp.solve(lb, ub, self._time_left(), cutoff,
+                             iterations_left=self.work_limit - self.lp.iterations)
+
+    def _out_of_work(self) -> bool:
+        """Is the work limit spent or the clock run out? Sets ``stopped`` if so."""
+        if self.lp.iterations >= self.work_limit:
+            self.stopped = "work_limit"
+        left = self._time_left()
+        if left is not None and left <= 0:
+            self.stopped = "stopped_by_clock"
+        return self.stopped is not None
+
+    def _stop(self, lp_status: str) -> None:
+        """Record why an LP stopped short (``work_limit`` or ``time_limit``)."""
+        self.stopped = "work_limit" if lp_status == "work_limit" else "stopped_by_clock"
 
     def _record(self, chosen: tuple[int, ...]) -> None:
         """Exact objective and tie key of a set that fits (checked by the caller)."""
@@ -253,8 +292,9 @@ class _Tree:
 
     def _rens(self, point: np.ndarray) -> None:
         """RENS (Berthold 2014): the MILP with every x that is integral in the root LP fixed
-        to its value, solved by HiGHS within ``_RENS_TIME_SHARE`` of the time left; its
-        set seeds ``_heuristic``."""
+        to its value, solved by HiGHS; its set seeds ``_heuristic``. HiGHS stops it after
+        ``_RENS_NODES`` nodes (deterministic) or when the clock runs out (noted in
+        ``clock_touched``)."""
         x = point[: self.nx]
         frac = (x > _EPS) & (x < 1 - _EPS)
         if not frac.any():
@@ -264,8 +304,10 @@ class _Tree:
         lb[: self.nx][x >= 1 - _EPS] = 1.0
         ub[: self.nx][x <= _EPS] = 0.0
         left = self._time_left()
-        limit = None if left is None else _RENS_TIME_SHARE * max(left, 0.0)
-        res = self.model.solve(-self.model.obj, lb=lb, ub=ub, time_limit=limit)
+        limit = None if left is None else max(left, 0.0)
+        res = self.model.solve(-self.model.obj, lb=lb, ub=ub, time_limit=limit,
+                               node_limit=_RENS_NODES)
+        self.clock_touched |= res.status == 1
         if res.x is not None:
             self._heuristic(res.x)
 
@@ -277,20 +319,18 @@ class _Tree:
     # -- root --------------------------------------------------------------------------
     def _root(self) -> tuple[str, float, np.ndarray, np.ndarray]:
         lb, ub = np.zeros(self.nx), np.ones(self.nx)
-        res = self.lp.solve(lb, ub, self._time_left())
+        res = self._solve(lb, ub)
         if self.nx < self.root_cut_min or not self.red.pairs or res[0] != "optimal":
             return res
-        stop = None
-        if self.deadline is not None:
-            stop = time.perf_counter() + _ROOT_TIME_SHARE * max(self._time_left(), 0.0)
+        stop = _ROOT_WORK_SHARE * self.work_limit
         for _ in range(_ROOT_ROUNDS):
-            if stop is not None and time.perf_counter() >= stop:
+            if self.lp.iterations >= stop:
                 break
             cuts = cycle_cuts(self.model, res[2], max_cuts=self.nx + 1)
             if not cuts:
                 break
             self.lp.add_rows(cuts)
-            new = self.lp.solve(lb, ub, self._time_left())
+            new = self._solve(lb, ub)
             if new[0] != "optimal":
                 return new
             stalled = new[1] > res[1] - _ROOT_STALL * max(1.0, abs(res[1]))
@@ -298,17 +338,17 @@ class _Tree:
             if stalled:
                 break
         self.lp.drop_slack_cuts(self.model.A.shape[0])
-        return self.lp.solve(lb, ub, self._time_left())
+        return self._solve(lb, ub)
 
     # -- search ------------------------------------------------------------------------
     def run(self) -> tuple[tuple[int, ...], str, float | None]:
         self._record(())  # the empty set always fits
         res = self._root()
-        if res[0] == "time_limit":
+        if res[0] in ("work_limit", "time_limit"):
             # No LP bound yet: the greedy + local-search set, gap unknown.
-            self.timed_out = True
+            self._stop(res[0])
             self._heuristic(np.zeros(self.model.nvar))
-            return self.best(), "time_limit", None
+            return self.best(), self._status(), None
         if res[0] == "optimal":
             self._heuristic(np.zeros(self.model.nvar))  # greedy from the empty set
             self._heuristic(res[2])
@@ -319,21 +359,18 @@ class _Tree:
             node = stack.pop()
             if node.bound < self._cutoff():
                 continue
-            left = self._time_left()
-            if left is not None and left <= 0:
+            if self._out_of_work():
                 stack.append(node)
-                self.timed_out = True
                 break
             if first is not None:
                 status, value, point, d = first
                 first = None
             else:
-                status, value, point, d = self.lp.solve(node.lb, node.ub, left,
-                                                        self._cutoff())
+                status, value, point, d = self._solve(node.lb, node.ub, self._cutoff())
             self.nodes += 1
-            if status == "time_limit":
+            if status in ("work_limit", "time_limit"):
                 stack.append(node)
-                self.timed_out = True
+                self._stop(status)
                 break
             if status == "optimal":
                 self._learn(node, value)
@@ -342,11 +379,19 @@ class _Tree:
             if status in ("infeasible", "cutoff") or value < self._cutoff():
                 continue
             self._branch(node, value, point, d, stack)
-        if self.timed_out:
+        if self.stopped is not None:
             bound = max((n.bound for n in stack), default=self.z)
             gap = max(bound - self.z, 0.0) / max(abs(self.z), 1e-9)
-            return self.best(), "time_limit", (None if math.isinf(gap) else gap)
+            return self.best(), self._status(), (None if math.isinf(gap) else gap)
         return self.best(), "optimal", 0.0
+
+    def _status(self) -> str:
+        """The status of a search cut short: ``work_limit`` (deterministic) unless the
+        clock had a hand in it (it stopped the tree, or cut the RENS solve that seeded
+        the incumbents): then ``stopped_by_clock``."""
+        if self.stopped == "work_limit" and not self.clock_touched:
+            return "work_limit"
+        return "stopped_by_clock"
 
     def _branch(self, node: _Node, value: float, point: np.ndarray, d: np.ndarray,
                 stack: list[_Node]) -> None:
@@ -405,7 +450,7 @@ class _Tree:
         coef = np.zeros(self.model.nvar)
         coef[open_] = np.where(ones, -1.0, 1.0)
         self.lp.add_rows([(coef, 1.0 - float(ones.sum()), math.inf)], keep=False)
-        status, value, _, _ = self.lp.solve(lb, ub, self._time_left(), self._cutoff())
+        status, value, _, _ = self._solve(lb, ub, self._cutoff())
         self.lp.delete_last_row()
         self.nodes += 1
         return status in ("infeasible", "cutoff") or (
@@ -463,11 +508,11 @@ class _Tree:
         return -1 if fixed else best
 
     def _child_value(self, lb: np.ndarray, ub: np.ndarray, cut: float) -> float:
-        status, v, _, _ = self.lp.solve(lb, ub, self._time_left(), cut)
+        status, v, _, _ = self._solve(lb, ub, cut)
         if status == "optimal":
             return v
-        if status == "time_limit":
-            return math.inf
+        if status in ("work_limit", "time_limit"):
+            return math.inf  # no bound known
         return -math.inf  # infeasible or stopped at the cutoff
 
     def _pc_score(self, frac: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -515,33 +560,41 @@ class BranchAndCutJointSelector(ReducingSelector):
 
     Same objective, limits (tokens, tool count, latency ms, cost USD), size cap and tie
     rule as ``EnumerationJointSelector``. ``max_size`` overrides the problem's when given;
-    ``time_limit_s`` (seconds; ``None``: none) bounds the whole search, after which the
-    best set found is returned with status ``time_limit`` and its gap;
+    ``work_limit`` (simplex iterations over every LP of one search, HiGHS's count;
+    ``None``: none) stops the search deterministically: the best set found is returned
+    with status ``work_limit`` and its gap. ``time_limit_s`` (seconds; ``None``: none) is
+    a safety net on the clock: a search it cuts short gets status ``stopped_by_clock``
+    (the result depends on the machine's speed; reports leave it out of comparisons).
     ``root_cut_min_candidates``: odd-cycle cuts at the root from this many candidates up.
     ``subsets_examined`` counts LP nodes. Raises ``ValueError`` on a time limit that is not
-    a number >= 0 or a ``max_size`` that is not an integer >= 0.
+    a number >= 0, a work limit that is not an integer >= 0, or a ``max_size`` that is not
+    an integer >= 0.
     """
 
     name = "branch_and_cut"
 
     def __init__(self, max_size: int | None = None,
                  time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
-                 root_cut_min_candidates: int = ROOT_CUT_MIN_CANDIDATES) -> None:
-        check_selector_options(max_size=max_size, time_limit_s=time_limit_s)
+                 root_cut_min_candidates: int = ROOT_CUT_MIN_CANDIDATES,
+                 work_limit: int | None = DEFAULT_WORK_LIMIT) -> None:
+        check_selector_options(max_size=max_size, time_limit_s=time_limit_s,
+                               work_limit=work_limit)
         self.max_size = max_size
         self.time_limit_s = time_limit_s
+        self.work_limit = work_limit
         self.root_cut_min_candidates = root_cut_min_candidates
 
     def select_reduced(self, problem: JointProblem, red: Reduced, max_size: int | None,
                        start: float) -> Selection:
         chosen: tuple[int, ...] = ()
-        status, gap, nodes = "optimal", 0.0, 0
+        status, gap, nodes, iterations = "optimal", 0.0, 0, 0
         if red.items:
             deadline = None if self.time_limit_s is None else start + self.time_limit_s
-            tree = _Tree(problem, red, max_size, deadline, self.root_cut_min_candidates)
+            tree = _Tree(problem, red, max_size, deadline, self.root_cut_min_candidates,
+                         self.work_limit)
             chosen, status, gap = tree.run()
-            nodes = tree.nodes
+            nodes, iterations = tree.nodes, tree.lp.iterations
         cs, ts = red.ids(chosen)
         return make_selection(self.name, problem, cs, ts, subsets_examined=nodes,
-                              status=status, gap=gap,
+                              lp_iterations=iterations, status=status, gap=gap,
                               solve_time_ms=round((time.perf_counter() - start) * 1000, 3))

@@ -65,6 +65,7 @@ from junction.select.problem import (
 
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
+    "DEFAULT_WORK_LIMIT",
     "LIMIT_COLUMNS",
     "BudgetArrays",
     "Model",
@@ -75,8 +76,16 @@ __all__ = [
     "reduce",
 ]
 
-DEFAULT_TIME_LIMIT_S = 10.0
-"""Wall-clock limit (seconds) of one ``select`` call of the LP-based solvers."""
+DEFAULT_WORK_LIMIT = 500_000
+"""Work limit of one ``select`` call of the branch and cut: simplex iterations summed over
+its LPs (HiGHS's count; deterministic, so results never depend on the machine's load).
+Chosen so every instance of the default benchmark proves optimal with room to spare
+(bench/exact_work.py prints the iterations each one uses; figures in bench/README.md)."""
+
+DEFAULT_TIME_LIMIT_S = 300.0
+"""Wall-clock safety net (seconds) of one ``select`` call of the LP-based solvers; a search
+it stops is flagged ``stopped_by_clock``. Far above ``DEFAULT_WORK_LIMIT``'s time on a
+loaded 2-core machine, so the work limit is what stops a search."""
 
 Resource = ContextResource | ToolResource
 
@@ -398,10 +407,11 @@ class Model:
         time_limit: float | None = None,
         heuristics: bool = True,
         start: np.ndarray | None = None,
+        node_limit: int | None = None,
     ) -> MipResult:
         """Minimise ``c @ v`` over the model plus cuts and ``extra`` rows with HiGHS
         (``highspy``), x integer. ``lb``/``ub``: column bounds (default 0/1);
-        ``time_limit`` in seconds; ``heuristics=False`` switches HiGHS's primal heuristics
+        ``time_limit`` in seconds; ``node_limit``: HiGHS's ``mip_max_nodes``; ``heuristics=False`` switches HiGHS's primal heuristics
         off (``NO_HEURISTICS``); ``start``: a feasible point handed to HiGHS
         (``Highs.setSolution``) as its first incumbent."""
         A, lo, hi = self.rows(extra)
@@ -410,6 +420,8 @@ class Model:
             options.update(NO_HEURISTICS)
         if time_limit is not None:
             options["time_limit"] = max(time_limit, 1e-3)
+        if node_limit is not None:
+            options["mip_max_nodes"] = node_limit
         return highs_milp(c, csr_array(A), lo, hi,
                            np.zeros(self.nvar) if lb is None else lb,
                            np.ones(self.nvar) if ub is None else ub,

@@ -1,0 +1,56 @@
+"""Text in any script: which characters are words of their own, and lexical tokens.
+
+Chinese, Japanese and Thai are written without spaces between words, so a ``\\w+`` run of
+them is a whole clause, not a word. Here every character of those scripts (Han,
+Hiragana, Katakana, Hangul, Thai; Korean too, where one syllable block often is a
+morpheme) is a token of its own: the standard character-unigram baseline for CJK
+retrieval (Kwok 1997, "Comparing representations in Chinese information retrieval";
+Lucene's ``CJKAnalyzer`` uses bigrams of the same characters). Both the BM25 lanes
+(``junction.candidates``) and the token counter (``junction.tokens``) read the ranges here.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from bm25s.stopwords import STOPWORDS_EN
+
+__all__ = ["CJK_CHARS", "THAI_CHARS", "lexical_tokens"]
+
+CJK_CHARS = ("\u1100-\u11ff"  # Hangul Jamo
+             "\u3040-\u309f"  # Hiragana
+             "\u30a0-\u30ff"  # Katakana
+             "\u3130-\u318f"  # Hangul Compatibility Jamo
+             "\u3400-\u4dbf"  # CJK Unified Ideographs Extension A
+             "\u4e00-\u9fff"  # CJK Unified Ideographs
+             "\uac00-\ud7af"  # Hangul Syllables
+             "\uf900-\ufaff")  # CJK Compatibility Ideographs
+"""Character-class ranges (inside ``[...]``) of the CJK scripts."""
+
+THAI_CHARS = "\u0e00-\u0e7f"
+"""Character-class range of the Thai block (consonants, vowels, tone marks, digits)."""
+
+_THAI_MARKS = "\u0e31\u0e34-\u0e3a\u0e47-\u0e4e"  # vowels and tone marks above/below
+
+_LEXICAL = re.compile(
+    rf"[{CJK_CHARS}]"  # one CJK character
+    rf"|[{THAI_CHARS}][{_THAI_MARKS}]*"  # one Thai character with its combining marks
+    rf"|[^\W{CJK_CHARS}{THAI_CHARS}]+"  # a run of other word characters
+)
+_SPACED_MIN = 2
+"""Shortest token kept from space-separated scripts (bm25s's ``\\w\\w+`` default)."""
+_STOPWORDS = frozenset(STOPWORDS_EN)
+_SCRIPT_CHAR = re.compile(rf"[{CJK_CHARS}{THAI_CHARS}]")
+
+
+def lexical_tokens(text: str) -> list[str]:
+    """The BM25 tokens of ``text``, in order.
+
+    NFKC-normalised (full-width letters and digits become ASCII) and lower-cased; every
+    CJK or Thai character is one token, kept even alone; runs of other word characters
+    are tokens when at least two characters long and not an English stopword (bm25s's
+    ``stopwords="en"`` list), as ``bm25s.tokenize`` does by default.
+    """
+    return [tok for tok in _LEXICAL.findall(unicodedata.normalize("NFKC", text).lower())
+            if _SCRIPT_CHAR.match(tok) or (len(tok) >= _SPACED_MIN and tok not in _STOPWORDS)]
