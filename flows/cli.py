@@ -135,8 +135,8 @@ def bench(
     suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
     strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: all)."),
     seed: list[int] = typer.Option(None, "--seed", help="Suite seed (repeatable; default 0)."),
-    budget_scale: list[float] = typer.Option(None, "--budget-scale",
-                                             help="Token-budget multiplier (repeatable; default 1)."),
+    budget_scale: list[float] = typer.Option(
+        None, "--budget-scale", help="Token-budget multiplier (repeatable; default 0.5, 1, 2)."),
     size: int = typer.Option(None, "--size", min=1, help="Tasks per suite (default: each suite's default size)."),
     full: bool = typer.Option(False, "--full", help="Every task of every suite (no subsampling)."),
     batch_size: int = typer.Option(100, "--batch-size", min=1, help="Tasks per work unit."),

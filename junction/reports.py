@@ -500,6 +500,12 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
         tmp_plot = out_dir / ".plot.tmp.png"
         plot_note = _plot(summary, tmp_plot)
         tmp_plot.replace(plot_path)
+        limited = (run.get("params") or {}).get("strategy_scales") or {}
+        if limited:  # a strategy the plan runs at fewer scales has fewer points, by design
+            plot_note = (plot_note + " " if plot_note else "Every budget scale that ran is "
+                         "shown; ") + "; ".join(
+                f"{k} ran at scale{'s' if len(v) > 1 else ''} {', '.join(f'{x:g}' for x in v)} "
+                "only (the per-strategy plan)" for k, v in sorted(limited.items())) + "."
     cost = _cost_lines(every_trace, timings) if every_trace.num_rows else None
     time_path = out_dir / "time.png"
     has_times = timings is not None and timings.num_rows > 0

@@ -152,3 +152,16 @@ def test_capped_strategy_runs_its_plan_and_metrics_stay_identical(prefect_harnes
     head = metrics["headline"]["synthetic"]["budget_scale=1"]
     assert all(c["tasks"] == 4 for o, c in head["comparisons"].items()
                if "exact" in (o, *head["best"]))
+
+
+def test_report_states_the_default_plan():
+    from flows.benchmark import run_params
+    from junction.reports import render_markdown
+
+    md = render_markdown({"run_id": "r", "params": run_params()}, [], {}, None)
+    assert ("- per-strategy plan: judge_admission: 8 tasks per suite (fewer where the suite "
+            "has fewer) at scale 1 only; adaptive_split, exact, fixed_split: every task in the "
+            "Suites table at every budget scale.") in md
+    suites = {"bfcl-memory": {"tasks": 40, "strategy_tasks": {"judge_admission": 8}}}
+    md = render_markdown({"run_id": "r", "params": run_params()}, [], suites, None)
+    assert "| bfcl-memory | 40 (judge_admission: 8) |" in md
