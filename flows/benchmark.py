@@ -54,6 +54,24 @@ __all__ = ["benchmark", "run_benchmark", "prepare_run", "DEFAULT_STRATEGIES", "d
            "new_run_id", "params_hash"]
 
 DEFAULT_STRATEGIES = ("adaptive_split", "exact", "fixed_split", "judge_admission")
+DEFAULT_BUDGET_SCALES = (0.5, 1.0, 2.0)
+"""The default benchmark's budget grid (× each task's own budget), when no scale is given."""
+
+DEFAULT_SIZES: dict[str, int] = {
+    "bfcl-multiple": 40, "bfcl-live-multiple": 40, "bfcl-parallel-multiple": 40,
+    "bfcl-irrelevance": 40, "bfcl-memory": 40, "synthetic": 60,
+    "synthetic-50": 20, "synthetic-100": 10, "synthetic-200": 3,
+}
+"""Tasks per suite in the default benchmark (no ``size``, no ``full``), for the strategies
+without a ``strategy_size`` cap; a suite not listed takes its registered ``default_size``.
+Kept here, not in ``junction_datasets``: sized by measuring the default run (README)."""
+
+DEFAULT_STRATEGY_SIZE: dict[str, int] = {"judge_admission": 8}
+"""The default benchmark's per-strategy cap on tasks per suite (no ``size``, no ``full``):
+the judge scores every candidate with a llama.cpp model, ~90% of the run's time."""
+
+DEFAULT_STRATEGY_SCALES: dict[str, list[float]] = {"judge_admission": [1.0]}
+"""The default benchmark's per-strategy budget scales (when no scale is given)."""
 DEFAULT_WAREHOUSE = str(PROJECT_ROOT / "warehouse")
 DEFAULT_REPORTS = str(PROJECT_ROOT / "reports")
 
@@ -250,12 +268,16 @@ def _check_writable(output_root: str) -> None:
 
 def check_params(suites: list[str], strategies: list[str], budget_scales: list[float],
                  batch_size: int, runner: str, run_id: str | None, output_root: str,
-                 seeds: list[int] = ()) -> None:
+                 seeds: list[int] = (), strategy_size: dict[str, int] | None = None,
+                 strategy_scales: dict[str, list[float]] | None = None) -> None:
     """Refuse bad run parameters before anything starts (the CLI calls this too).
 
     Raises ``UnknownNameError`` (suite, strategy, runner) or ``JunctionError`` naming the
     parameter and its value: a seed outside [0, ``MAX_SEED``], a budget scale that is not
-    a finite number > 0, a traces root that is a file or cannot be written.
+    a finite number > 0, a traces root that is a file or cannot be written, a
+    ``strategy_size``/``strategy_scales`` entry for a strategy the run does not run, a
+    per-strategy size that is not an integer >= 1, per-strategy scales that are empty or
+    not among ``budget_scales``.
     """
     for name in suites:
         get_suite(name)
@@ -271,9 +293,42 @@ def check_params(suites: list[str], strategies: list[str], budget_scales: list[f
     for seed in seeds:
         if not 0 <= seed <= MAX_SEED:
             raise JunctionError(f"seed must be an integer in [0, {MAX_SEED}], got {seed}")
+    check_strategy_plan(strategies, budget_scales, strategy_size or {}, strategy_scales or {})
     if run_id:
         check_name(run_id, "run_id")
     _check_writable(output_root)  # an unknown protocol or a missing fsspec backend fails too
+
+
+def check_strategy_plan(strategies: list[str], budget_scales: list[float],
+                        strategy_size: dict[str, int],
+                        strategy_scales: dict[str, list[float]]) -> None:
+    """Refuse a per-strategy size or scale list that cannot apply (one-line errors)."""
+    for what, plan in (("strategy_size", strategy_size), ("strategy_scales", strategy_scales)):
+        for name in plan:
+            if name not in strategies:
+                raise JunctionError(f"{what} names {name!r}, which this run does not run; "
+                                    f"strategies: {', '.join(strategies)}")
+    for name, n in strategy_size.items():
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise JunctionError(f"strategy_size for {name} must be an integer >= 1, got {n!r}")
+    for name, scales in strategy_scales.items():
+        if not scales:
+            raise JunctionError(f"strategy_scales for {name} is empty; give at least one of "
+                                f"the run's budget scales")
+        for scale in scales:
+            if scale not in budget_scales:
+                raise JunctionError(
+                    f"strategy_scales for {name}: {scale:g} is not a budget scale of this run "
+                    f"({', '.join(f'{x:g}' for x in budget_scales)})")
+
+
+def strategy_plan(strategies: list[str], budget_scales: list[float],
+                  strategy_size: dict[str, int],
+                  strategy_scales: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
+    """Per strategy: ``{"scales": [...], "max_tasks": int | None}`` (None: every task of
+    each suite's sample), the plan ``_run_units`` follows and the report states."""
+    return {s: {"scales": sorted(strategy_scales.get(s, budget_scales)),
+                "max_tasks": strategy_size.get(s)} for s in strategies}
 
 
 def check_resume(output_root: str, run_id: str, params: dict[str, Any]) -> None:
@@ -290,25 +345,61 @@ def run_params(suites: list[str] | None = None, strategies: list[str] | None = N
                output_root: str = DEFAULT_WAREHOUSE, reports_root: str = DEFAULT_REPORTS,
                runner: str = "thread", workers: int | None = None,
                dask_address: str | None = None, suite_files: list[str] | None = None,
+               strategy_size: dict[str, int] | None = None,
+               strategy_scales: dict[str, list[float]] | None = None,
                **_: Any) -> dict[str, Any]:
     """The parameters a run records (defaults filled in, lists sorted): what
-    ``params_hash`` hashes and a resumed run must repeat."""
+    ``params_hash`` hashes and a resumed run must repeat.
+
+    ``strategy_size``/``strategy_scales`` left None take the default plan
+    (``DEFAULT_STRATEGY_SIZE`` when neither ``size`` nor ``full`` is given,
+    ``DEFAULT_STRATEGY_SCALES`` when no budget scale is given), limited to the strategies
+    that run; an explicit ``size``, ``full`` or budget scale so applies to every strategy."""
     suite_files = sorted(suite_files or [])
+    strategies = sorted(strategies or DEFAULT_STRATEGIES)
+    if strategy_size is None:
+        strategy_size = ({} if size is not None or full else
+                         {k: v for k, v in DEFAULT_STRATEGY_SIZE.items() if k in strategies})
+    if strategy_scales is None:
+        strategy_scales = ({} if budget_scales else
+                           {k: v for k, v in DEFAULT_STRATEGY_SCALES.items() if k in strategies})
     return {
         "suites": sorted(suites or ([] if suite_files else default_suites())),
-        "strategies": sorted(strategies or DEFAULT_STRATEGIES), "seeds": seeds or [0],
-        "budget_scales": budget_scales or [1.0], "size": size, "full": full,
+        "strategies": strategies, "seeds": seeds or [0],
+        "budget_scales": budget_scales or list(DEFAULT_BUDGET_SCALES), "size": size,
+        "full": full,
+        "strategy_size": {k: strategy_size[k] for k in sorted(strategy_size)},
+        "strategy_scales": {k: sorted(strategy_scales[k]) for k in sorted(strategy_scales)},
         "batch_size": batch_size, "output_root": output_root, "reports_root": reports_root,
         "runner": runner, "workers": workers, "dask_address": dask_address,
         "suite_files": suite_files,
     }
 
 
-def _suite_summary(built: SuiteBuild, sampling: str) -> dict[str, Any]:
-    """What the report says of one built suite (deterministic: no timings)."""
-    return {"tasks": len(built.tasks), "rows_loaded": built.rows_loaded,
-            "rows_skipped": dict(built.rows_skipped), "sampling": sampling, "note": built.note,
-            "verifier_kinds": sorted({t.verifier.kind for t in built.tasks})}
+def _capped(tasks: list, cap: int, sample: Callable[[int], list]) -> list:
+    """The tasks a strategy capped at ``cap`` runs: the suite's own sample of that size
+    (``sample(cap)``; BFCL and synthetic samples are prefix-stable, so it lies inside
+    ``tasks``), kept in ``tasks``' order; the first ``cap`` of ``tasks`` if it does not."""
+    if cap >= len(tasks):
+        return list(tasks)
+    ids = {t.task_id for t in sample(cap)}
+    inside = [t for t in tasks if t.task_id in ids]
+    return inside if len(inside) == cap else list(tasks[:cap])
+
+
+def _suite_summary(built: SuiteBuild, sampling: str,
+                   plan: dict[str, dict[str, Any]] | None = None,
+                   capped: dict[int, list] | None = None) -> dict[str, Any]:
+    """What the report says of one built suite (deterministic: no timings); with a plan,
+    ``strategy_tasks``: tasks per strategy where a cap makes it fewer than ``tasks``."""
+    out = {"tasks": len(built.tasks), "rows_loaded": built.rows_loaded,
+           "rows_skipped": dict(built.rows_skipped), "sampling": sampling, "note": built.note,
+           "verifier_kinds": sorted({t.verifier.kind for t in built.tasks})}
+    fewer = {s: len(capped[p["max_tasks"]]) for s, p in (plan or {}).items()
+             if p["max_tasks"] is not None and len(capped[p["max_tasks"]]) < len(built.tasks)}
+    if fewer:
+        out["strategy_tasks"] = fewer
+    return out
 
 
 def _units(n_tasks: int, batch_size: int) -> list[tuple[int, int]]:
@@ -332,13 +423,22 @@ def benchmark(
     dask_address: str | None = None,
     write_reports: bool = True,
     suite_files: list[str] | None = None,
+    strategy_size: dict[str, int] | None = None,
+    strategy_scales: dict[str, list[float]] | None = None,
 ) -> dict[str, Any]:
     """Run every strategy on every task of every suite, under identical budgets.
 
     - ``suites``/``strategies``: registry names (default: all suites; the four strategies)
     - ``seeds``: suite seeds (default [0]); ``budget_scales``: token-budget multipliers
       applied to every task's own budget (default [1.0])
-    - ``size``: tasks per suite (default: each suite's ``default_size``); ``full``: every task
+    - ``budget_scales`` default: ``DEFAULT_BUDGET_SCALES`` (0.5, 1, 2)
+    - ``size``: tasks per suite (default: ``DEFAULT_SIZES``, else the suite's
+      ``default_size``); ``full``: every task
+    - ``strategy_size``: strategy -> at most this many tasks per suite (the suite's sample
+      at that size, inside the others' sample); ``strategy_scales``: strategy -> the budget
+      scales it runs (a subset of ``budget_scales``). None: the default plan
+      (``DEFAULT_STRATEGY_SIZE`` without ``size``/``full``, ``DEFAULT_STRATEGY_SCALES``
+      without budget scales: judge_admission 8 tasks at scale 1); ``{}``: no limit
     - ``batch_size``: tasks per work unit; ``run_id``: resume/complete this run
     - ``suite_files``: JSON Lines suite files (``junction_datasets.jsonl``), run beside ``suites``
     - ``runner``/``workers``/``dask_address``: recorded here; the task runner itself is set by
@@ -347,11 +447,14 @@ def benchmark(
     unknown suite or strategy and ``JunctionError`` when a resumed run's parameters differ.
     """
     params = run_params(suites, strategies, seeds, budget_scales, size, full, batch_size,
-                        output_root, reports_root, runner, workers, dask_address, suite_files)
+                        output_root, reports_root, runner, workers, dask_address, suite_files,
+                        strategy_size, strategy_scales)
     suites, strategies, seeds = params["suites"], params["strategies"], params["seeds"]
     budget_scales, suite_files = params["budget_scales"], params["suite_files"]
     check_params(suites, strategies, budget_scales, batch_size, runner, run_id, output_root,
-                 seeds)
+                 seeds, params["strategy_size"], params["strategy_scales"])
+    plan = strategy_plan(strategies, budget_scales, params["strategy_size"],
+                         params["strategy_scales"])
     run_id = run_id or new_run_id()  # a given id was checked by check_params
     check_resume(output_root, run_id, params)
     store = TraceStore(output_root)
@@ -361,24 +464,29 @@ def benchmark(
     # Load (and so validate) every suite before anything is written.
     suite_info: dict[str, Any] = {}
     loaded = []
+    caps = sorted({n for n in params["strategy_size"].values()})
     for name in suites:
         info = get_suite(name)
-        n = None if full else (size if size is not None else info.default_size)
+        n = None if full else (size if size is not None else
+                               DEFAULT_SIZES.get(name, info.default_size))
         for seed in seeds:
             built = load_suite(name, seed, n)
             key = name if len(seeds) == 1 else f"{name}@seed={seed}"
             sampling = ("every task" if n is None else
-                        f"{len(built.tasks)} tasks (the suite's default benchmark "
-                        "size; --full runs every task)" if size is None else f"size={size}")
-            suite_info[key] = _suite_summary(built, sampling)
-            loaded.append((name, info, seed, built))
+                        f"{len(built.tasks)} tasks (the default benchmark size; --full runs "
+                        "every task)" if size is None else f"size={size}")
+            capped = {c: _capped(built.tasks, c, lambda c: load_suite(name, seed, c).tasks)
+                      for c in caps}
+            suite_info[key] = _suite_summary(built, sampling, plan, capped)
+            loaded.append((name, info, seed, built, capped))
     for path in suite_files:
         built = load_file_suite(path, None if full else size)
         name = check_name(built.tasks[0].suite, f"suite of {path}")
         if name in SUITES or name in suite_info:
             raise JunctionError(f"{path}: suite name {name!r} is already taken; rename it")
-        suite_info[name] = _suite_summary(built, f"file {Path(path).name}")
-        loaded.append((name, SuiteInfo(name, load_suite_file, None), 0, built))
+        capped = {c: _capped(built.tasks, c, lambda c: built.tasks[:c]) for c in caps}
+        suite_info[name] = _suite_summary(built, f"file {Path(path).name}", plan, capped)
+        loaded.append((name, SuiteInfo(name, load_suite_file, None), 0, built, capped))
     meta = {
         "run_id": run_id, "params": params, "params_hash": phash, "seeds": seeds,
         "git_commit": _git("rev-parse", "HEAD"),
@@ -389,8 +497,8 @@ def benchmark(
     }
     store.write_run_meta(run_id, meta)
     try:
-        result = _run_units(store, output_root, reports_root, run_id, loaded, strategies,
-                            budget_scales, batch_size, write_reports, meta, suite_info)
+        result = _run_units(store, output_root, reports_root, run_id, loaded, plan,
+                            batch_size, write_reports, meta, suite_info)
     except BaseException as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         meta.update(finished_at=datetime.now(UTC).isoformat(), status="failed",
@@ -401,20 +509,21 @@ def benchmark(
 
 
 def _run_units(store: TraceStore, output_root: str, reports_root: str, run_id: str,
-               loaded: list, strategies: list[str], budget_scales: list[float],
+               loaded: list, plan: dict[str, dict[str, Any]],
                batch_size: int, write_reports: bool, meta: dict[str, Any],
                suite_info: dict[str, Any]) -> dict[str, Any]:
-    """Submit every unit, wait for them, refresh the warehouse, mark the run completed and
-    write its report."""
+    """Submit every unit of the plan (``strategy_plan``), wait for them, refresh the
+    warehouse, mark the run completed and write its report."""
     futures = []
-    for name, info, seed, built in loaded:
-        for scale in budget_scales:
-            for strategy in strategies:
-                for lo, hi in _units(len(built.tasks), batch_size):
+    for name, info, seed, built, capped in loaded:
+        for strategy, step in plan.items():
+            tasks = built.tasks if step["max_tasks"] is None else capped[step["max_tasks"]]
+            for scale in step["scales"]:
+                for lo, hi in _units(len(tasks), batch_size):
                     unit = f"seed{seed}-scale{scale:g}-{lo:06d}-{hi:06d}"
                     futures.append(run_unit.submit(
                         output_root, run_id, name, strategy, seed, scale, unit,
-                        TaskBatch(built.tasks[lo:hi]), info.pool_limit))
+                        TaskBatch(tasks[lo:hi]), info.pool_limit))
     results = []
     for future in as_completed(futures):
         results.append(future.result())
@@ -480,6 +589,7 @@ def prepare_run(**params: Any) -> dict[str, Any]:
     full = run_params(**params)
     params = {**params, "run_id": params.get("run_id") or new_run_id()}
     check_params(full["suites"], full["strategies"], full["budget_scales"], full["batch_size"],
-                 full["runner"], params["run_id"], full["output_root"], full["seeds"])
+                 full["runner"], params["run_id"], full["output_root"], full["seeds"],
+                 full["strategy_size"], full["strategy_scales"])
     check_resume(full["output_root"], params["run_id"], full)
     return params

@@ -103,13 +103,40 @@ class Runner(str, Enum):
     dask = "dask"
 
 
+def _strategy_option(values: list[str] | None, option: str, kind: type) -> dict | None:
+    """``STRATEGY=VALUE`` options as a dict (None when not given; ``none`` alone: {})."""
+    if not values:
+        return None
+    if values == ["none"]:
+        return {}
+    out: dict = {}
+    for text in values:
+        name, sep, value = text.partition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            parsed = kind(value)
+        except ValueError:
+            raise JunctionError(f"{option} takes STRATEGY={kind.__name__.upper()}, got "
+                                f"{text!r}") from None
+        if kind is int:
+            out[name] = parsed
+        else:
+            out.setdefault(name, []).append(parsed)
+    return out
+
+
+def _strategy_scales(values: list[str] | None) -> dict | None:
+    return _strategy_option(values, "--strategy-scale", float)
+
+
 @app.command()
 def bench(
     suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
     strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: all)."),
     seed: list[int] = typer.Option(None, "--seed", help="Suite seed (repeatable; default 0)."),
-    budget_scale: list[float] = typer.Option(None, "--budget-scale",
-                                             help="Token-budget multiplier (repeatable; default 1)."),
+    budget_scale: list[float] = typer.Option(
+        None, "--budget-scale", help="Token-budget multiplier (repeatable; default 0.5, 1, 2)."),
     size: int = typer.Option(None, "--size", min=1, help="Tasks per suite (default: each suite's default size)."),
     full: bool = typer.Option(False, "--full", help="Every task of every suite (no subsampling)."),
     batch_size: int = typer.Option(100, "--batch-size", min=1, help="Tasks per work unit."),
@@ -120,10 +147,23 @@ def bench(
     dask_address: str = typer.Option(None, "--dask-address", help="Existing Dask scheduler address."),
     suite_file: list[Path] = typer.Option(None, "--suite-file",
                                           help="JSON Lines suite file (repeatable)."),
+    strategy_size: list[str] = typer.Option(
+        None, "--strategy-size", metavar="STRATEGY=N",
+        help="At most N tasks per suite for STRATEGY (repeatable). Default without --size/"
+             "--full: judge_admission=8; with either: none. `none` lifts every cap."),
+    strategy_scale: list[str] = typer.Option(
+        None, "--strategy-scale", metavar="STRATEGY=F",
+        help="Run STRATEGY at budget scale F only (repeatable; F among --budget-scale). "
+             "Default without --budget-scale: judge_admission=1; with it: none. `none` "
+             "runs every strategy at every scale."),
     warehouse: str = WAREHOUSE_OPTION,
     reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
 ) -> None:
-    """Run the benchmark flow and write the report."""
+    """Run the benchmark flow and write the report.
+
+    With no options: every suite and strategy at budget scales 0.5, 1 and 2 on each suite's
+    default benchmark sample; judge_admission at scale 1 only on at most 8 tasks per suite.
+    """
     from junction_datasets.jsonl import load_suite_file
 
     import flows.benchmark as fb
@@ -136,6 +176,8 @@ def bench(
         reports_root=reports or _reports_root(), run_id=run_id, runner=runner.value,
         workers=workers, dask_address=dask_address,
         suite_files=[str(p.resolve()) for p in suite_file or []] or None,
+        strategy_size=_strategy_option(strategy_size, "--strategy-size", int),
+        strategy_scales=_strategy_scales(strategy_scale),
     )  # every check that needs no suite data: one error before anything starts
     for path in suite_file or []:
         load_suite_file(path)  # refuse a malformed file before anything starts

@@ -3,7 +3,8 @@
 A benchmark run's parameters (``flows.benchmark.benchmark``) are of three kinds:
 
 - parameters that change results: suites, strategies, seeds, budget scales, size, full,
-  suite files (they name the input files);
+  the per-strategy plan (``strategy_size``, ``strategy_scales``), suite files (they name
+  the input files);
 - ``RESULT_NEUTRAL_PARAMS``: they change no trace row (ids, paths, the runner, batching);
 - of those, ``UNIT_LAYOUT_PARAMS`` still decide which unit files a run writes, so a resumed
   run must keep them.

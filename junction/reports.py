@@ -26,7 +26,8 @@ from junction.params import report_params
 from junction.tasks import VERIFIER_MEANINGS
 
 __all__ = ["ROUND_DIGITS", "comparable_traces", "summarise", "write_report", "render_markdown",
-           "headline_rows", "run_timings", "html_page", "PAGE_STYLE"]
+           "headline_rows", "run_timings", "html_page", "PAGE_STYLE", "plan_sentence",
+           "strategy_times"]
 
 ROUND_DIGITS = 6
 
@@ -273,11 +274,37 @@ def _cost_lines(traces: pa.Table, timings: pa.Table | None) -> list[str]:
     return lines
 
 
+def plan_sentence(strategy: str, max_tasks: int | None, scales: list[float] | None) -> str:
+    """One strategy's limits in words: "judge_admission: 8 tasks per suite at scale 1 only"."""
+    parts = []
+    if max_tasks is not None:
+        parts.append(f"{max_tasks} tasks per suite (fewer where the suite has fewer)")
+    if scales is not None:
+        parts.append(f"at scale{'s' if len(scales) > 1 else ''} "
+                     f"{', '.join(f'{x:g}' for x in scales)} only")
+    return f"{strategy}: " + " ".join(parts)
+
+
+def _plan_lines(params: dict[str, Any]) -> list[str]:
+    """The run's per-strategy limits (``strategy_size``, ``strategy_scales``), if any."""
+    sizes = params.get("strategy_size") or {}
+    scales = params.get("strategy_scales") or {}
+    limited = sorted(set(sizes) | set(scales))
+    if not limited:
+        return []
+    others = [s for s in params.get("strategies", []) if s not in limited]
+    text = "; ".join(plan_sentence(s, sizes.get(s), scales.get(s)) for s in limited)
+    tail = (f"; {', '.join(others)}: every task in the Suites table at every budget scale"
+            if others else "")
+    return [f"- per-strategy plan: {text}{tail}. The headline pairs strategies on the tasks "
+            "both ran, so a smaller sample is compared on its own tasks only."]
+
+
 def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                     suites: dict[str, Any], plot_name: str | None, *,
                     headline: list[dict[str, Any]] | None = None,
                     cost: list[str] | None = None,
-                    plot_note: str = "") -> str:
+                    plot_note: str = "", time_plot_name: str | None = None) -> str:
     """The Markdown report: run header, headline, suites, one table per suite, budget
     curves, cost and definitions."""
     lines = [f"# Junction benchmark report: run `{run['run_id']}`", ""]
@@ -286,6 +313,7 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     params = run.get("params", {})
     lines.append(f"- strategies: {', '.join(params.get('strategies', []))}")
     lines.append(f"- seeds: {params.get('seeds')}; budget scales: {params.get('budget_scales')}")
+    lines.extend(_plan_lines(params))
     lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")
     lines.append("")
     if headline is not None:
@@ -300,7 +328,10 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     for name in sorted(suites):
         info = suites[name]
         skipped = ", ".join(f"{k}: {v}" for k, v in sorted(info.get("rows_skipped", {}).items()))
-        lines.append(f"| {name} | {info.get('tasks')} | {info.get('rows_loaded')} | "
+        fewer = info.get("strategy_tasks") or {}
+        tasks = str(info.get("tasks")) + (
+            " (" + ", ".join(f"{k}: {v}" for k, v in sorted(fewer.items())) + ")" if fewer else "")
+        lines.append(f"| {name} | {tasks} | {info.get('rows_loaded')} | "
                      f"{skipped or '0'} | {info.get('sampling', '')} | "
                      f"{info.get('note', '')} |")
     lines.append("")
@@ -328,6 +359,12 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
         lines.append("")
     if cost:
         lines.extend(cost)
+    if time_plot_name:
+        lines.append("Selection and execution time per strategy (seconds summed over the run's "
+                     "tasks, log scale; from `timings`, never in `metrics.json`):")
+        lines.append("")
+        lines.append(f"![selection and execution time per strategy]({time_plot_name})")
+        lines.append("")
     lines.extend(_definitions_lines(suites))
     return "\n".join(lines)
 
@@ -382,6 +419,48 @@ def _plot(summary: list[dict[str, Any]], path: Path) -> str:
     return ""
 
 
+def strategy_times(timings: pa.Table) -> list[tuple[str, float, float]]:
+    """(strategy, selection s, execution s) per strategy from ``timings`` rows, by name."""
+    con = duckdb.connect(":memory:")
+    try:
+        con.register("timings", timings)
+        return [(r[0], float(r[1] or 0.0), float(r[2] or 0.0)) for r in con.sql(
+            "SELECT strategy, sum(select_ms) / 1000, sum(execute_ms) / 1000 FROM timings "
+            "GROUP BY strategy ORDER BY strategy").fetchall()]
+    finally:
+        con.close()
+
+
+def _time_plot(timings: pa.Table, path: Path) -> None:
+    """Horizontal bars: selection and execution seconds per strategy (log scale)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = strategy_times(timings)
+    fig, ax = plt.subplots(figsize=(7, 0.7 * len(rows) + 1.4))
+    ys = range(len(rows))
+    floor = 1e-3  # a log axis cannot show 0 s: bars start at 1 ms
+    for offset, (label, index) in ((-0.2, ("selection", 1)), (0.2, ("execution", 2))):
+        values = [max(r[index], floor) for r in rows]
+        bars = ax.barh([y + offset for y in ys], values, height=0.38, label=label)
+        for bar, r in zip(bars, rows):
+            ax.text(bar.get_width() * 1.1, bar.get_y() + bar.get_height() / 2,
+                    f"{r[index]:.3g} s", va="center", fontsize=7)
+    ax.set_xscale("log")
+    ax.set_yticks(list(ys), [r[0] for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds, summed over the run's tasks (log scale)")
+    top = max([max(r[1], r[2]) for r in rows] + [floor])
+    ax.set_xlim(floor / 2, top * 8)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title("selection and execution time per strategy", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80, metadata={"Software": None})
+    plt.close(fig)
+
+
 PAGE_STYLE = ("body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em;"
               "overflow-wrap:break-word}"
               "img{max-width:100%;height:auto}"
@@ -402,10 +481,11 @@ def html_page(title: str, body: str) -> str:
 
 def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
                  suites: dict[str, Any], timings: pa.Table | None = None) -> dict[str, Path]:
-    """Write metrics.json, run.json, report.md, report.html and plot.png under ``out_dir``.
+    """Write metrics.json, run.json, report.md, report.html, plot.png (success against budget)
+    and time.png (selection and execution time per strategy) under ``out_dir``.
 
     ``timings``: the run's rows of the ``timings`` view (``run_timings``), shown in the
-    report's cost table only. Each file is written to a temporary name and renamed.
+    report's cost table and time.png only (never metrics.json); no timings, no time.png. Each file is written to a temporary name and renamed.
     Returns name -> path.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -420,9 +500,22 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
         tmp_plot = out_dir / ".plot.tmp.png"
         plot_note = _plot(summary, tmp_plot)
         tmp_plot.replace(plot_path)
+        limited = (run.get("params") or {}).get("strategy_scales") or {}
+        if limited:  # a strategy the plan runs at fewer scales has fewer points, by design
+            plot_note = (plot_note + " " if plot_note else "Every budget scale that ran is "
+                         "shown; ") + "; ".join(
+                f"{k} ran at scale{'s' if len(v) > 1 else ''} {', '.join(f'{x:g}' for x in v)} "
+                "only (the per-strategy plan)" for k, v in sorted(limited.items())) + "."
     cost = _cost_lines(every_trace, timings) if every_trace.num_rows else None
+    time_path = out_dir / "time.png"
+    has_times = timings is not None and timings.num_rows > 0
+    if has_times:
+        tmp_time = out_dir / ".time.tmp.png"
+        _time_plot(timings, tmp_time)
+        tmp_time.replace(time_path)
     md = render_markdown(run, summary, suites, plot_path.name if summary else None,
-                         headline=headline, cost=cost, plot_note=plot_note)
+                         headline=headline, cost=cost, plot_note=plot_note,
+                         time_plot_name=time_path.name if has_times and cost else None)
     body = markdown_lib.markdown(md, extensions=["tables"])
     page = html_page("Junction run " + run["run_id"], body)
     metrics = metrics_document(summary, report_params(run.get("params", {})), suites, headline)
@@ -440,4 +533,6 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
         paths[name] = out_dir / name
     if summary:
         paths["plot.png"] = plot_path
+    if has_times:
+        paths["time.png"] = time_path
     return paths

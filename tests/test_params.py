@@ -17,21 +17,23 @@ PARAMS = {
     "suites": ["coupling"], "strategies": ["exact"], "seeds": [0], "budget_scales": [1.0],
     "size": None, "full": False, "batch_size": 100, "output_root": "/wh",
     "reports_root": "/rep", "runner": "thread", "workers": None, "dask_address": None,
-    "suite_files": ["/data/a.jsonl"],
+    "suite_files": ["/data/a.jsonl"], "strategy_size": {}, "strategy_scales": {},
 }
 RESULT_CHANGING = {"suites", "strategies", "seeds", "budget_scales", "size", "full",
-                   "suite_files"}
+                   "suite_files", "strategy_size", "strategy_scales"}
 
 
 def test_report_keeps_exactly_the_result_changing_parameters_but_paths():
-    # the keys metrics.json has always recorded
+    # the keys metrics.json has always recorded, and the per-strategy plan
     assert sorted(report_params(PARAMS)) == ["budget_scales", "full", "seeds", "size",
-                                             "strategies", "suites"]
+                                             "strategies", "strategy_scales", "strategy_size",
+                                             "suites"]
 
 
 def test_a_resumed_run_repeats_the_result_changing_parameters_and_the_unit_layout():
     assert sorted(resume_params(PARAMS)) == ["batch_size", "budget_scales", "full", "seeds",
-                                             "size", "strategies", "suite_files", "suites"]
+                                             "size", "strategies", "strategy_scales",
+                                             "strategy_size", "suite_files", "suites"]
 
 
 def test_every_flow_parameter_is_classified():
@@ -50,5 +52,6 @@ def test_params_hash_ignores_where_and_how_but_not_batch_size():
     for change in ({"run_id": "x"}, {"output_root": "/elsewhere"}, {"runner": "dask"},
                    {"workers": 8}, {"reports_root": "/r2"}):
         assert params_hash({**PARAMS, **change}) == same, change
-    for change in ({"batch_size": 5}, {"seeds": [1]}, {"suite_files": ["/data/b.jsonl"]}):
+    for change in ({"batch_size": 5}, {"seeds": [1]}, {"suite_files": ["/data/b.jsonl"]},
+                   {"strategy_size": {"exact": 2}}, {"strategy_scales": {"exact": [1.0]}}):
         assert params_hash({**PARAMS, **change}) != same, change

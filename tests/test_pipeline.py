@@ -46,8 +46,8 @@ def flaky(monkeypatch):
 def _run(tmp_path, **kwargs):
     from flows.benchmark import benchmark
 
-    params = dict(suites=["coupling", "synthetic"], strategies=FAST, size=None,
-                  output_root=str(tmp_path / "wh"), reports_root=str(tmp_path / "reports"))
+    params = dict(suites=["coupling", "synthetic"], strategies=FAST, size=20,
+                  budget_scales=[1.0], output_root=str(tmp_path / "wh"), reports_root=str(tmp_path / "reports"))
     params.update(kwargs)
     return benchmark(**params)
 

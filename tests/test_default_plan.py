@@ -1,0 +1,167 @@
+"""The default benchmark's plan: a budget grid for every strategy, a larger sample for the
+cheap strategies, judge_admission at scale 1 on a smaller stated sample; bad plans refused."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from junction.errors import JunctionError
+
+FAST = ["adaptive_split", "exact", "fixed_split"]
+
+
+def _plan(**params):
+    from flows.benchmark import run_params, strategy_plan
+
+    p = run_params(**params)
+    plan = strategy_plan(p["strategies"], p["budget_scales"], p["strategy_size"],
+                         p["strategy_scales"])
+    return {s: (tuple(step["scales"]), step["max_tasks"]) for s, step in plan.items()}
+
+
+GRID = (0.5, 1.0, 2.0)
+
+# (given parameters, strategy -> (scales it runs, task cap per suite; None = the sample))
+PLANS = [
+    ({}, {"adaptive_split": (GRID, None), "exact": (GRID, None), "fixed_split": (GRID, None),
+          "judge_admission": ((1.0,), 8)}),
+    # an explicit size, full or scale keeps its meaning for every strategy
+    ({"size": 5}, {"adaptive_split": (GRID, None), "exact": (GRID, None),
+                   "fixed_split": (GRID, None), "judge_admission": ((1.0,), None)}),
+    ({"full": True}, {"adaptive_split": (GRID, None), "exact": (GRID, None),
+                      "fixed_split": (GRID, None), "judge_admission": ((1.0,), None)}),
+    ({"budget_scales": [1.0, 3.0]}, {"adaptive_split": ((1.0, 3.0), None),
+                                     "exact": ((1.0, 3.0), None),
+                                     "fixed_split": ((1.0, 3.0), None),
+                                     "judge_admission": ((1.0, 3.0), 8)}),
+    ({"size": 5, "budget_scales": [2.0]}, {"adaptive_split": ((2.0,), None),
+                                           "exact": ((2.0,), None),
+                                           "fixed_split": ((2.0,), None),
+                                           "judge_admission": ((2.0,), None)}),
+    ({"strategies": FAST}, {"adaptive_split": (GRID, None), "exact": (GRID, None),
+                            "fixed_split": (GRID, None)}),
+    # explicit per-strategy limits, and {} for none
+    ({"strategy_size": {}, "strategy_scales": {}},
+     {"adaptive_split": (GRID, None), "exact": (GRID, None), "fixed_split": (GRID, None),
+      "judge_admission": (GRID, None)}),
+    ({"strategies": ["exact"], "strategy_size": {"exact": 3},
+      "strategy_scales": {"exact": [2.0, 0.5]}}, {"exact": ((0.5, 2.0), 3)}),
+]
+
+
+@pytest.mark.parametrize("given, expected", PLANS)
+def test_default_plan_table(given, expected):
+    assert _plan(**given) == expected
+
+
+def test_default_sizes_and_params_recorded():
+    from flows.benchmark import DEFAULT_SIZES, run_params
+    from junction.params import report_params
+
+    p = run_params()
+    assert p["budget_scales"] == [0.5, 1.0, 2.0]
+    assert p["strategy_size"] == {"judge_admission": 8}
+    assert p["strategy_scales"] == {"judge_admission": [1.0]}
+    recorded = report_params(p)  # what metrics.json records
+    assert recorded["strategy_size"] == {"judge_admission": 8}
+    assert recorded["strategy_scales"] == {"judge_admission": [1.0]}
+    assert all(DEFAULT_SIZES[s] >= 40 for s in DEFAULT_SIZES if s.startswith("bfcl-"))
+    assert DEFAULT_SIZES["synthetic"] >= 60
+
+
+BAD = [
+    ({"strategy_size": {"judge_admission": 0}},
+     "strategy_size for judge_admission must be an integer >= 1, got 0"),
+    ({"strategies": FAST, "strategy_size": {"judge_admission": 4}},
+     "strategy_size names 'judge_admission', which this run does not run; strategies: "
+     "adaptive_split, exact, fixed_split"),
+    ({"strategy_scales": {"exact": [3.0]}},
+     "strategy_scales for exact: 3 is not a budget scale of this run (0.5, 1, 2)"),
+    ({"strategy_scales": {"exact": []}},
+     "strategy_scales for exact is empty; give at least one of the run's budget scales"),
+    ({"budget_scales": [1.0], "strategy_scales": {"judge_admission": [0.5]}},
+     "strategy_scales for judge_admission: 0.5 is not a budget scale of this run (1)"),
+]
+
+
+@pytest.mark.parametrize("given, message", BAD)
+def test_bad_plans_are_refused_with_one_line(tmp_path, given, message):
+    from flows.benchmark import prepare_run
+
+    with pytest.raises(JunctionError) as err:
+        prepare_run(output_root=str(tmp_path / "wh"), **given)
+    assert str(err.value) == message
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--strategy-size", "judge_admission"), "error: --strategy-size takes STRATEGY=INT, "
+                                             "got 'judge_admission'"),
+    (("--strategy-size", "judge_admission=x"), "error: --strategy-size takes STRATEGY=INT, "
+                                               "got 'judge_admission=x'"),
+    (("--strategy-scale", "exact=4"), "error: strategy_scales for exact: 4 is not a budget "
+                                      "scale of this run (0.5, 1, 2)"),
+])
+def test_cli_refuses_bad_plan_options_with_one_line(tmp_path, args, message):
+    out = subprocess.run(
+        [sys.executable, "-c", "from flows.cli import main; main()", "bench",
+         "--warehouse", str(tmp_path / "wh"), "--reports", str(tmp_path / "rep"), *args],
+        capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1
+    assert out.stderr.strip() == message
+
+
+def test_capped_strategy_runs_its_plan_and_metrics_stay_identical(prefect_harness, tmp_path):
+    from flows.benchmark import benchmark
+    from junction.warehouse import Warehouse
+
+    params = dict(suites=["synthetic", "bfcl-multiple"], strategies=FAST, size=10,
+                  budget_scales=[0.5, 1.0], strategy_size={"exact": 4},
+                  strategy_scales={"exact": [1.0]}, output_root=str(tmp_path / "wh"),
+                  reports_root=str(tmp_path / "rep"))
+    first, second = benchmark(**params), benchmark(**params)
+    rep = tmp_path / "rep"
+    a = (rep / first["run_id"] / "metrics.json").read_bytes()
+    assert a == (rep / second["run_id"] / "metrics.json").read_bytes()
+    for run in (first, second):
+        assert (rep / run["run_id"] / "time.png").stat().st_size > 0
+    md = (rep / first["run_id"] / "report.md").read_text()
+    assert "](time.png)" in md and "](plot.png)" in md
+    assert ("per-strategy plan: exact: 4 tasks per suite (fewer where the suite has fewer) "
+            "at scale 1 only; adaptive_split, fixed_split: every task") in md
+    metrics = json.loads(a)
+    assert metrics["params"]["strategy_size"] == {"exact": 4}
+    assert "timings" not in a.decode() and "select_ms" not in a.decode()
+    assert metrics["suites"]["synthetic"]["strategy_tasks"] == {"exact": 4}
+    rows = Warehouse(str(tmp_path / "wh")).query(
+        "select suite, strategy, budget_scale, count(*) as n, list(task_id order by task_id) "
+        "as ids from traces where run_id = ? group by all order by all",
+        [first["run_id"]]).to_pylist()
+    got = {(r["suite"], r["strategy"], r["budget_scale"]): r["n"] for r in rows}
+    assert got == {(suite, s, scale): 10 for suite in ("bfcl-multiple", "synthetic")
+                   for s in ("adaptive_split", "fixed_split") for scale in (0.5, 1.0)} | {
+        ("bfcl-multiple", "exact", 1.0): 4, ("synthetic", "exact", 1.0): 4}
+    ids = {(r["suite"], r["strategy"], r["budget_scale"]): set(r["ids"]) for r in rows}
+    for suite in ("bfcl-multiple", "synthetic"):  # the capped sample lies inside the others'
+        assert ids[(suite, "exact", 1.0)] <= ids[(suite, "fixed_split", 1.0)]
+    # the headline compares exact with the others on its 4 shared tasks only
+    head = metrics["headline"]["synthetic"]["budget_scale=1"]
+    assert all(c["tasks"] == 4 for o, c in head["comparisons"].items()
+               if "exact" in (o, *head["best"]))
+
+
+def test_report_states_the_default_plan():
+    from flows.benchmark import run_params
+    from junction.reports import render_markdown
+
+    md = render_markdown({"run_id": "r", "params": run_params()}, [], {}, None)
+    assert ("- per-strategy plan: judge_admission: 8 tasks per suite (fewer where the suite "
+            "has fewer) at scale 1 only; adaptive_split, exact, fixed_split: every task in the "
+            "Suites table at every budget scale.") in md
+    suites = {"bfcl-memory": {"tasks": 40, "strategy_tasks": {"judge_admission": 8}}}
+    md = render_markdown({"run_id": "r", "params": run_params()}, [], suites, None)
+    assert "| bfcl-memory | 40 (judge_admission: 8) |" in md
