@@ -41,8 +41,9 @@ def warehouse(prefect_harness, tmp_path_factory):
     from flows.benchmark import benchmark
 
     root = tmp_path_factory.mktemp("hardening") / "wh"
-    benchmark(suites=["coupling"], strategies=["exact"], output_root=str(root),
-              reports_root=str(root.parent / "reports"), run_id="base-run")
+    benchmark(suites=["coupling"], strategies=["exact"], budget_scales=[1.0],
+              output_root=str(root), reports_root=str(root.parent / "reports"),
+              run_id="base-run")
     return root
 
 
@@ -195,7 +196,8 @@ def test_non_finite_timings_are_refused_at_write(value):
 
 
 _FLOW = ("from flows.benchmark import run_benchmark; "
-         "run_benchmark(suites=['coupling'], strategies=['exact'], output_root={root!r}, "
+         "run_benchmark(suites=['coupling'], strategies=['exact'], budget_scales=[1.0], "
+         "output_root={root!r}, "
          "write_reports=False)")
 
 

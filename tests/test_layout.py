@@ -158,7 +158,8 @@ def test_the_installed_package_runs_demo_bench_and_sql(installed):
     demo = _junction(installed, "demo", "coupling", "--json")
     assert demo.returncode == 0, demo.stderr[-2000:]
     assert json.loads(demo.stdout)["strategies"]["exact"]["verified"] is True
-    bench = _junction(installed, "bench", "--suite", "coupling", "--strategy", "exact")
+    bench = _junction(installed, "bench", "--suite", "coupling", "--strategy", "exact",
+                      "--budget-scale", "1")
     assert bench.returncode == 0, bench.stderr[-2000:]
     work = installed[3]
     assert (work / "warehouse" / "junction.duckdb").is_file()  # the working folder's
