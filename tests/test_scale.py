@@ -29,8 +29,8 @@ def test_dask_runner_matches_thread_runner(prefect_harness, tmp_path):
 def test_second_writer_fails_clearly_while_readers_keep_working(prefect_harness, tmp_path):
     from flows.benchmark import benchmark
 
-    benchmark(suites=["coupling"], strategies=["exact"], output_root=str(tmp_path),
-              reports_root=str(tmp_path / "reports"))
+    benchmark(suites=["coupling"], strategies=["exact"], budget_scales=[1.0],
+              output_root=str(tmp_path), reports_root=str(tmp_path / "reports"))
     db = tmp_path / "junction.duckdb"
     holder = subprocess.Popen(
         [sys.executable, "-c",
