@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from scipy.stats import rankdata  # noqa: E402
 
 from junction.judge import ScoreCache, cached_scores, load_judge  # noqa: E402
-from junction.judge.model import state_dir  # noqa: E402
+from junction.environment import state_dir  # noqa: E402
 from junction.strategies.judge_admission import (  # noqa: E402
     DEFAULT_POOL_PER_LANE,
     STRATEGY_JUDGE_CONFIG,

@@ -55,7 +55,7 @@ class JudgeConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     model_path: Path | None = None
-    embedded: str = "gemma3-270m"  # switched to DEFAULT_MODEL with the boundary fix
+    embedded: str = DEFAULT_MODEL
     template: Literal["auto", "few_shot", "qwen3_reranker"] = "auto"
     kv_type: Literal["f16", "q8_0", "q4_0"] = "q8_0"
     n_threads: int = Field(default=2, ge=1)

@@ -170,6 +170,7 @@ class LlamaJudge:
         self._mem = L.llama_get_memory(self._ctx)
         self._batch = L.llama_batch_init(config.n_batch, 0, 1)
         self._shared = _ContextState()  # shared with with_template() views
+        self._literal_splits: dict[str, tuple[str, str]] = {}
         self.n_vocab = L.llama_vocab_n_tokens(self._vocab)
         self._owner = True
 
@@ -182,6 +183,7 @@ class LlamaJudge:
         view = copy.copy(self)
         view.template = template
         view._owner = False
+        view._literal_splits = {}
         return view
 
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
@@ -244,23 +246,63 @@ class LlamaJudge:
         """Tokens of the shared prefix (with BOS)."""
         return self.tokenize(self.template.prefix(instruction), bos=True, special=True)
 
-    def _user_tokens(self, text: str, limit: int) -> tuple[list[int], int]:
-        toks = self.tokenize(self.template.lead + normalise_text(text))
-        return toks[:limit], len(toks)
+    def _is_special(self, token: int) -> bool:
+        attr = self._L.llama_vocab_get_attr(self._vocab, token)
+        return bool(attr & (self._L.LLAMA_TOKEN_ATTR_CONTROL
+                            | self._L.LLAMA_TOKEN_ATTR_USER_DEFINED))
+
+    def _split_literal(self, literal: str) -> tuple[str, str]:
+        """``literal`` as (plain head, rest): the head is the text before its first special
+        token (tokenised together with the user text before it), the rest starts there."""
+        cached = self._literal_splits.get(literal)
+        if cached is None:
+            head = ""
+            for tok in self.tokenize(literal, special=True):
+                if self._is_special(tok):
+                    break
+                head += self.piece(tok)
+            if not literal.startswith(head):  # a piece that does not spell its text
+                head = ""
+            cached = self._literal_splits[literal] = (head, literal[len(head):])
+        return cached
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """The text of ``tokens`` (bytes of their pieces; a split UTF-8 tail is dropped)."""
+        out = bytearray()
+        buf = ctypes.create_string_buffer(256)
+        for tok in tokens:
+            n = self._L.llama_token_to_piece(self._vocab, tok, buf, 256, 0, False)
+            out += buf.raw[: max(n, 0)]
+        return out.decode("utf-8", "ignore")
+
+    def _part_tokens(self, before: str, text: str, after: str,
+                     limit: int) -> tuple[list[int], int]:
+        """Tokens of ``before + lead + text + after`` as the whole prompt tokenises them.
+
+        The user text (special-token parsing off) is tokenised together with the plain head
+        of the literal after it, so a merge across that boundary ("?" + "\n" -> "?\n" in
+        Qwen's tokenizer) happens here as in the whole prompt. A text longer than ``limit``
+        tokens is cut to its first ``limit`` tokens first (returned: the uncut length).
+        """
+        head, rest = self._split_literal(after)
+        user = self.template.lead + normalise_text(text)
+        n = len(self.tokenize(user))
+        if n > limit:
+            user = self.detokenize(self.tokenize(user)[:limit])
+        return (self.tokenize(before, special=True) + self.tokenize(user + head)
+                + (self.tokenize(rest, special=True) if rest else []), n)
 
     def query_tokens(self, query: str) -> tuple[list[int], int]:
-        """Tokens of the query part (cut to ``max_query_tokens``) and the uncut text length."""
+        """Tokens of the query part (text cut to ``max_query_tokens``) and the uncut length."""
         t = self.template
-        user, n = self._user_tokens(query, self.config.max_query_tokens)
-        return (self.tokenize(t.query_before, special=True) + user
-                + self.tokenize(t.query_after, special=True), n)
+        return self._part_tokens(t.query_before, query, t.query_after,
+                                 self.config.max_query_tokens)
 
     def document_tokens(self, document: str) -> tuple[list[int], int]:
         """Tokens of the document part; only the document text is cut (the answer suffix stays)."""
         t = self.template
-        user, n = self._user_tokens(document, self.config.max_document_tokens)
-        return (self.tokenize(t.doc_before, special=True) + user
-                + self.tokenize(t.doc_after, special=True), n)
+        return self._part_tokens(t.doc_before, document, t.doc_after,
+                                 self.config.max_document_tokens)
 
     def instruction_hash(self, instruction: RerankInstruction = RETRIEVAL_INSTRUCTION) -> str:
         """sha256 of everything that shapes the prompt (``PromptTemplate.prompt_hash``)."""

@@ -19,9 +19,11 @@ Two layouts:
   The judge issue measured the base Gemma 3 270M gap on "capital of France" rising from
   -0.3..+0.4 logits with a plain prompt to about 1.6 with four examples.
 
-``choose_template`` picks from GGUF metadata: a chat template with ``<|im_start|>`` or a
-model name containing "rerank" or "instruct" selects ``qwen3_reranker``; otherwise
-``few_shot``.
+``choose_template`` picks from GGUF metadata by model family (``general.architecture``)
+from ``TEMPLATE_BY_FAMILY``, a table measured by ``bench/judge_quality.py --layouts``
+(negation-pair accuracy and bfcl-memory AUC per layout; results in ``bench/README.md``);
+a model whose name says "reranker" gets ``qwen3_reranker``, the layout its model card
+defines; an unmeasured family gets ``few_shot``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ __all__ = [
     "PromptTemplate",
     "FewShotExample",
     "TEMPLATES",
+    "TEMPLATE_BY_FAMILY",
     "choose_template",
     "get_template",
     "normalise_text",
@@ -172,10 +175,19 @@ def get_template(name: str) -> PromptTemplate:
         ) from None
 
 
+TEMPLATE_BY_FAMILY: dict[str, str] = {
+    "gemma3": "few_shot",
+    "qwen2": "few_shot",
+    "qwen3": "few_shot",
+}
+"""Layout per GGUF ``general.architecture``, as measured (module docstring). The judge issue
+measured Qwen2.5-Coder-0.5B-Instruct at 12/16 negation pairs and AUC 0.40 with the reranker
+layout against 16/16 and 0.83 with few-shot; ``bench/judge_quality.py --layouts`` re-measures."""
+
+
 def choose_template(metadata: Mapping[str, str]) -> PromptTemplate:
     """Pick a layout from GGUF metadata (rule in the module docstring)."""
-    chat = metadata.get("tokenizer.chat_template", "")
     name = (metadata.get("general.name", "") + " " + metadata.get("general.basename", "")).lower()
-    if "<|im_start|>" in chat or "rerank" in name or "instruct" in name:
+    if "rerank" in name:
         return QWEN3_RERANKER
-    return FEW_SHOT
+    return TEMPLATES[TEMPLATE_BY_FAMILY.get(metadata.get("general.architecture", ""), "few_shot")]
