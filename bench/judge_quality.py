@@ -286,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="pair accuracy and bfcl-memory AUC per model and layout")
     parser.add_argument("--layout-models", nargs="+", default=None,
                         help="models for --layouts (default: --model and gemma3-270m)")
+    parser.add_argument("--layout-size", type=int, default=None,
+                        help="bfcl-memory tasks for --layouts (default: --size)")
     parser.add_argument("--tool-rendering", action="store_true",
                         help="judge AUC per tool rendering on the tool suites")
     parser.add_argument("--no-cache", action="store_true", help="score without the score cache")
@@ -325,8 +327,10 @@ def main(argv: list[str] | None = None) -> int:
         out["layouts"] = []
         models = args.layout_models or [args.model or STRATEGY_JUDGE_CONFIG.embedded,
                                         "gemma3-270m"]
-        mem_tasks = built.get(LAYOUT_SUITE) or _build(LAYOUT_SUITE, args.seed, args.size,
-                                                      out["skipped"])
+        layout_size = args.layout_size or args.size
+        mem_tasks = (built.get(LAYOUT_SUITE) if layout_size == args.size else None) \
+            or _build(LAYOUT_SUITE, args.seed, layout_size, out["skipped"])
+        out["layout_size"] = layout_size
         for model in models:
             base = load_judge(_config(model, args.kv_type, threads=args.threads))
             for layout in sorted(TEMPLATES):
