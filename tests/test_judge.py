@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from junction.judge import RETRIEVAL_INSTRUCTION, SmokeTestError, run_smoke
-from junction.judge.scorer import NOISE_FLOOR_LOGITS
-from junction.judge.templates import FEW_SHOT
+from junction.judge.noise import noise_floor
+from junction.judge.templates import FEW_SHOT, QWEN3_RERANKER
 
 pytestmark = pytest.mark.model
 
@@ -61,7 +61,7 @@ def test_multi_token_answer_fails_the_first_gate(judge) -> None:
 def test_batch_matches_naive_within_the_noise_floor(judge) -> None:
     batch = judge.score(FIXTURE.query, DOCS).scores
     naive = judge.score_naive(FIXTURE.query, DOCS).scores
-    floor = NOISE_FLOOR_LOGITS[judge.config.kv_type]
+    floor = noise_floor(judge).floor
     assert max(abs(a - b) for a, b in zip(batch, naive)) <= floor
     # the matching passage still beats the non-matching one on both paths
     assert batch[0] > batch[1] and naive[0] > naive[1]
@@ -85,7 +85,7 @@ def test_more_candidates_than_slots_are_grouped(judge) -> None:
     docs = DOCS * 4  # 20 candidates > 14 slots: two llama_decode groups
     scores = judge.score(FIXTURE.query, docs).scores
     first = judge.score(FIXTURE.query, DOCS).scores
-    floor = NOISE_FLOOR_LOGITS[judge.config.kv_type]
+    floor = noise_floor(judge).floor
     for i, s in enumerate(scores):
         assert abs(s - first[i % len(DOCS)]) <= floor
 
@@ -104,3 +104,85 @@ def test_cli_smoke_prints_each_gate(judge) -> None:
     assert [g["name"] for g in payload["gates"]] == [
         "single_token_answers", "tokenisation_boundaries", "fixture_gap"]
     assert payload["gates"][2]["measured"]["gap"] > payload["gates"][2]["measured"]["min_gap"]
+
+
+# ------------------------------------------------ the judge issue's replayed bug reports
+
+CHINA = "What is the capital of China?"
+CITIES = ["The capital of China is Beijing.", "The capital of China is Shanghai.",
+          "The capital of China is Nanjing."]
+
+
+@pytest.fixture(scope="module")
+def gemma_vocab():
+    """Gemma 3 270M's tokenizer only (``vocab_only``: no weights, no context)."""
+    from junction.judge import JudgeConfig
+    from junction.judge.scorer import load_judge
+
+    return load_judge(JudgeConfig(embedded="gemma3-270m", vocab_only=True))
+
+
+def test_the_boundary_gate_passes_for_the_default_gemma_and_a_qwen3_chat_layout(
+        judge, gemma_vocab) -> None:
+    # Qwen's tokenizer merges "?\n" (and ".\n") into one token: the user text is now
+    # tokenised together with the plain head of the literal after it
+    assert "?\n" in [judge.piece(t) for t in judge.tokenize(CHINA + "\n")]
+    for candidate in (judge, judge.with_template(QWEN3_RERANKER), gemma_vocab):
+        gates = {g.name: g for g in run_smoke(candidate, raise_on_failure=False).gates}
+        assert gates["tokenisation_boundaries"].passed, gates["tokenisation_boundaries"].measured
+    broken = dataclasses.replace(FEW_SHOT, query_before="Query: ", lead="")
+    for candidate in (judge, gemma_vocab):
+        gate = run_smoke(candidate.with_template(broken), raise_on_failure=False).gates[1]
+        assert not gate.passed and "first_mismatch" in gate.measured
+
+
+def test_a_vocab_only_judge_refuses_to_score(gemma_vocab) -> None:
+    from junction.judge import JudgeError
+
+    with pytest.raises(JudgeError, match="vocab_only"):
+        gemma_vocab.score(CHINA, CITIES)
+
+
+def test_capital_of_china_ranks_beijing_first_on_both_paths(judge) -> None:
+    batch = judge.score(CHINA, CITIES).scores
+    naive = judge.score_naive(CHINA, CITIES).scores
+    assert batch.index(max(batch)) == 0 and naive.index(max(naive)) == 0
+    assert max(abs(a - b) for a, b in zip(batch, naive)) <= noise_floor(judge).floor
+
+
+def test_empty_and_whitespace_documents_are_skipped_not_scored(judge) -> None:
+    docs = ["", CITIES[0], "   \n\t ", "Photosynthesis converts light energy in plants."]
+    batch = judge.score(CHINA, docs)
+    assert batch.statuses == ["empty", "scored", "empty", "scored"]
+    assert batch.scores[0] is None and batch.scores[2] is None
+    alone = judge.score(CHINA, [docs[1], docs[3]]).scores
+    assert [batch.scores[1], batch.scores[3]] == alone  # the rest is judged as without them
+
+
+def test_documents_the_judge_cannot_tell_apart_are_degenerate(judge) -> None:
+    from junction.judge.cache import judge_documents
+
+    head = "word " * (judge.config.max_document_tokens + 10)
+    docs = [head + tail for tail in ("alpha", "beta", "gamma", "delta")]  # cut to one text
+    batch = judge_documents(judge, None, CHINA, docs, noise_floor=noise_floor(judge).floor)
+    assert len(set(batch.scores)) == 1 and batch.degenerate
+    assert set(batch.truncations) == {0, 1, 2, 3}
+    honest = judge_documents(judge, None, CHINA, CITIES + [docs[0]],
+                             noise_floor=noise_floor(judge).floor)
+    assert not honest.degenerate
+
+
+def test_runtime_settings_are_in_the_provenance_and_the_cache_key(judge) -> None:
+    from junction.judge import JudgeConfig
+    from junction.judge.scorer import load_judge
+
+    prov = judge.provenance()
+    for key in ("model_hash", "template", "instruction_hash", "kv_type", "n_seq",
+                "swa_full", "llama_cpp_version"):
+        assert key in prov, key
+    keys = {judge.runtime_key()}
+    base = judge.config.model_dump()
+    for change in ({"kv_type": "f16"}, {"n_seq": 8}, {"swa_full": False}):
+        other = load_judge(JudgeConfig(**{**base, **change, "vocab_only": True}))
+        keys.add(other.runtime_key())
+    assert len(keys) == 4

@@ -20,6 +20,12 @@ class FakeJudge:
     def instruction_hash(self, instruction=None) -> str:
         return "i" * 64
 
+    def runtime_key(self) -> str:
+        return self.config.model_dump_json()
+
+    def document_tokens(self, document):
+        return [], len(document)
+
     def score(self, query, documents, instruction=None):
         self.calls.append(list(documents))
 

@@ -55,3 +55,61 @@ def test_tools_are_judged_as_description_plus_schema() -> None:
                                           rank=0))
     tool = task.tool("submit_expense")
     assert text == f"Tool submit_expense: {tool.description} Schema: {tool.rendered_schema()}"
+
+
+def _with_contexts(*contexts):
+    from junction.budget import Budget
+
+    task = coupling_task()
+    return task.model_copy(update={"contexts": (*task.contexts, *contexts),
+                                   "budget": Budget(max_tokens=100_000)})
+
+
+def _run_task(task, floor=-1e9):
+    strategy = make_judge_admission_strategy(floor=floor, use_cache=False, pool_per_lane=8)
+    return strategy(task.router_view(), None)
+
+
+def test_empty_contexts_are_skipped_and_cut_ones_are_recorded(judge) -> None:
+    from junction.resources import ContextResource, SourceKind
+
+    long_text = "Contractors are paid through the vendor payment system. " * 40
+    task = _with_contexts(ContextResource.from_text("blank", "  \n ", SourceKind.OTHER),
+                          ContextResource.from_text("long-policy", long_text, SourceKind.POLICY))
+    result = _run_task(task)
+    pooled = {c.resource_id for c in result.pools.contexts}
+    assert {"blank", "long-policy"} <= pooled
+    assert result.extra["judge_skipped"] == {"blank": "empty"}
+    assert "blank" not in result.extra["judge_scores"]
+    assert "blank" not in result.selection.exposed_ids
+    original, kept = result.extra["judge_truncated"]["long-policy"]
+    assert kept == judge.config.max_document_tokens < original
+    prov = result.extra["judge_provenance"]
+    assert prov["model_hash"] == judge.model_hash and prov["kv_type"] == judge.config.kv_type
+    assert prov["noise_floor"] > 0
+
+
+def test_ties_within_the_noise_floor_are_marked_and_ordered_by_id(judge) -> None:
+    result = _run_task(coupling_task())
+    scores = result.extra["judge_scores"]
+    floor = result.extra["judge_provenance"]["noise_floor"]
+    for group in result.extra["judge_ties"]:
+        assert group == sorted(group) and len(group) > 1
+        top = max(scores[r] for r in group)
+        assert all(top - scores[r] <= floor for r in group)
+
+
+def test_a_degenerate_batch_admits_nothing(judge) -> None:
+    from junction.resources import ContextResource, SourceKind
+
+    head = "Contractors are paid through the vendor payment system. " * 20
+    same = [ContextResource.from_text(f"copy-{i}", head + tail, SourceKind.POLICY)
+            for i, tail in enumerate(("alpha", "beta", "gamma"))]
+    task = coupling_task()
+    task = task.model_copy(update={"contexts": tuple(same), "tools": (), "unary": {},
+                                   "interactions": (), "gold_context_ids": (),
+                                   "gold_tool_ids": ()})
+    result = _run_task(task)
+    assert result.extra["judge_degenerate"] is True
+    assert result.selection.exposed_ids == ()
+    assert set(result.extra["judge_rejected"].values()) == {"degenerate"}

@@ -1,9 +1,13 @@
-"""A persistent score cache: (model hash, instruction hash, query, document) -> score.
+"""A persistent score cache: (model hash, instruction hash, runtime, query, document) -> score.
 
 Stored with stdlib ``sqlite3`` in WAL mode (readers never block the writer; two processes
 may share the file, each waiting up to ``busy_timeout_s`` for a write lock). The key is the
-sha256 of the four fields plus the runtime settings that change a score (KV cache type,
-document/query token limits), so a re-run does not re-score and a changed setting does.
+sha256 of the fields, where the instruction hash covers the template and the runtime is
+``LlamaJudge.runtime_key()`` (KV types, ``n_seq``, batch sizes, ``swa_full``, threads,
+token limits, llama.cpp version), so a re-run does not re-score and a changed setting does.
+
+``judge_documents`` is the lane's entry point: cached scores plus each document's status
+(``scored`` / ``empty``), its truncation and whether the batch is degenerate.
 """
 
 from __future__ import annotations
@@ -12,12 +16,19 @@ import hashlib
 import sqlite3
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from junction.judge.errors import JudgeError
 from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
+from junction.judge.templates import normalise_text
 
-__all__ = ["ScoreCache", "score_key", "cached_scores"]
+
+def is_empty_document(text: str) -> bool:
+    """True when ``text`` is empty or whitespace only (such a document is never scored)."""
+    return not normalise_text(text)
+
+__all__ = ["ScoreCache", "JudgedBatch", "score_key", "cached_scores", "judge_documents"]
 
 
 def score_key(model_hash: str, instruction_hash: str, query: str, document: str,
@@ -83,23 +94,71 @@ class ScoreCache:
             return self._db.execute("SELECT COUNT(*) FROM judge_scores").fetchone()[0]
 
 
-def cached_scores(judge, cache: ScoreCache | None, query: str, documents: Sequence[str],
-                  instruction: RerankInstruction = RETRIEVAL_INSTRUCTION) -> list[float]:
-    """Scores of ``documents`` against ``query`` (logits), scoring only cache misses.
+@dataclass(frozen=True)
+class JudgedBatch:
+    """One query's judged documents, input order.
 
-    Misses are scored together in one batch call (``LlamaJudge.score``) and stored.
+    - ``scores``: logits, ``None`` for a skipped document
+    - ``statuses``: ``scored`` or ``empty`` per document
+    - ``truncations``: document index -> (original tokens, kept tokens) for each cut one
+    - ``degenerate``: at least ``DEGENERATE_MIN_DOCUMENTS`` distinct scored documents whose
+      scores all lie within ``noise_floor`` of each other: the judge told them apart by
+      nothing (the "every score is 0.5" failure), so no score of the batch means anything
     """
+
+    scores: list[float | None]
+    statuses: list[str]
+    truncations: dict[int, tuple[int, int]] = field(default_factory=dict)
+    degenerate: bool = False
+
+
+DEGENERATE_MIN_DOCUMENTS = 3
+"""Distinct documents needed before equal scores count as degenerate: two documents can
+honestly tie, three or more different ones all within the noise floor are not judged."""
+
+
+def judge_documents(judge, cache: ScoreCache | None, query: str, documents: Sequence[str],
+                    instruction: RerankInstruction = RETRIEVAL_INSTRUCTION,
+                    noise_floor: float = 0.0) -> JudgedBatch:
+    """Judge ``documents`` against ``query``: scores only cache misses (one batch call,
+    ``LlamaJudge.score``), skips empty ones, reports truncations (by tokenising, so cached
+    documents report them too) and flags a degenerate batch (``JudgedBatch``)."""
+    empty = [is_empty_document(d) for d in documents]
+    scores: list[float | None] = [None] * len(documents)
+    todo = [i for i, e in enumerate(empty) if not e]
     if cache is None:
-        return judge.score(query, documents, instruction).scores
-    cfg = judge.config
-    runtime = f"{cfg.kv_type}:{cfg.max_query_tokens}:{cfg.max_document_tokens}"
-    ihash = judge.instruction_hash(instruction)
-    keys = [score_key(judge.model_hash, ihash, query, d, runtime) for d in documents]
-    found = cache.get_many(keys)
-    missing = sorted({k: i for i, k in enumerate(keys) if k not in found}.values())
-    if missing:
-        fresh = judge.score(query, [documents[i] for i in missing], instruction).scores
-        rows = [(keys[i], judge.model_hash, ihash, s) for i, s in zip(missing, fresh)]
-        cache.put_many(rows)
-        found.update({keys[i]: s for i, s in zip(missing, fresh)})
-    return [found[k] for k in keys]
+        fresh = judge.score(query, [documents[i] for i in todo], instruction).scores
+        for i, s in zip(todo, fresh):
+            scores[i] = s
+    else:
+        ihash = judge.instruction_hash(instruction)
+        runtime = judge.runtime_key()
+        keys = {i: score_key(judge.model_hash, ihash, query, documents[i], runtime) for i in todo}
+        found = cache.get_many(list(keys.values()))
+        missing = sorted({keys[i]: i for i in todo if keys[i] not in found}.values())
+        if missing:
+            fresh = judge.score(query, [documents[i] for i in missing], instruction).scores
+            cache.put_many([(keys[i], judge.model_hash, ihash, s) for i, s in zip(missing, fresh)])
+            found.update({keys[i]: s for i, s in zip(missing, fresh)})
+        for i in todo:
+            scores[i] = found[keys[i]]
+    limit = judge.config.max_document_tokens
+    truncations = {}
+    for i in todo:
+        n = judge.document_tokens(documents[i])[1]
+        if n > limit:
+            truncations[i] = (n, limit)
+    scored = [(normalise_text(documents[i]), scores[i]) for i in todo]
+    distinct = {text for text, _ in scored}
+    values = [s for _, s in scored]
+    degenerate = (len(distinct) >= DEGENERATE_MIN_DOCUMENTS
+                  and max(values) - min(values) <= noise_floor)
+    return JudgedBatch(scores=scores, statuses=["empty" if e else "scored" for e in empty],
+                       truncations=truncations, degenerate=degenerate)
+
+
+def cached_scores(judge, cache: ScoreCache | None, query: str, documents: Sequence[str],
+                  instruction: RerankInstruction = RETRIEVAL_INSTRUCTION) -> list[float | None]:
+    """Scores of ``documents`` against ``query`` (logits; ``None`` for an empty document),
+    scoring only cache misses (``judge_documents``)."""
+    return judge_documents(judge, cache, query, documents, instruction).scores

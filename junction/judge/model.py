@@ -50,6 +50,8 @@ class JudgeConfig(BaseModel):
       sliding-window layers from a shared prefix; see ``LlamaJudge``)
     - ``kv_unified``: one KV buffer shared by all slots (a fork shares the prefix cells);
       off, each slot has its own ``n_ctx / n_seq`` cells and a fork copies them
+    - ``vocab_only``: load the tokenizer only (no weights, no context): enough for the
+      first two smoke gates and token counts; scoring raises ``JudgeError``
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -67,6 +69,7 @@ class JudgeConfig(BaseModel):
     max_document_tokens: int = Field(default=192, ge=1)
     swa_full: bool = True
     kv_unified: bool = True
+    vocab_only: bool = False
 
     @model_validator(mode="after")
     def _sizes(self) -> JudgeConfig:

@@ -34,18 +34,22 @@ import logging
 
 import copy
 import ctypes
+import hashlib
+import json
 import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from junction.judge.cache import is_empty_document
 from junction.judge.errors import JudgeError
 from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
 from junction.judge.model import JudgeConfig, embedded_model_path, file_sha256
 from junction.judge.templates import PromptTemplate, choose_template, get_template, normalise_text
 
-__all__ = ["Truncation", "ScoreBatch", "LlamaJudge", "NOISE_FLOOR_LOGITS", "load_judge"]
+__all__ = ["Truncation", "ScoreBatch", "LlamaJudge", "NOISE_FLOOR_LOGITS", "is_empty_document",
+           "load_judge"]
 
 NOISE_FLOOR_LOGITS = {"f16": 0.44, "q8_0": 0.22, "q4_0": 1.06}
 """Noise floor per KV cache type (logits), measured by ``bench/judge_throughput.py`` on the
@@ -76,12 +80,40 @@ class Truncation:
 class ScoreBatch:
     """Scores (logits, one per document, input order) and the cuts made to fit the slots.
 
-    ``candidate_tokens``: tokens decoded per candidate (its document part), for throughput.
+    - ``scores``: ``None`` for a skipped document (its status says why)
+    - ``statuses``: per document, ``scored`` or ``empty`` (empty or whitespace-only text is
+      never scored: a model's score for nothing is not a relevance judgement)
+    - ``candidate_tokens``: tokens decoded per scored candidate (its document part), for
+      throughput (0 for a skipped one)
     """
 
-    scores: list[float]
+    scores: list[float | None]
     truncations: list[Truncation] = field(default_factory=list)
     candidate_tokens: list[int] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
+
+
+def _skipping_empty(method):
+    """Wrap a scoring path: score the non-empty documents, mark the rest ``empty``."""
+
+    def wrapper(self, query, documents, instruction=RETRIEVAL_INSTRUCTION):
+        keep = [i for i, d in enumerate(documents) if not is_empty_document(d)]
+        inner = (method(self, query, [documents[i] for i in keep], instruction) if keep
+                 else ScoreBatch(scores=[]))
+        scores: list[float | None] = [None] * len(documents)
+        tokens = [0] * len(documents)
+        statuses = ["empty"] * len(documents)
+        for j, i in enumerate(keep):
+            scores[i], tokens[i], statuses[i] = inner.scores[j], inner.candidate_tokens[j], "scored"
+        truncations = [t if t.part == "query" else Truncation(t.part, keep[t.index],
+                                                               t.original_tokens, t.kept_tokens)
+                       for t in inner.truncations]
+        return ScoreBatch(scores=scores, truncations=truncations, candidate_tokens=tokens,
+                          statuses=statuses)
+
+    wrapper.__doc__ = method.__doc__
+    wrapper.__name__ = method.__name__
+    return wrapper
 
 
 _LOG_CALLBACK = None
@@ -142,6 +174,7 @@ class LlamaJudge:
         self._lock = threading.Lock()
         L.llama_backend_init()
         mparams = L.llama_model_default_params()
+        mparams.vocab_only = config.vocab_only
         self._model = L.llama_model_load_from_file(str(path).encode(), mparams)
         if not self._model:
             raise JudgeError(f"llama.cpp could not load the judge model {path}")
@@ -151,6 +184,13 @@ class LlamaJudge:
             choose_template(self.metadata) if config.template == "auto"
             else get_template(config.template)
         )
+        self._shared = _ContextState()  # shared with with_template() views
+        self._literal_splits: dict[str, tuple[str, str]] = {}
+        self.n_vocab = L.llama_vocab_n_tokens(self._vocab)
+        self._owner = True
+        self._ctx = self._batch = None
+        if config.vocab_only:
+            return
         cparams = L.llama_context_default_params()
         cparams.n_ctx = config.n_ctx
         cparams.n_batch = config.n_batch
@@ -169,10 +209,6 @@ class LlamaJudge:
             raise JudgeError(f"llama.cpp could not create a context for {path} with {config}")
         self._mem = L.llama_get_memory(self._ctx)
         self._batch = L.llama_batch_init(config.n_batch, 0, 1)
-        self._shared = _ContextState()  # shared with with_template() views
-        self._literal_splits: dict[str, tuple[str, str]] = {}
-        self.n_vocab = L.llama_vocab_n_tokens(self._vocab)
-        self._owner = True
 
     def with_template(self, template: PromptTemplate) -> LlamaJudge:
         """A view of this judge (same model, context and lock) that prompts with ``template``.
@@ -191,8 +227,9 @@ class LlamaJudge:
             return
         try:
             L = self._L
-            L.llama_batch_free(self._batch)
-            L.llama_free(self._ctx)
+            if self._ctx is not None:
+                L.llama_batch_free(self._batch)
+                L.llama_free(self._ctx)
             L.llama_model_free(self._model)
         except Exception:
             pass
@@ -234,6 +271,9 @@ class LlamaJudge:
         return (self.tokenize(self.template.yes), self.tokenize(self.template.no))
 
     def _answer_ids(self) -> tuple[int, int]:
+        if self._ctx is None:
+            raise JudgeError(f"{self.model_path} was loaded with vocab_only: it tokenises, "
+                             "it cannot score")
         yes, no = self.answer_tokens()
         if len(yes) != 1 or len(no) != 1:
             raise JudgeError(
@@ -304,6 +344,29 @@ class LlamaJudge:
         return self._part_tokens(t.doc_before, document, t.doc_after,
                                  self.config.max_document_tokens)
 
+    def runtime(self) -> dict[str, object]:
+        """Every runtime setting that can move a score: model sha256, KV type, slots
+        (``n_seq``), cache and batch sizes, ``swa_full``, ``kv_unified``, threads, token
+        limits and the llama-cpp-python version (which pins llama.cpp)."""
+        cfg = self.config
+        return {"model_hash": self.model_hash, "kv_type": cfg.kv_type, "n_seq": cfg.n_seq,
+                "n_ctx": cfg.n_ctx, "n_batch": cfg.n_batch, "n_ubatch": cfg.n_ubatch,
+                "swa_full": cfg.swa_full, "kv_unified": cfg.kv_unified,
+                "n_threads": cfg.n_threads, "max_query_tokens": cfg.max_query_tokens,
+                "max_document_tokens": cfg.max_document_tokens,
+                "llama_cpp_version": self._L.__version__}
+
+    def runtime_key(self) -> str:
+        """sha256 (hex) of ``runtime()``: the score cache and the noise floor key on it."""
+        payload = json.dumps(self.runtime(), sort_keys=True)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def provenance(self, instruction: RerankInstruction = RETRIEVAL_INSTRUCTION) -> dict:
+        """What a trace records about the judge: ``runtime()`` plus the template name and
+        the instruction hash (``PromptTemplate.prompt_hash``)."""
+        return {**self.runtime(), "template": self.template.name,
+                "instruction_hash": self.instruction_hash(instruction)}
+
     def instruction_hash(self, instruction: RerankInstruction = RETRIEVAL_INSTRUCTION) -> str:
         """sha256 of everything that shapes the prompt (``PromptTemplate.prompt_hash``)."""
         return self.template.prompt_hash(instruction)
@@ -365,13 +428,14 @@ class LlamaJudge:
             docs.append(d_tokens)
         return q_tokens, docs, truncations
 
+    @_skipping_empty
     def score(
         self, query: str, documents: Sequence[str],
         instruction: RerankInstruction = RETRIEVAL_INSTRUCTION,
     ) -> ScoreBatch:
         """Batch path: logit gaps of ``documents`` against ``query`` (module docstring).
 
-        Raises ``JudgeError`` if llama.cpp fails or a prompt cannot fit ``n_ctx``.
+        Empty and whitespace-only documents are skipped (``ScoreBatch.statuses``). Raises ``JudgeError`` if llama.cpp fails or a prompt cannot fit ``n_ctx``.
         """
         if not documents:
             return ScoreBatch(scores=[])
@@ -428,6 +492,7 @@ class LlamaJudge:
         return ScoreBatch(scores=scores, truncations=truncations,
                           candidate_tokens=[len(d) for d in docs])
 
+    @_skipping_empty
     def score_naive(
         self, query: str, documents: Sequence[str],
         instruction: RerankInstruction = RETRIEVAL_INSTRUCTION,

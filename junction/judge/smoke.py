@@ -98,11 +98,15 @@ def run_smoke(judge, instruction: RerankInstruction = RETRIEVAL_INSTRUCTION,
               raise_on_failure: bool = True) -> SmokeReport:
     """Run the three gates on ``judge`` (a ``LlamaJudge``) for ``instruction``.
 
-    Gate 3 runs only when gates 1 and 2 pass (its score would be meaningless otherwise).
+    Gate 3 runs only when gates 1 and 2 pass (its score would be meaningless otherwise) and
+    is skipped (passed, marked) for a ``vocab_only`` judge, which cannot score.
     Raises ``SmokeTestError`` for the first failed gate when ``raise_on_failure``.
     """
     gates = [_gate_answers(judge), _gate_boundaries(judge, instruction)]
-    if all(g.passed for g in gates):
+    if judge.config.vocab_only:
+        gates.append(GateResult("fixture_gap", True, {"vocab_only": True},
+                                "skipped: the judge was loaded with vocab_only"))
+    elif all(g.passed for g in gates):
         gates.append(_gate_gap(judge, instruction))
     report = SmokeReport(gates=gates, model_hash=judge.model_hash,
                          instruction_hash=judge.instruction_hash(instruction),

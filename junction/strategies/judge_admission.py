@@ -30,16 +30,21 @@ from collections.abc import Callable
 
 from junction.admission import (
     AdmissionError,
+    AdmissionResult,
     FloorCalibration,
+    Rejection,
     ScoredResource,
+    admission_order,
     admit_above_floor,
     calibrate_floor,
+    tie_groups,
 )
 from collections.abc import Sequence
 
 from junction.candidates import Candidate
 from junction.environment import state_dir
-from junction.judge.cache import ScoreCache, cached_scores
+from junction.judge.cache import ScoreCache, judge_documents
+from junction.judge.noise import noise_floor
 from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
 from junction.judge.model import JudgeConfig
 from junction.judge.scorer import load_judge
@@ -82,13 +87,30 @@ def candidate_text(view: RouterView, candidate: Candidate) -> str:
     return f"Tool {tool.id}: {tool.description} Schema: {tool.rendered_schema()}"
 
 
-def _judge_pools(judge, cache, view: RouterView, pools, instruction) -> dict[str, float]:
+@dataclasses.dataclass(frozen=True)
+class _Judged:
+    """One task's judged pools: scores of the scored candidates, skipped and cut ones."""
+
+    scores: dict[str, float]
+    skipped: dict[str, str]
+    truncated: dict[str, list[int]]
+    degenerate: bool
+
+
+def _judge_pools(judge, cache, view: RouterView, pools, instruction,
+                 noise: float = 0.0) -> _Judged:
     cands = [*pools.contexts, *pools.tools]
     if not cands:
-        return {}
+        return _Judged({}, {}, {}, False)
     texts = [candidate_text(view, c) for c in cands]
-    scores = cached_scores(judge, cache, view.objective, texts, instruction)
-    return {c.resource_id: s for c, s in zip(cands, scores)}
+    batch = judge_documents(judge, cache, view.objective, texts, instruction, noise)
+    ids = [c.resource_id for c in cands]
+    return _Judged(
+        scores={r: s for r, s in zip(ids, batch.scores) if s is not None},
+        skipped={r: st for r, st in zip(ids, batch.statuses) if st != "scored"},
+        truncated={ids[i]: list(cut) for i, cut in sorted(batch.truncations.items())},
+        degenerate=batch.degenerate,
+    )
 
 
 def calibrate_default_floor(judge, cache: ScoreCache | None,
@@ -112,7 +134,7 @@ def calibrate_default_floor(judge, cache: ScoreCache | None,
         pools = candidate_pools(view, pool_per_lane)
         judged = _judge_pools(judge, cache, view, pools, instruction)
         gold = set(task.gold_context_ids) | set(task.gold_tool_ids)
-        for rid, score in sorted(judged.items()):
+        for rid, score in sorted(judged.scores.items()):
             scores.append(score)
             labels.append(rid in gold)
     try:
@@ -160,6 +182,9 @@ def make_judge_admission_strategy(
             _SMOKED.add(smoke_key)
     cache = ScoreCache(state_dir() / "judge_scores.sqlite") if use_cache else None
     instruction_hash = judge.instruction_hash(instruction)
+    noise = noise_floor(judge)
+    provenance = {**judge.provenance(instruction), "noise_floor": noise.floor,
+                  "noise_floor_source": noise.source}
     if floor is None:
         key = (config, instruction_hash, pool_per_lane,
                tuple((t.suite, t.task_id) for t in calibration_tasks))
@@ -180,9 +205,14 @@ def make_judge_admission_strategy(
         n = pool_per_lane if pool_limit is None else min(pool_limit, pool_per_lane)
         pools = candidate_pools(view, n)
         problem = joint_problem(view, pools)
-        scores = _judge_pools(judge, cache, view, pools, instruction)
-        items = [ScoredResource(r, scores[r.id]) for r in (*problem.contexts, *problem.tools)]
-        result = admit_above_floor(items, floor_value, view.budget)
+        judged = _judge_pools(judge, cache, view, pools, instruction, noise.floor)
+        items = [ScoredResource(r, judged.scores[r.id]) for r in (*problem.contexts, *problem.tools)
+                 if r.id in judged.scores]
+        if judged.degenerate:  # scores that tell nothing apart admit nothing
+            result = AdmissionResult(admitted=[], rejected=[
+                Rejection(i, "degenerate") for i in admission_order(items, noise.floor)])
+        else:
+            result = admit_above_floor(items, floor_value, view.budget, tie_logits=noise.floor)
         admitted = set(result.admitted_ids)
         selection = make_selection(
             "judge_admission", problem,
@@ -190,15 +220,20 @@ def make_judge_admission_strategy(
             [t.id for t in problem.tools if t.id in admitted],
             status="heuristic",
         )
+        ties = [[s.resource_id for s in g] for g in tie_groups(items, noise.floor) if len(g) > 1]
         return StrategyResult(selection=selection, pools=pools, extra={
-            "judge_scores": {rid: round(s, 6) for rid, s in sorted(scores.items())},
+            "judge_scores": {rid: round(s, 6) for rid, s in sorted(judged.scores.items())},
             "instruction_hash": instruction_hash,
             "model_hash": judge.model_hash,
+            "judge_provenance": provenance,
             "judge_floor": round(floor_value, 6),
             "judge_rejected": {r.item.resource_id: r.reason for r in result.rejected},
             "judge_best_rejected": [s.resource_id for s in result.best_rejected],
+            "judge_ties": ties,
+            "judge_skipped": judged.skipped,
+            "judge_truncated": judged.truncated,
+            "judge_degenerate": judged.degenerate,
             **floor_info,
         })
 
     return strategy
-
