@@ -46,7 +46,7 @@ def test_abstains_when_nothing_passes_the_floor(judge) -> None:
     assert len(result.extra["judge_best_rejected"]) == 3
 
 
-def test_tools_are_judged_as_description_plus_schema() -> None:
+def test_tools_are_judged_as_name_plus_description() -> None:
     task = coupling_task()
     view = task.router_view()
     from junction.candidates import Candidate
@@ -54,7 +54,7 @@ def test_tools_are_judged_as_description_plus_schema() -> None:
     text = candidate_text(view, Candidate(resource_id="submit_expense", kind="tool", score=1.0,
                                           rank=0))
     tool = task.tool("submit_expense")
-    assert text == f"Tool submit_expense: {tool.description} Schema: {tool.rendered_schema()}"
+    assert text == f"Tool submit_expense: {tool.description}"  # the measured winner
 
 
 def _with_contexts(*contexts):

@@ -37,7 +37,10 @@ class JudgeConfig(BaseModel):
     - ``template``: ``auto`` (from GGUF metadata), ``few_shot`` or ``qwen3_reranker``
     - ``kv_type``: K and V cache type (``KV_TYPES``); quantised V needs flash attention,
       which is always on
-    - ``n_threads``: CPU threads for decode (fixed, for reproducible timings and scores)
+    - ``n_threads``: CPU threads for decode (fixed, for reproducible timings and scores);
+      1 by default: on this project's shared 2-core machines one thread scored a pair in
+      1.6 s where two took 6.5 s (llama.cpp's threads wait on each other when another
+      process holds a core; ``bench/README.md``); use 2 on a quiet machine
     - ``n_seq``: sequence slots; slot 0 holds the prefix, slot 1 the query, the rest are
       candidates (so ``n_seq - 2`` candidates per ``llama_decode``); 16 as in the issue's
       prototype
@@ -60,7 +63,7 @@ class JudgeConfig(BaseModel):
     embedded: str = DEFAULT_MODEL
     template: Literal["auto", "few_shot", "qwen3_reranker"] = "auto"
     kv_type: Literal["f16", "q8_0", "q4_0"] = "q8_0"
-    n_threads: int = Field(default=2, ge=1)
+    n_threads: int = Field(default=1, ge=1)
     n_seq: int = Field(default=16, ge=3, le=256)
     n_ctx: int = Field(default=4096, ge=256)
     n_batch: int = Field(default=4096, ge=32)

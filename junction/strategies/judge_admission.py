@@ -5,7 +5,9 @@ Per task (``RouterView``):
 1. BM25 first stage (``junction.strategies.base.candidate_pools``): the top
    ``min(pool_limit, pool_per_lane)`` contexts and tools;
 2. every candidate is judged against ``view.objective`` in one batch (contexts as their
-   content, tools as ``Tool <id>: <description> Schema: <rendered schema>``), through the
+   content, tools as ``Tool <id>: <description>``: ``bench/judge_quality.py
+   --tool-rendering`` measured name + description against adding the rendered schema or
+   the parameter names, and kept the winner; see ``bench/README.md``), through the
    persistent score cache;
 3. admission (``junction.admission.admit_above_floor``): candidates scoring at least the
    calibrated floor, best first, each admitted only if the exposed set still fits every
@@ -84,7 +86,7 @@ def candidate_text(view: RouterView, candidate: Candidate) -> str:
     if candidate.kind == "context":
         return view.context(candidate.resource_id).content
     tool = view.tool(candidate.resource_id)
-    return f"Tool {tool.id}: {tool.description} Schema: {tool.rendered_schema()}"
+    return f"Tool {tool.id}: {tool.description}"
 
 
 @dataclasses.dataclass(frozen=True)
