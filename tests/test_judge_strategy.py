@@ -11,9 +11,18 @@ pytestmark = pytest.mark.model
 
 
 def _run(judge, floor):
-    # judge fixture: the strategy's config is already loaded, so no second model load
+    # judge fixture: the strategy's config is already loaded, so no second model load.
+    # The coupling task's four candidates score within the default judge's noise floor of
+    # each other (a degenerate batch, test_a_degenerate_batch_admits_nothing), so an
+    # unrelated passage is added: the judge can tell that one apart.
+    from junction.resources import ContextResource, SourceKind
+
     strategy = make_judge_admission_strategy(floor=floor, use_cache=False)
     task = coupling_task()
+    unrelated = ContextResource.from_text(
+        "photosynthesis", "Photosynthesis converts light energy into chemical energy in "
+        "plants.", SourceKind.OTHER)
+    task = task.model_copy(update={"contexts": (*task.contexts, unrelated)})
     return task, strategy(task.router_view(), None)
 
 
