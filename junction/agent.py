@@ -116,12 +116,14 @@ def render_prompt(view: RouterView, context_ids: Iterable[str],
 
 @dataclass(frozen=True)
 class Generation:
-    """One model answer: text, prompt and generated token counts, whether it was cached."""
+    """One model answer: text, prompt and generated token counts, whether it was cached,
+    and the milliseconds the model (or the cache lookup) took (``wall_ms``; not stored)."""
 
     text: str
     prompt_tokens: int
     generated_tokens: int
     cached: bool = False
+    wall_ms: float = 0.0
 
 
 class AgentCache:
@@ -200,14 +202,17 @@ class LlamaAgent:
     def generate(self, prompt: AgentPrompt) -> Generation:
         """The model's answer to ``prompt`` (greedy, capped at ``config.max_tokens``)."""
         cfg = self.config
-        with self._lock:
+        with self._lock:  # the clock starts once the model is ours: waiting is not its time
+            t0 = time.perf_counter()
             out = self._llm.create_chat_completion(
                 messages=[dict(m) for m in prompt.messages], temperature=cfg.temperature,
                 top_k=cfg.top_k, top_p=1.0, min_p=0.0, repeat_penalty=1.0, seed=cfg.seed,
                 max_tokens=cfg.max_tokens)
+            wall_ms = (time.perf_counter() - t0) * 1000
         usage = out["usage"]
         return Generation(out["choices"][0]["message"]["content"] or "",
-                          int(usage["prompt_tokens"]), int(usage["completion_tokens"]))
+                          int(usage["prompt_tokens"]), int(usage["completion_tokens"]),
+                          wall_ms=wall_ms)
 
 
 def parse_output(text: str, exposed_tool_ids: Sequence[str]) -> tuple[str, list[dict], str]:
@@ -256,12 +261,15 @@ class LLMExecutor:
         t0 = time.perf_counter()
         key = AgentCache.key(self.agent.model_sha256, prompt.sha256, settings)
         generation = self.cache.get(key) if self.cache is not None else None
-        if generation is None:
+        if generation is not None:
+            generation = Generation(generation.text, generation.prompt_tokens,
+                                    generation.generated_tokens, cached=True,
+                                    wall_ms=(time.perf_counter() - t0) * 1000)
+        else:
             generation = self.agent.generate(prompt)
             if self.cache is not None:
                 self.cache.put(key, self.agent.model_sha256, prompt.sha256, settings,
                                generation)
-        wall_ms = (time.perf_counter() - t0) * 1000
         kind, calls, decode_error = parse_output(generation.text, ts)
         tool_calls = tuple(
             ToolCall(index=i, tool_id=name, arguments=json_safe(args))
@@ -272,4 +280,4 @@ class LLMExecutor:
             prompt_tokens=generation.prompt_tokens,
             generated_tokens=generation.generated_tokens,
             model_sha256=self.agent.model_sha256, prompt_sha256=prompt.sha256,
-            cached=generation.cached, wall_ms=wall_ms)
+            cached=generation.cached, wall_ms=generation.wall_ms)
