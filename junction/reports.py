@@ -304,6 +304,17 @@ def _plan_lines(params: dict[str, Any]) -> list[str]:
             "both ran, so a smaller sample is compared on its own tasks only."]
 
 
+def _agent_lines(params: dict[str, Any]) -> list[str]:
+    """The run's agent sample (``agent_size``; absent in runs before the agent)."""
+    if "agent_size" not in params or params["agent_size"] == 0:
+        return []
+    n = params["agent_size"]
+    sample = "every task" if n is None else f"{n} task{'s' if n != 1 else ''}"
+    return [f"- agent: a language-model agent acted on {sample} of each BFCL suite (the "
+            "suite's own sample), for every strategy and reference, at budget scale 1 "
+            "(`agent_success`, graded by BFCL's checker; the model's sha256 is in the traces)."]
+
+
 def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                     suites: dict[str, Any], plot_name: str | None, *,
                     headline: list[dict[str, Any]] | None = None,
@@ -318,6 +329,7 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     lines.append(f"- strategies: {', '.join(params.get('strategies', []))}")
     lines.append(f"- seeds: {params.get('seeds')}; budget scales: {params.get('budget_scales')}")
     lines.extend(_plan_lines(params))
+    lines.extend(_agent_lines(params))
     lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")
     lines.append("")
     if headline is not None:

@@ -226,3 +226,28 @@ def test_llm_executor_acts_and_a_cache_hit_is_byte_identical(agent_model, multip
     assert (t1[0]["agent_cached"], t2[0]["agent_cached"]) == (False, True)
     assert records_to_table(first).equals(records_to_table(second))
     assert [r.model_dump_json() for r in first] == [r.model_dump_json() for r in second]
+
+
+# --------------------------------------------------------------------------- references
+
+
+def test_references_expose_the_listing_or_the_pool_outside_the_budget(multiple_123):
+    listed = make_strategy("bfcl_listed")
+    everything = make_strategy("all_tools")
+    (a,), _ = evaluate_batch([multiple_123], listed, "bfcl_listed", "r", 0, 1.0, 8)
+    (b,), _ = evaluate_batch([multiple_123], everything, "all_tools", "r", 0, 1.0, 8)
+    assert a.exposed_tool_ids == tuple(sorted(multiple_123.metadata["listed_tool_ids"]))
+    assert b.exposed_tool_ids == tuple(sorted(t.id for t in multiple_123.tools))
+    assert b.tokens_used > multiple_123.budget.max_tokens  # the pool does not fit
+    assert (a.selection_status, a.executor, a.agent_success, a.agent_outcome) == (
+        "reference", "toy", None, None)
+    with pytest.raises(Exception, match="reference strategy"):
+        listed(multiple_123.router_view(), 8)
+
+
+def test_bfcl_listed_refuses_a_task_without_a_listing():
+    from junction_datasets import build_suite
+
+    task = build_suite("synthetic", seed=0, size=1).tasks[0]
+    with pytest.raises(Exception, match="listed_tool_ids"):
+        make_strategy("bfcl_listed").select(task, 8)
