@@ -115,6 +115,9 @@ def test_bad_plans_are_refused_with_one_line(tmp_path, given, message):
                                                "got 'judge_admission=x'"),
     (("--strategy-scale", "exact=4"), "error: strategy_scales for exact: 4 is not a budget "
                                       "scale of this run (0.5, 1, 2)"),
+    (("--agent-model", "/nonexistent/agent.gguf"), "error: model file not found: "
+     "/nonexistent/agent.gguf (embedded models: qwen2.5-coder-0.5b-instruct, "
+     "qwen2.5-coder-1.5b-instruct, gemma3-270m)"),
 ])
 def test_cli_refuses_bad_plan_options_with_one_line(tmp_path, args, message):
     out = subprocess.run(
