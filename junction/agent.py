@@ -226,7 +226,7 @@ def parse_output(text: str, exposed_tool_ids: Sequence[str]) -> tuple[str, list[
     try:
         calls = decode_calls(text)
     except DecodeError as exc:
-        stripped = text.strip("`\n ").lstrip("python").strip()
+        stripped = text.strip("`\n ").removeprefix("python").strip()
         looks_like_call = stripped.startswith("[") or any(
             f"{t}(" in text for t in exposed_tool_ids)
         return ("unparseable" if looks_like_call else "text"), [], str(exc)

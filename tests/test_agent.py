@@ -85,6 +85,9 @@ def test_checker_imports_are_the_ones_the_adapter_stands_in_for():
      "calculate_probability(total_outcomes=52, favorable_outcomes=4)]", False, "wrong_count",
      "multiple_function_checker:wrong_count"),
     ("[calculate_probability(total_outcomes=52,", False, "unparseable", "decoder:unparseable"),
+    # BFCL's decoder strips backticks only: a ```python fence is call syntax it cannot parse
+    ("```python\n[calculate_probability(total_outcomes=52, favorable_outcomes=4)]\n```",
+     False, "unparseable", "decoder:unparseable"),
     ("The probability is 4/52.", False, "answered", "agent:no_call"),
     ("[]", False, "abstained", "agent:no_call"),
 ])
