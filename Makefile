@@ -20,7 +20,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export DO_NOT_TRACK := 1
 
-.PHONY: setup bench test clean
+.PHONY: setup bench bench-nightly test clean
 
 setup: $(VENV)/.installed
 
@@ -45,6 +45,10 @@ $(VENV)/.installed: pyproject.toml Makefile
 
 bench: setup
 	$(VENV)/bin/junction bench
+
+# the full agent study: every evaluation row of every suite, the agent on each BFCL one
+bench-nightly: setup
+	$(VENV)/bin/junction bench --full
 
 test: setup
 	$(PY) -m pytest

@@ -31,7 +31,9 @@ Rows a builder cannot use are counted per reason in ``SuiteBuild.rows_skipped``;
 of the file is either loaded or skipped (``rows_loaded + sum(rows_skipped) == rows``).
 ``size`` takes a seeded sample of the loaded rows (kept in file order, prefix-stable for a
 seed); ``size=None`` takes every loaded row. The same seed gives byte-identical tasks.
-Gold calls and answers live only in ``BenchmarkTask.metadata``, the verifier and the gold
+The row's own listed functions are ``metadata["listed_tool_ids"]`` (the memory API's
+functions on memory; the ``bfcl_listed`` reference exposes them). Gold calls and answers
+live only in ``BenchmarkTask.metadata``, the verifier and the gold
 ids, never in a context, a tool or their metadata; tools are ordered by id, so a tool's
 position does not tell a row's own function from a distractor.
 """
@@ -515,7 +517,8 @@ def tool_suite(
             gold_tool_ids=row.gold_names,
             verifier=VerifierSpec(kind="tools_exposed"),
             metadata={"bfcl_id": row.id, "bfcl_category": category,
-                      "gold_calls": row.ground_truth, "gold_call_count": row.gold_call_count},
+                      "gold_calls": row.ground_truth, "gold_call_count": row.gold_call_count,
+                      "listed_tool_ids": sorted(f.name for f in row.functions)},
         )
 
     return _build(loaded, suite, seed, size, make_task,
@@ -561,7 +564,8 @@ def irrelevance_suite(
             tools=_tool_pool(row, catalog, pool_size, suite, seed, cache),
             budget=Budget(max_tokens=max_tokens),
             verifier=VerifierSpec(kind="no_tools"),
-            metadata={"bfcl_id": row.id, "bfcl_category": category},
+            metadata={"bfcl_id": row.id, "bfcl_category": category,
+                      "listed_tool_ids": sorted(f.name for f in row.functions)},
         )
 
     return _build(loaded, suite, seed, size, make_task,
@@ -732,7 +736,7 @@ def memory_suite(
             verifier=VerifierSpec(kind="context_answer", params={"answers": answers}),
             metadata={"bfcl_id": row.id, "bfcl_category": "memory", "scenario": scenario,
                       "source": source, "source_match": rule, "memory_backend": backend,
-                      "answer_turns": len(holds)},
+                      "answer_turns": len(holds), "listed_tool_ids": sorted(api_names)},
         )
 
     return _build(loaded, suite, seed, size, make_task,

@@ -47,13 +47,14 @@ from junction.evaluate import evaluate_batch
 from junction.params import resume_params
 from junction.reports import run_timings, write_report
 from junction.store import TraceStore, check_name
-from junction.strategies import make_strategy, strategy_factory
+from junction.strategies import REFERENCE_STRATEGIES, make_strategy, strategy_factory
 from junction.warehouse import Warehouse
 
 __all__ = ["benchmark", "run_benchmark", "prepare_run", "DEFAULT_STRATEGIES", "default_suites",
            "new_run_id", "params_hash"]
 
-DEFAULT_STRATEGIES = ("adaptive_split", "exact", "fixed_split", "judge_admission")
+DEFAULT_STRATEGIES = ("adaptive_split", "all_tools", "bfcl_listed", "exact", "fixed_split",
+                      "judge_admission")
 DEFAULT_BUDGET_SCALES = (0.5, 1.0, 2.0)
 """The default benchmark's budget grid (× each task's own budget), when no scale is given."""
 
@@ -70,8 +71,19 @@ DEFAULT_STRATEGY_SIZE: dict[str, int] = {"judge_admission": 8}
 """The default benchmark's per-strategy cap on tasks per suite (no ``size``, no ``full``):
 the judge scores every candidate with a llama.cpp model, ~90% of the run's time."""
 
-DEFAULT_STRATEGY_SCALES: dict[str, list[float]] = {"judge_admission": [1.0]}
-"""The default benchmark's per-strategy budget scales (when no scale is given)."""
+DEFAULT_STRATEGY_SCALES: dict[str, list[float]] = {"judge_admission": [1.0],
+                                                   "all_tools": [1.0], "bfcl_listed": [1.0]}
+"""The default benchmark's per-strategy budget scales (when no scale is given); the
+references ignore the budget, so one scale says all they can."""
+
+DEFAULT_AGENT_SIZE = 1
+"""The default benchmark's agent sample: the language-model agent acts on this many tasks
+of each BFCL suite (the suite's own sample of that size, inside every strategy's tasks),
+for every strategy and reference, at budget scale 1 (see ``agent_plan``). ``--agent-size``
+widens it; ``--full`` runs it on every task; an explicit ``--size`` alone runs no agent."""
+
+AGENT_SCALE = 1.0
+"""The budget scale the agent runs at (the run's first scale if it has no scale 1)."""
 DEFAULT_WAREHOUSE = str(PROJECT_ROOT / "warehouse")
 DEFAULT_REPORTS = str(PROJECT_ROOT / "reports")
 
@@ -136,6 +148,22 @@ def _versions() -> dict[str, str]:
 
 _STRATEGIES: dict[str, tuple[Any, threading.Lock]] = {}
 _STRATEGIES_LOCK = threading.Lock()
+_AGENTS: dict[str | None, Any] = {}
+
+
+def _agent(model: str | None):
+    """One ``llm`` executor per process and model (loaded on first use), sharing the
+    persistent generation cache ``state_dir()/agent_cache.sqlite``."""
+    from junction.agent import AgentCache, LlamaAgent, LLMExecutor
+    from junction.environment import state_dir
+    from junction.models import file_sha256, resolve_model_path
+
+    with _STRATEGIES_LOCK:
+        if model not in _AGENTS:
+            path = resolve_model_path(model)
+            _AGENTS[model] = LLMExecutor(LlamaAgent(path, file_sha256(path)),
+                                         AgentCache(state_dir() / "agent_cache.sqlite"))
+        return _AGENTS[model]
 
 
 def _strategy(name: str):
@@ -194,15 +222,22 @@ def load_file_suite(path: str, size: int | None) -> SuiteBuild:
 
 
 def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, scale: float,
-                 unit: str, tasks: list, pool_limit: int | None) -> dict[str, Any]:
-    """Evaluate one unit and write its files, unless its trace file already exists."""
+                 unit: str, tasks: list, pool_limit: int | None,
+                 agent_task_ids: tuple[str, ...] = (),
+                 agent_model: str | None = None) -> dict[str, Any]:
+    """Evaluate one unit and write its files, unless its trace file already exists.
+
+    The agent (``agent_model``: None = the embedded default) acts on ``agent_task_ids``;
+    it is loaded only when one of them is in the unit."""
     store = TraceStore(root)
     if store.unit_done(run_id, suite, strategy, unit):
         return {"unit": unit, "skipped": True, "tasks": len(tasks)}
     strategy_fn, lock = _strategy(strategy)
+    ids = frozenset(agent_task_ids) & {t.task_id for t in tasks}
+    agent = _agent(agent_model) if ids else None
     with lock:
         records, timings = evaluate_batch(tasks, strategy_fn, strategy, run_id, seed, scale,
-                                          pool_limit)
+                                          pool_limit, agent=agent, agent_task_ids=ids)
     store.write_unit(run_id, suite, strategy, unit, records, timings)
     return {"unit": unit, "skipped": False, "tasks": len(tasks),
             "successes": sum(r.success for r in records)}
@@ -211,10 +246,13 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
 @task(name="run-unit", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
       retry_condition_fn=_io_error)
 def run_unit(root: str, run_id: str, suite: str, strategy: str, seed: int, scale: float,
-             unit: str, tasks: TaskBatch, pool_limit: int | None) -> dict[str, Any]:
+             unit: str, tasks: TaskBatch, pool_limit: int | None,
+             agent_task_ids: TaskBatch | None = None,
+             agent_model: str | None = None) -> dict[str, Any]:
     """Prefect task around ``run_unit_now`` (writes a Parquet file: I/O is retried)."""
     return run_unit_now(root, run_id, suite, strategy, seed, scale, unit, tasks.tasks,
-                        pool_limit)
+                        pool_limit, tuple(agent_task_ids.tasks if agent_task_ids else ()),
+                        agent_model)
 
 
 @task(name="refresh-warehouse", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE,
@@ -269,7 +307,8 @@ def _check_writable(output_root: str) -> None:
 def check_params(suites: list[str], strategies: list[str], budget_scales: list[float],
                  batch_size: int, runner: str, run_id: str | None, output_root: str,
                  seeds: list[int] = (), strategy_size: dict[str, int] | None = None,
-                 strategy_scales: dict[str, list[float]] | None = None) -> None:
+                 strategy_scales: dict[str, list[float]] | None = None,
+                 agent_size: int | None = None) -> None:
     """Refuse bad run parameters before anything starts (the CLI calls this too).
 
     Raises ``UnknownNameError`` (suite, strategy, runner) or ``JunctionError`` naming the
@@ -294,6 +333,9 @@ def check_params(suites: list[str], strategies: list[str], budget_scales: list[f
         if not 0 <= seed <= MAX_SEED:
             raise JunctionError(f"seed must be an integer in [0, {MAX_SEED}], got {seed}")
     check_strategy_plan(strategies, budget_scales, strategy_size or {}, strategy_scales or {})
+    if agent_size is not None and (isinstance(agent_size, bool)
+                                   or not isinstance(agent_size, int) or agent_size < 0):
+        raise JunctionError(f"agent_size must be an integer >= 0, got {agent_size!r}")
     if run_id:
         check_name(run_id, "run_id")
     _check_writable(output_root)  # an unknown protocol or a missing fsspec backend fails too
@@ -347,6 +389,7 @@ def run_params(suites: list[str] | None = None, strategies: list[str] | None = N
                dask_address: str | None = None, suite_files: list[str] | None = None,
                strategy_size: dict[str, int] | None = None,
                strategy_scales: dict[str, list[float]] | None = None,
+               agent_size: int | None = None, agent_model: str | None = None,
                **_: Any) -> dict[str, Any]:
     """The parameters a run records (defaults filled in, lists sorted): what
     ``params_hash`` hashes and a resumed run must repeat.
@@ -354,7 +397,10 @@ def run_params(suites: list[str] | None = None, strategies: list[str] | None = N
     ``strategy_size``/``strategy_scales`` left None take the default plan
     (``DEFAULT_STRATEGY_SIZE`` when neither ``size`` nor ``full`` is given,
     ``DEFAULT_STRATEGY_SCALES`` when no budget scale is given), limited to the strategies
-    that run; an explicit ``size``, ``full`` or budget scale so applies to every strategy."""
+    that run; an explicit ``size``, ``full`` or budget scale so applies to every strategy.
+    ``agent_size`` None: ``DEFAULT_AGENT_SIZE`` in the default plan, every task with
+    ``full``, none (0) with an explicit ``size``; ``agent_model`` None: the embedded
+    default model."""
     suite_files = sorted(suite_files or [])
     strategies = sorted(strategies or DEFAULT_STRATEGIES)
     if strategy_size is None:
@@ -363,6 +409,8 @@ def run_params(suites: list[str] | None = None, strategies: list[str] | None = N
     if strategy_scales is None:
         strategy_scales = ({} if budget_scales else
                            {k: v for k, v in DEFAULT_STRATEGY_SCALES.items() if k in strategies})
+    if agent_size is None and not full:  # None with full: every task
+        agent_size = 0 if size is not None else DEFAULT_AGENT_SIZE
     return {
         "suites": sorted(suites or ([] if suite_files else default_suites())),
         "strategies": strategies, "seeds": seeds or [0],
@@ -373,6 +421,7 @@ def run_params(suites: list[str] | None = None, strategies: list[str] | None = N
         "batch_size": batch_size, "output_root": output_root, "reports_root": reports_root,
         "runner": runner, "workers": workers, "dask_address": dask_address,
         "suite_files": suite_files,
+        "agent_size": agent_size, "agent_model": agent_model,
     }
 
 
@@ -387,9 +436,27 @@ def _capped(tasks: list, cap: int, sample: Callable[[int], list]) -> list:
     return inside if len(inside) == cap else list(tasks[:cap])
 
 
+def _is_bfcl(tasks: list) -> bool:
+    """Whether a suite's tasks are BFCL rows (the agent and the references run on them)."""
+    from junction.grading import gradable
+
+    return bool(tasks) and all(gradable(t) for t in tasks)
+
+
+def _agent_sample(tasks: list, agent_size: int | None,
+                  sample: Callable[[int], list]) -> frozenset[str]:
+    """Ids of the tasks the agent acts on: none for a suite that is not BFCL, every task
+    for ``agent_size`` None, else the suite's own sample of that size (``_capped``)."""
+    if agent_size == 0 or not _is_bfcl(tasks):
+        return frozenset()
+    chosen = tasks if agent_size is None else _capped(tasks, agent_size, sample)
+    return frozenset(t.task_id for t in chosen)
+
+
 def _suite_summary(built: SuiteBuild, sampling: str,
                    plan: dict[str, dict[str, Any]] | None = None,
-                   capped: dict[int, list] | None = None) -> dict[str, Any]:
+                   capped: dict[int, list] | None = None,
+                   agent_ids: frozenset[str] = frozenset()) -> dict[str, Any]:
     """What the report says of one built suite (deterministic: no timings); with a plan,
     ``strategy_tasks``: tasks per strategy where a cap makes it fewer than ``tasks``."""
     out = {"tasks": len(built.tasks), "rows_loaded": built.rows_loaded,
@@ -399,6 +466,8 @@ def _suite_summary(built: SuiteBuild, sampling: str,
              if p["max_tasks"] is not None and len(capped[p["max_tasks"]]) < len(built.tasks)}
     if fewer:
         out["strategy_tasks"] = fewer
+    if agent_ids:
+        out["agent_tasks"] = len(agent_ids)
     return out
 
 
@@ -425,6 +494,8 @@ def benchmark(
     suite_files: list[str] | None = None,
     strategy_size: dict[str, int] | None = None,
     strategy_scales: dict[str, list[float]] | None = None,
+    agent_size: int | None = None,
+    agent_model: str | None = None,
 ) -> dict[str, Any]:
     """Run every strategy on every task of every suite, under identical budgets.
 
@@ -441,6 +512,9 @@ def benchmark(
       without budget scales: judge_admission 8 tasks at scale 1); ``{}``: no limit
     - ``batch_size``: tasks per work unit; ``run_id``: resume/complete this run
     - ``suite_files``: JSON Lines suite files (``junction_datasets.jsonl``), run beside ``suites``
+    - ``agent_size``: tasks per BFCL suite the language-model agent acts on (every
+      strategy, at ``AGENT_SCALE``); None: ``DEFAULT_AGENT_SIZE`` (all with ``full``, 0
+      with ``size``); ``agent_model``: a GGUF path or embedded model name (None: default)
     - ``runner``/``workers``/``dask_address``: recorded here; the task runner itself is set by
       ``run_benchmark`` (``flow.with_options``)
     Returns {run_id, report, units, units_skipped, tasks}. Raises ``UnknownNameError`` for an
@@ -448,11 +522,12 @@ def benchmark(
     """
     params = run_params(suites, strategies, seeds, budget_scales, size, full, batch_size,
                         output_root, reports_root, runner, workers, dask_address, suite_files,
-                        strategy_size, strategy_scales)
+                        strategy_size, strategy_scales, agent_size, agent_model)
     suites, strategies, seeds = params["suites"], params["strategies"], params["seeds"]
     budget_scales, suite_files = params["budget_scales"], params["suite_files"]
     check_params(suites, strategies, budget_scales, batch_size, runner, run_id, output_root,
-                 seeds, params["strategy_size"], params["strategy_scales"])
+                 seeds, params["strategy_size"], params["strategy_scales"],
+                 params["agent_size"])
     plan = strategy_plan(strategies, budget_scales, params["strategy_size"],
                          params["strategy_scales"])
     run_id = run_id or new_run_id()  # a given id was checked by check_params
@@ -477,16 +552,21 @@ def benchmark(
                         "every task)" if size is None else f"size={size}")
             capped = {c: _capped(built.tasks, c, lambda c: load_suite(name, seed, c).tasks)
                       for c in caps}
-            suite_info[key] = _suite_summary(built, sampling, plan, capped)
-            loaded.append((name, info, seed, built, capped))
+            agent_ids = _agent_sample(built.tasks, params["agent_size"],
+                                      lambda c: load_suite(name, seed, c).tasks)
+            suite_info[key] = _suite_summary(built, sampling, plan, capped, agent_ids)
+            loaded.append((name, info, seed, built, capped, agent_ids))
     for path in suite_files:
         built = load_file_suite(path, None if full else size)
         name = check_name(built.tasks[0].suite, f"suite of {path}")
         if name in SUITES or name in suite_info:
             raise JunctionError(f"{path}: suite name {name!r} is already taken; rename it")
         capped = {c: _capped(built.tasks, c, lambda c: built.tasks[:c]) for c in caps}
-        suite_info[name] = _suite_summary(built, f"file {Path(path).name}", plan, capped)
-        loaded.append((name, SuiteInfo(name, load_suite_file, None), 0, built, capped))
+        agent_ids = _agent_sample(built.tasks, params["agent_size"], lambda c: built.tasks[:c])
+        suite_info[name] = _suite_summary(built, f"file {Path(path).name}", plan, capped,
+                                          agent_ids)
+        loaded.append((name, SuiteInfo(name, load_suite_file, None), 0, built, capped,
+                       agent_ids))
     meta = {
         "run_id": run_id, "params": params, "params_hash": phash, "seeds": seeds,
         "git_commit": _git("rev-parse", "HEAD"),
@@ -515,15 +595,25 @@ def _run_units(store: TraceStore, output_root: str, reports_root: str, run_id: s
     """Submit every unit of the plan (``strategy_plan``), wait for them, refresh the
     warehouse, mark the run completed and write its report."""
     futures = []
-    for name, info, seed, built, capped in loaded:
+    agent_model = meta["params"].get("agent_model")
+    all_scales = sorted({x for step in plan.values() for x in step["scales"]})
+    agent_scale = AGENT_SCALE if AGENT_SCALE in all_scales or not all_scales else all_scales[0]
+    for name, info, seed, built, capped, agent_ids in loaded:
+        bfcl = _is_bfcl(built.tasks)
         for strategy, step in plan.items():
+            if strategy in REFERENCE_STRATEGIES and not bfcl:
+                continue  # the references read a BFCL row's listing
             tasks = built.tasks if step["max_tasks"] is None else capped[step["max_tasks"]]
             for scale in step["scales"]:
                 for lo, hi in _units(len(tasks), batch_size):
                     unit = f"seed{seed}-scale{scale:g}-{lo:06d}-{hi:06d}"
+                    batch = tasks[lo:hi]
+                    ids = ([t.task_id for t in batch if t.task_id in agent_ids]
+                           if scale == agent_scale else [])
                     futures.append(run_unit.submit(
                         output_root, run_id, name, strategy, seed, scale, unit,
-                        TaskBatch(tasks[lo:hi]), info.pool_limit))
+                        TaskBatch(batch), info.pool_limit, TaskBatch(ids) if ids else None,
+                        agent_model))
     results = []
     for future in as_completed(futures):
         results.append(future.result())
@@ -590,6 +680,6 @@ def prepare_run(**params: Any) -> dict[str, Any]:
     params = {**params, "run_id": params.get("run_id") or new_run_id()}
     check_params(full["suites"], full["strategies"], full["budget_scales"], full["batch_size"],
                  full["runner"], params["run_id"], full["output_root"], full["seeds"],
-                 full["strategy_size"], full["strategy_scales"])
+                 full["strategy_size"], full["strategy_scales"], full["agent_size"])
     check_resume(full["output_root"], params["run_id"], full)
     return params

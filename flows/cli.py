@@ -132,6 +132,15 @@ def _strategy_scales(values: list[str] | None) -> dict | None:
     return _strategy_option(values, "--strategy-scale", float)
 
 
+def _agent_model(value: str | None) -> str | None:
+    """An embedded model name as given; a path resolved (``ModelError`` if missing)."""
+    if value is None:
+        return None
+    from junction.models import EMBEDDED_MODELS, resolve_model_path
+
+    return value if value in EMBEDDED_MODELS else str(resolve_model_path(value).resolve())
+
+
 @app.command()
 def bench(
     suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
@@ -158,13 +167,24 @@ def bench(
         help="Run STRATEGY at budget scale F only (repeatable; F among --budget-scale). "
              "Default without --budget-scale: judge_admission=1; with it: none. `none` "
              "runs every strategy at every scale."),
+    agent_size: int = typer.Option(
+        None, "--agent-size", min=0,
+        help="BFCL tasks per suite the language-model agent acts on, for every strategy and "
+             "reference at budget scale 1 (default: 1; with --full: every task; with --size: "
+             "0). 0 runs no agent."),
+    agent_model: str = typer.Option(
+        None, "--agent-model", metavar="PATH",
+        help="The agent's GGUF file or embedded model name (default: the embedded "
+             "Qwen2.5-Coder-0.5B-Instruct)."),
     warehouse: str = WAREHOUSE_OPTION,
     reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
 ) -> None:
     """Run the benchmark flow and write the report.
 
     With no options: every suite and strategy at budget scales 0.5, 1 and 2 on each suite's
-    default benchmark sample; judge_admission at scale 1 only on at most 8 tasks per suite.
+    default benchmark sample; judge_admission at scale 1 only on at most 8 tasks per suite;
+    the references (bfcl_listed, all_tools) at scale 1 on BFCL suites; the language-model
+    agent on 1 task per BFCL suite for every strategy and reference.
     """
     from junction_datasets.jsonl import load_suite_file
 
@@ -180,6 +200,7 @@ def bench(
         suite_files=[str(p.resolve()) for p in suite_file or []] or None,
         strategy_size=_strategy_option(strategy_size, "--strategy-size", int),
         strategy_scales=_strategy_scales(strategy_scale),
+        agent_size=agent_size, agent_model=_agent_model(agent_model),
     )  # every check that needs no suite data: one error before anything starts
     for path in suite_file or []:
         load_suite_file(path)  # refuse a malformed file before anything starts

@@ -13,7 +13,8 @@ from typing import Any
 
 from junction import metrics as catalog
 from junction.candidates import Candidate
-from junction.execution import execute, verify
+from junction.execution import ExecutionResult, Executor, execute, verify
+from junction.grading import gradable, grade_agent
 from junction.metrics import (
     LaneRanking,
     lane_ranking_metrics,
@@ -22,6 +23,7 @@ from junction.metrics import (
     set_recall,
 )
 from junction.strategies import Strategy
+from junction.strategies.references import ReferenceStrategy
 from junction.tasks import BenchmarkTask
 from junction.traces import CandidateRecord, TaskTraceRecord, ToolCallRecord
 
@@ -44,6 +46,16 @@ def _finite_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
 
 
+def _agent_fields(name: str, execution: ExecutionResult, grade: Any) -> dict[str, Any]:
+    """The trace's agent columns (deterministic: no wall time, no cache flag)."""
+    return dict(executor=name, agent_success=grade.success, agent_outcome=grade.outcome,
+                agent_error_type=grade.error_type,
+                agent_prompt_tokens=execution.prompt_tokens,
+                agent_generated_tokens=execution.generated_tokens,
+                agent_model_sha256=execution.model_sha256,
+                agent_prompt_sha256=execution.prompt_sha256, agent_output=execution.text)
+
+
 def evaluate_batch(
     tasks: Sequence[BenchmarkTask],
     strategy: Strategy,
@@ -52,10 +64,19 @@ def evaluate_batch(
     seed: int,
     budget_scale: float,
     pool_limit: int | None,
+    agent: Executor | None = None,
+    agent_task_ids: frozenset[str] | set[str] = frozenset(),
 ) -> tuple[list[TaskTraceRecord], list[dict[str, Any]]]:
     """Run ``strategy`` on each task; return (trace records, timing rows), in task order.
 
-    Timing rows hold wall-clock milliseconds (``select_ms``, ``execute_ms``, ``total_ms``).
+    The toy executor and the suite's verifier give ``success`` (the retrieval proxy on
+    BFCL suites) for every task. On the tasks named in ``agent_task_ids`` that
+    ``junction.grading`` can grade, ``agent`` (a model ``Executor``) also acts on the
+    exposed set and BFCL's checker gives ``agent_success``; its calls are the trace's
+    ``tool_calls``. A ``ReferenceStrategy`` is given the task, not the router view.
+
+    Timing rows hold wall-clock milliseconds (``select_ms``, ``execute_ms``, ``total_ms``,
+    and ``agent_ms``/``agent_cached`` where the agent ran).
     Raises ``TraceError``/``ValidationError`` if a strategy produces an inconsistent trace.
     """
     partial: list[dict[str, Any]] = []
@@ -64,11 +85,21 @@ def evaluate_batch(
     for raw_task in tasks:
         task = scale_budget(raw_task, budget_scale)
         t0 = time.perf_counter()
-        result = strategy(task.router_view(), pool_limit)
+        if isinstance(strategy, ReferenceStrategy):
+            result = strategy.select(task, pool_limit)
+        else:
+            result = strategy(task.router_view(), pool_limit)
         t1 = time.perf_counter()
         sel = result.selection
         execution = execute(task, sel.context_ids, sel.tool_ids)
         outcome = verify(task, execution)
+        agent_fields: dict[str, Any] = {}
+        agent_timing: dict[str, Any] = {"agent_ms": None, "agent_cached": None}
+        if agent is not None and task.task_id in agent_task_ids and gradable(task):
+            execution = agent.execute(task, sel.context_ids, sel.tool_ids)
+            grade = grade_agent(task, execution)
+            agent_fields = _agent_fields(agent.name, execution, grade)
+            agent_timing = {"agent_ms": execution.wall_ms, "agent_cached": execution.cached}
         t2 = time.perf_counter()
         costs = {r.id: r.token_cost for r in (*task.contexts, *task.tools)}
         ctx_c = tuple(CandidateRecord(resource_id=c.resource_id, score=c.score, rank=c.rank,
@@ -94,7 +125,7 @@ def evaluate_batch(
             tool_calls=tuple(ToolCallRecord(index=c.index, tool_id=c.tool_id,
                                             arguments_json=_finite_json(c.arguments))
                              for c in execution.tool_calls),
-            success=outcome.success, failure_reason=outcome.reason,
+            success=outcome.success, failure_reason=outcome.reason, **agent_fields,
             gold_context_ids=task.gold_context_ids, gold_tool_ids=task.gold_tool_ids,
             context_recall=set_recall(sel.context_ids, task.gold_context_ids),
             context_precision=set_precision(sel.context_ids, task.gold_context_ids),
@@ -113,7 +144,7 @@ def evaluate_batch(
         timings.append(dict(
             run_id=run_id, suite=task.suite, strategy=strategy_name, task_id=task.task_id,
             seed=seed, budget_scale=budget_scale, select_ms=(t1 - t0) * 1000,
-            execute_ms=(t2 - t1) * 1000, total_ms=(t2 - t0) * 1000,
+            execute_ms=(t2 - t1) * 1000, total_ms=(t2 - t0) * 1000, **agent_timing,
         ))
     ranking = lane_ranking_metrics(lanes)
     records = []

@@ -1,4 +1,9 @@
-"""The deterministic toy executor and the verifiers.
+"""The executor interface, the deterministic toy executor and the verifiers.
+
+An ``Executor`` plays the agent on an exposed set: ``execute(task, context_ids, tool_ids)
+-> ExecutionResult``. ``ToyExecutor`` (below) is the scripted simulator of the toy suites;
+``junction.agent.LLMExecutor`` runs a local instruct model and reads only the task's router
+view.
 
 ``execute(task, context_ids, tool_ids)`` plays the agent given an exposed set: for each step
 of a ``toy_calls`` verifier it calls the step's tool when the tool and every context the
@@ -14,14 +19,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from junction.tasks import BenchmarkTask
 
-__all__ = ["ToolCall", "ExecutionResult", "Outcome", "execute", "verify", "verify_toy",
-           "normalise_answer"]
+__all__ = ["ToolCall", "ExecutionResult", "Executor", "ToyExecutor", "Outcome", "execute",
+           "verify", "verify_toy", "normalise_answer"]
 
 
 class ToolCall(BaseModel):
@@ -35,13 +40,40 @@ class ToolCall(BaseModel):
 
 
 class ExecutionResult(BaseModel):
-    """What the executor did with an exposed set."""
+    """What the executor did with an exposed set.
+
+    The toy executor fills the first three fields. A model executor also gives its
+    ``text``, ``output_kind`` (``junction.agent.parse_output``: calls, empty, text,
+    unparseable), the decoder's error, prompt/generated token counts (model tokens), the
+    model's and the prompt's sha256, whether the generation came from the cache and its
+    wall-clock milliseconds (``wall_ms``: timings only, never a trace field).
+    """
 
     model_config = ConfigDict(frozen=True, allow_inf_nan=False)
 
     context_ids: tuple[str, ...]
     tool_ids: tuple[str, ...]
     tool_calls: tuple[ToolCall, ...] = ()
+    text: str | None = None
+    output_kind: str | None = None
+    decode_error: str = ""
+    prompt_tokens: int | None = None
+    generated_tokens: int | None = None
+    model_sha256: str | None = None
+    prompt_sha256: str | None = None
+    cached: bool | None = None
+    wall_ms: float | None = None
+
+
+class Executor(Protocol):
+    """Plays the agent on an exposed set; ``name`` is recorded in the trace."""
+
+    name: str
+
+    def execute(self, task: BenchmarkTask, context_ids: Iterable[str],
+                tool_ids: Iterable[str]) -> ExecutionResult:
+        """What the agent did with the exposed contexts and tools."""
+        ...
 
 
 class Outcome(BaseModel):
@@ -76,6 +108,17 @@ def execute(task: BenchmarkTask, context_ids: Iterable[str], tool_ids: Iterable[
             elif tool in exposed_t:
                 calls.append(ToolCall(index=len(calls), tool_id=tool, arguments={"informed": False}))
     return ExecutionResult(context_ids=cs, tool_ids=ts, tool_calls=tuple(calls))
+
+
+class ToyExecutor:
+    """The deterministic toy executor as an ``Executor`` (``execute`` above)."""
+
+    name = "toy"
+
+    def execute(self, task: BenchmarkTask, context_ids: Iterable[str],
+                tool_ids: Iterable[str]) -> ExecutionResult:
+        """``execute(task, context_ids, tool_ids)``."""
+        return execute(task, context_ids, tool_ids)
 
 
 def verify_toy(task: BenchmarkTask, result: ExecutionResult) -> Outcome:

@@ -37,8 +37,9 @@ UNIT_LAYOUT_PARAMS = ("batch_size",)
 resumed with another batch size would not find its finished units, run them again under new
 names and duplicate their rows. ``params_hash`` keeps them."""
 
-MACHINE_PATH_PARAMS = ("suite_files",)
-"""Change results, but as paths on one machine: the report names each file suite (suite name,
+MACHINE_PATH_PARAMS = ("suite_files", "agent_model")
+"""Change results, but as paths on one machine (the agent model is named in the traces by
+its sha256): the report names each file suite (suite name,
 file name, tasks) in its ``suites`` section instead, so metrics.json leaves them out."""
 
 

@@ -23,6 +23,7 @@ import pyarrow as pa
 from junction import metrics as catalog
 from junction import verdicts
 from junction.params import report_params
+from junction.strategies.references import REFERENCE_STRATEGIES
 from junction.tasks import VERIFIER_MEANINGS
 
 __all__ = ["ROUND_DIGITS", "comparable_traces", "summarise", "write_report", "render_markdown",
@@ -75,12 +76,15 @@ def summarise(traces: pa.Table) -> list[dict[str, Any]]:
 
 
 def headline_rows(traces: pa.Table) -> list[dict[str, Any]]:
-    """``verdicts.headline`` over the trace rows (only the columns it reads)."""
+    """``verdicts.headline`` over the trace rows (only the columns it reads), leaving out
+    the reference strategies (``REFERENCE_STRATEGIES``: they do not respect the budget)."""
     keys = ("suite", "budget_scale", "strategy", "seed", "task_id")
     columns = [c for c in (*keys, *verdicts.PRIMARY_OUTCOMES) if c in traces.column_names]
     if traces.num_rows == 0:
         return []
-    return verdicts.headline(traces.select(columns).to_pylist())
+    rows = [r for r in traces.select(columns).to_pylist()
+            if r["strategy"] not in REFERENCE_STRATEGIES]
+    return verdicts.headline(rows)
 
 
 def _headline_document(headline: list[dict[str, Any]]) -> dict[str, Any]:
@@ -300,6 +304,17 @@ def _plan_lines(params: dict[str, Any]) -> list[str]:
             "both ran, so a smaller sample is compared on its own tasks only."]
 
 
+def _agent_lines(params: dict[str, Any]) -> list[str]:
+    """The run's agent sample (``agent_size``; absent in runs before the agent)."""
+    if "agent_size" not in params or params["agent_size"] == 0:
+        return []
+    n = params["agent_size"]
+    sample = "every task" if n is None else f"{n} task{'s' if n != 1 else ''}"
+    return [f"- agent: a language-model agent acted on {sample} of each BFCL suite (the "
+            "suite's own sample), for every strategy and reference, at budget scale 1 "
+            "(`agent_success`, graded by BFCL's checker; the model's sha256 is in the traces)."]
+
+
 def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                     suites: dict[str, Any], plot_name: str | None, *,
                     headline: list[dict[str, Any]] | None = None,
@@ -314,12 +329,17 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     lines.append(f"- strategies: {', '.join(params.get('strategies', []))}")
     lines.append(f"- seeds: {params.get('seeds')}; budget scales: {params.get('budget_scales')}")
     lines.extend(_plan_lines(params))
+    lines.extend(_agent_lines(params))
     lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")
     lines.append("")
     if headline is not None:
         lines.extend(_headline_lines(headline))
     lines.append("Every strategy ran on the same tasks under the same budget. "
-                 "Means skip tasks where a metric is undefined (–); see Definitions.")
+                 "Means skip tasks where a metric is undefined (–); see Definitions. "
+                 "`success_rate` is the retrieval proxy (`retrieval_success`); "
+                 "`agent_success_rate` is a language-model agent acting on the exposed set, "
+                 "graded by BFCL's checker, on the agent sample of each BFCL suite only "
+                 "(Suites: `agent`) at budget scale 1.")
     lines.append("")
     lines.append("## Suites")
     lines.append("")
@@ -328,7 +348,9 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     for name in sorted(suites):
         info = suites[name]
         skipped = ", ".join(f"{k}: {v}" for k, v in sorted(info.get("rows_skipped", {}).items()))
-        fewer = info.get("strategy_tasks") or {}
+        fewer = dict(info.get("strategy_tasks") or {})
+        if info.get("agent_tasks"):
+            fewer["agent"] = info["agent_tasks"]
         tasks = str(info.get("tasks")) + (
             " (" + ", ".join(f"{k}: {v}" for k, v in sorted(fewer.items())) + ")" if fewer else "")
         lines.append(f"| {name} | {tasks} | {info.get('rows_loaded')} | "
@@ -344,10 +366,23 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
         lines.append("")
         lines.append("| strategy | budget scale | " + " | ".join(columns) + " |")
         lines.append("|---|---|" + "---|" * len(columns))
-        for row in by_suite[suite]:
+        rows = by_suite[suite]
+        for row in (r for r in rows if r["strategy"] not in REFERENCE_STRATEGIES):
             cells = " | ".join(_fmt(row[c]) for c in columns)
             lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
         lines.append("")
+        references = [r for r in rows if r["strategy"] in REFERENCE_STRATEGIES]
+        if references:
+            lines.append("References, outside the budget (bfcl_listed: the row's own listed "
+                         "functions, BFCL's setting; all_tools: the whole pool); never "
+                         "named best:")
+            lines.append("")
+            lines.append("| reference | budget scale | " + " | ".join(columns) + " |")
+            lines.append("|---|---|" + "---|" * len(columns))
+            for row in references:
+                cells = " | ".join(_fmt(row[c]) for c in columns)
+                lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
+            lines.append("")
     if plot_name:
         lines.append("## Success against budget")
         lines.append("")

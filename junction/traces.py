@@ -42,8 +42,12 @@ __all__ = [
     "timings_to_table",
 ]
 
-SCHEMA_VERSION = 2
-"""2: ``selector`` added (the algorithm that produced the selection)."""
+SCHEMA_VERSION = 3
+"""2: ``selector`` added (the algorithm that produced the selection). 3: the agent outcome
+added (``executor``, ``agent_success``, ``agent_outcome``, ``agent_error_type``,
+``agent_prompt_tokens``, ``agent_generated_tokens``, ``agent_model_sha256``,
+``agent_prompt_sha256``, ``agent_output``); ``success`` stays the retrieval proxy (the
+``traces`` view also names it ``retrieval_success``)."""
 
 
 class CandidateRecord(BaseModel):
@@ -100,7 +104,22 @@ class TaskTraceRecord(BaseModel):
     selection_gap: float | None = None
     tool_calls: tuple[ToolCallRecord, ...] = ()
     success: bool
+    """The retrieval proxy (``retrieval_success``): the suite's verifier on the exposed set."""
     failure_reason: str = ""
+    executor: str = "toy"
+    """``toy`` (the scripted executor, or no executor: the outcome depends on the exposed set
+    only) or ``llm`` (a model acted: the ``agent_*`` fields are set)."""
+    agent_success: bool | None = None
+    """BFCL's checker on the agent's calls or answer (``junction.grading``); None where no
+    agent ran."""
+    agent_outcome: str | None = None
+    """``junction.grading.AGENT_OUTCOMES`` key (correct, wrong_call, ..., unparseable)."""
+    agent_error_type: str = ""
+    agent_prompt_tokens: int | None = None
+    agent_generated_tokens: int | None = None
+    agent_model_sha256: str | None = None
+    agent_prompt_sha256: str | None = None
+    agent_output: str | None = None
     gold_context_ids: tuple[str, ...] = ()
     gold_tool_ids: tuple[str, ...] = ()
     context_recall: float | None = None
@@ -143,6 +162,8 @@ class TaskTraceRecord(BaseModel):
         for i, call in enumerate(self.tool_calls):
             if call.index != i:
                 raise ValueError(f"{where}: tool call indexes must be 0..n-1, got {call.index} at {i}")
+        if (self.agent_success is None) != (self.agent_outcome is None):
+            raise ValueError(f"{where}: agent_success and agent_outcome are set together")
         if self.success and self.failure_reason:
             raise ValueError(f"{where}: a success carries no failure_reason")
         if not self.success and not self.failure_reason:
@@ -204,6 +225,15 @@ TRACE_SCHEMA = pa.schema([
     ("tool_calls", pa.list_(_CALL)),
     ("success", pa.bool_()),
     ("failure_reason", pa.string()),
+    ("executor", pa.string()),
+    ("agent_success", pa.bool_()),
+    ("agent_outcome", pa.string()),
+    ("agent_error_type", pa.string()),
+    ("agent_prompt_tokens", pa.int64()),
+    ("agent_generated_tokens", pa.int64()),
+    ("agent_model_sha256", pa.string()),
+    ("agent_prompt_sha256", pa.string()),
+    ("agent_output", pa.string()),
     ("gold_context_ids", pa.list_(pa.string())),
     ("gold_tool_ids", pa.list_(pa.string())),
     ("context_recall", pa.float64()),
@@ -228,8 +258,11 @@ TIMING_SCHEMA = pa.schema([
     ("run_id", pa.string()), ("suite", pa.string()), ("strategy", pa.string()),
     ("task_id", pa.string()), ("seed", pa.int64()), ("budget_scale", pa.float64()),
     ("select_ms", pa.float64()), ("execute_ms", pa.float64()), ("total_ms", pa.float64()),
+    ("agent_ms", pa.float64()), ("agent_cached", pa.bool_()),
 ])
-"""Arrow schema of a timing file: wall-clock milliseconds per task and strategy."""
+"""Arrow schema of a timing file: wall-clock milliseconds per task and strategy;
+``agent_ms`` is the model executor's own time (NULL where no agent ran) and
+``agent_cached`` whether its answer came from the generation cache."""
 
 
 def records_to_table(records: list[TaskTraceRecord]) -> pa.Table:

@@ -7,8 +7,10 @@
 -- run_files is a table the warehouse fills from the run files (TraceStore.run_metas): one
 -- row per runs/<run_id>.json, a missing or malformed field named in `problem`.
 
+-- `success` is the retrieval proxy; the view also names it retrieval_success, beside the
+-- agent's outcome (agent_success, NULL where no agent ran).
 CREATE OR REPLACE VIEW traces AS
-SELECT *
+SELECT *, success AS retrieval_success
 FROM read_parquet({traces}, union_by_name = true, hive_partitioning = false);
 
 CREATE OR REPLACE VIEW timings AS

@@ -38,3 +38,17 @@ def judge():
     from junction.strategies.judge_admission import STRATEGY_JUDGE_CONFIG
 
     return load_judge(STRATEGY_JUDGE_CONFIG)
+
+
+@pytest.fixture(scope="session")
+def agent_model():
+    """One loaded agent model (the embedded Qwen2.5-Coder-0.5B-Instruct) per session.
+
+    Skips when llama-cpp-python is not installed (``make setup`` builds it).
+    """
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed; run `make setup`")
+    from junction.agent import LlamaAgent
+    from junction.models import embedded_model_path, file_sha256
+
+    path = embedded_model_path()
+    return LlamaAgent(path, file_sha256(path))

@@ -24,30 +24,37 @@ def _plan(**params):
 
 
 GRID = (0.5, 1.0, 2.0)
+REFS = {"all_tools": ((1.0,), None), "bfcl_listed": ((1.0,), None)}
+"""The references in the default plan: at scale 1 only (they ignore the budget)."""
 
 # (given parameters, strategy -> (scales it runs, task cap per suite; None = the sample))
 PLANS = [
     ({}, {"adaptive_split": (GRID, None), "exact": (GRID, None), "fixed_split": (GRID, None),
-          "judge_admission": ((1.0,), 8)}),
+          "judge_admission": ((1.0,), 8), **REFS}),
     # an explicit size, full or scale keeps its meaning for every strategy
     ({"size": 5}, {"adaptive_split": (GRID, None), "exact": (GRID, None),
-                   "fixed_split": (GRID, None), "judge_admission": ((1.0,), None)}),
+                   "fixed_split": (GRID, None), "judge_admission": ((1.0,), None), **REFS}),
     ({"full": True}, {"adaptive_split": (GRID, None), "exact": (GRID, None),
-                      "fixed_split": (GRID, None), "judge_admission": ((1.0,), None)}),
+                      "fixed_split": (GRID, None), "judge_admission": ((1.0,), None),
+                      **REFS}),
     ({"budget_scales": [1.0, 3.0]}, {"adaptive_split": ((1.0, 3.0), None),
                                      "exact": ((1.0, 3.0), None),
                                      "fixed_split": ((1.0, 3.0), None),
-                                     "judge_admission": ((1.0, 3.0), 8)}),
+                                     "judge_admission": ((1.0, 3.0), 8),
+                                     "all_tools": ((1.0, 3.0), None),
+                                     "bfcl_listed": ((1.0, 3.0), None)}),
     ({"size": 5, "budget_scales": [2.0]}, {"adaptive_split": ((2.0,), None),
                                            "exact": ((2.0,), None),
                                            "fixed_split": ((2.0,), None),
-                                           "judge_admission": ((2.0,), None)}),
+                                           "judge_admission": ((2.0,), None),
+                                           "all_tools": ((2.0,), None),
+                                           "bfcl_listed": ((2.0,), None)}),
     ({"strategies": FAST}, {"adaptive_split": (GRID, None), "exact": (GRID, None),
                             "fixed_split": (GRID, None)}),
     # explicit per-strategy limits, and {} for none
     ({"strategy_size": {}, "strategy_scales": {}},
      {"adaptive_split": (GRID, None), "exact": (GRID, None), "fixed_split": (GRID, None),
-      "judge_admission": (GRID, None)}),
+      "judge_admission": (GRID, None), "all_tools": (GRID, None), "bfcl_listed": (GRID, None)}),
     ({"strategies": ["exact"], "strategy_size": {"exact": 3},
       "strategy_scales": {"exact": [2.0, 0.5]}}, {"exact": ((0.5, 2.0), 3)}),
 ]
@@ -65,10 +72,13 @@ def test_default_sizes_and_params_recorded():
     p = run_params()
     assert p["budget_scales"] == [0.5, 1.0, 2.0]
     assert p["strategy_size"] == {"judge_admission": 8}
-    assert p["strategy_scales"] == {"judge_admission": [1.0]}
+    scales = {"all_tools": [1.0], "bfcl_listed": [1.0], "judge_admission": [1.0]}
+    assert p["strategy_scales"] == scales
+    assert p["agent_size"] == 1  # the default agent sample: 1 task per BFCL suite
     recorded = report_params(p)  # what metrics.json records
     assert recorded["strategy_size"] == {"judge_admission": 8}
-    assert recorded["strategy_scales"] == {"judge_admission": [1.0]}
+    assert recorded["strategy_scales"] == scales
+    assert recorded["agent_size"] == 1 and "agent_model" not in recorded
     assert all(DEFAULT_SIZES[s] >= 40 for s in DEFAULT_SIZES if s.startswith("bfcl-"))
     assert DEFAULT_SIZES["synthetic"] >= 60
 
@@ -105,6 +115,9 @@ def test_bad_plans_are_refused_with_one_line(tmp_path, given, message):
                                                "got 'judge_admission=x'"),
     (("--strategy-scale", "exact=4"), "error: strategy_scales for exact: 4 is not a budget "
                                       "scale of this run (0.5, 1, 2)"),
+    (("--agent-model", "/nonexistent/agent.gguf"), "error: model file not found: "
+     "/nonexistent/agent.gguf (embedded models: qwen2.5-coder-0.5b-instruct, "
+     "qwen2.5-coder-1.5b-instruct, gemma3-270m)"),
 ])
 def test_cli_refuses_bad_plan_options_with_one_line(tmp_path, args, message):
     out = subprocess.run(
@@ -159,9 +172,36 @@ def test_report_states_the_default_plan():
     from junction.reports import render_markdown
 
     md = render_markdown({"run_id": "r", "params": run_params()}, [], {}, None)
-    assert ("- per-strategy plan: judge_admission: 8 tasks per suite (fewer where the suite "
-            "has fewer) at scale 1 only; adaptive_split, exact, fixed_split: every task in the "
-            "Suites table at every budget scale.") in md
+    assert ("- per-strategy plan: all_tools: at scale 1 only; bfcl_listed: at scale 1 only; "
+            "judge_admission: 8 tasks per suite (fewer where the suite has fewer) at scale 1 "
+            "only; adaptive_split, exact, fixed_split: every task in the Suites table at every "
+            "budget scale.") in md
+    assert "- agent: a language-model agent acted on 1 task of each BFCL suite" in md
     suites = {"bfcl-memory": {"tasks": 40, "strategy_tasks": {"judge_admission": 8}}}
     md = render_markdown({"run_id": "r", "params": run_params()}, [], suites, None)
     assert "| bfcl-memory | 40 (judge_admission: 8) |" in md
+
+
+@pytest.mark.parametrize(("given", "agent_size"), [
+    ({}, 1), ({"full": True}, None), ({"size": 5}, 0), ({"size": 5, "agent_size": 3}, 3),
+    ({"full": True, "agent_size": 2}, 2),
+])
+def test_agent_sample_follows_size_and_full(given, agent_size):
+    from flows.benchmark import run_params
+
+    assert run_params(**given)["agent_size"] == agent_size
+
+
+def test_agent_sample_is_the_suites_own_sample_and_bfcl_only():
+    from flows.benchmark import _agent_sample
+    from junction_datasets import build_suite
+
+    tasks = build_suite("bfcl-irrelevance", seed=0, size=6).tasks
+    ids = _agent_sample(tasks, 2, lambda n: build_suite("bfcl-irrelevance", seed=0,
+                                                        size=n).tasks)
+    assert ids == {t.task_id for t in build_suite("bfcl-irrelevance", seed=0, size=2).tasks}
+    assert ids <= {t.task_id for t in tasks}
+    assert _agent_sample(tasks, None, lambda n: []) == {t.task_id for t in tasks}
+    assert _agent_sample(tasks, 0, lambda n: []) == frozenset()
+    synthetic = build_suite("synthetic", seed=0, size=3).tasks
+    assert _agent_sample(synthetic, 2, lambda n: synthetic[:n]) == frozenset()

@@ -28,7 +28,8 @@ NOT_METRICS = {
     "context_candidates", "tool_candidates", "exposed_context_ids", "exposed_tool_ids",
     "context_tokens", "tool_tokens", "unary", "interaction", "selector", "selection_status",
     "selection_gap", "tool_calls", "failure_reason", "gold_context_ids", "gold_tool_ids",
-    "extra_json",
+    "extra_json", "executor", "agent_outcome", "agent_error_type", "agent_generated_tokens",
+    "agent_model_sha256", "agent_prompt_sha256", "agent_output",
 }
 SUMMARY_KEYS = ["run_id", "suite", "strategy", "budget_scale", "tasks"]
 ARROW_TYPES = {"bool": pa.bool_(), "int": pa.int64(), "float": pa.float64()}
@@ -83,10 +84,12 @@ def test_summary_aggregates_each_metric_as_the_catalog_says():
 def test_report_table_and_diff_rows_are_todays_columns():
     # the columns these had before the catalog, spelled out once here to pin them
     assert [m.column for m in METRICS if m.report_table] == [
-        "success_rate", "context_recall", "tool_recall", "pair_coverage", "budget_use",
-        "objective", "context_lane_ndcg_at_5", "tool_lane_ndcg_at_5"]
+        "success_rate", "agent_success_rate", "agent_prompt_tokens", "context_recall",
+        "tool_recall", "pair_coverage", "budget_use", "objective", "context_lane_ndcg_at_5",
+        "tool_lane_ndcg_at_5"]
     assert [m.name for m in METRICS if m.diff] == [
-        "success", "context_recall", "tool_recall", "pair_coverage", "budget_use", "objective"]
+        "success", "agent_success", "context_recall", "tool_recall", "pair_coverage",
+        "budget_use", "objective"]
 
 
 def test_a_metric_added_to_the_catalog_reaches_summary_report_and_diff(monkeypatch):

@@ -2,7 +2,8 @@
 
 ``base`` holds what every strategy shares (pools, joint problem, result); ``registry``
 maps names to factories; one module per strategy (``exact``, ``splits``,
-``judge_admission``).
+``judge_admission``) and ``references`` (``bfcl_listed``, ``all_tools``: outside the
+budget).
 """
 
 from junction.strategies.base import (
@@ -14,6 +15,7 @@ from junction.strategies.base import (
     run_selector,
     selector_strategy,
 )
+from junction.strategies.references import REFERENCE_STRATEGIES, ReferenceStrategy
 from junction.strategies.registry import (
     STRATEGY_FACTORIES,
     make_strategy,
@@ -24,6 +26,8 @@ from junction.strategies.registry import (
 
 __all__ = [
     "CandidatePools",
+    "REFERENCE_STRATEGIES",
+    "ReferenceStrategy",
     "STRATEGY_FACTORIES",
     "Strategy",
     "StrategyResult",

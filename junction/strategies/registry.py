@@ -84,7 +84,21 @@ def _judge_admission(calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strateg
     return make_judge_admission_strategy(calibration_tasks=calibration_tasks)
 
 
+def _bfcl_listed(calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strategy:
+    from junction.strategies.references import make_bfcl_listed
+
+    return make_bfcl_listed()
+
+
+def _all_tools(calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strategy:
+    from junction.strategies.references import make_all_tools
+
+    return make_all_tools()
+
+
 register_strategy("exact", _exact)
 register_strategy("fixed_split", _fixed_split)
 register_strategy("adaptive_split", _adaptive_split)
 register_strategy("judge_admission", _judge_admission)
+register_strategy("bfcl_listed", _bfcl_listed)
+register_strategy("all_tools", _all_tools)

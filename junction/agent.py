@@ -1,0 +1,283 @@
+"""The ``llm`` executor: a local instruct model acts on an exposed set.
+
+Layout (BFCL's prompting layout for models without a function-calling template, see
+``junction.bfcl_checker.system_prompt``): the system message is BFCL's default system
+prompt listing the exposed tools as JSON (``{"name", "description", "parameters"}`` from
+each ``ToolResource``; ids sorted), followed, when contexts are exposed, by a documents
+block (``DOCUMENTS_HEADER`` then ``[document <id>]`` and the content, ids sorted); the user
+message is the task's objective. The agent answers ``[func(arg=value)]`` or plain text.
+
+The executor reads only ``task.router_view()`` and the exposed ids: never gold, never the
+verifier, never metadata (``render_prompt`` takes a ``RouterView``).
+
+Decoding is greedy (temperature 0, top-k 1, fixed seed and thread count) with a cap on
+generated tokens (``AgentConfig``). Results are cached persistently by (model sha256,
+prompt sha256, decoding settings) in ``AgentCache``; a hit returns the stored text and
+token counts byte for byte. llama.cpp reuses the previous call's prompt prefix, so runs
+that share a system prompt prefix (same tools first) pay only for what differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from junction.bfcl_checker import DecodeError, decode_calls, system_prompt
+from junction.errors import JunctionError
+from junction.execution import ExecutionResult, ToolCall
+from junction.grading import json_safe
+from junction.tasks import BenchmarkTask, RouterView
+
+__all__ = [
+    "AgentConfig",
+    "AgentError",
+    "AgentPrompt",
+    "AgentCache",
+    "Generation",
+    "LlamaAgent",
+    "LLMExecutor",
+    "DOCUMENTS_HEADER",
+    "render_prompt",
+    "parse_output",
+]
+
+DOCUMENTS_HEADER = ("Here are documents that may help. If they answer the question, reply "
+                    "with the answer in plain text instead of a function call.")
+"""Introduces the exposed contexts after BFCL's system prompt (Junction's addition)."""
+
+
+class AgentError(JunctionError):
+    """The agent model cannot be loaded or its cache cannot be opened."""
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Decoding settings of the ``llm`` executor (all part of the cache key).
+
+    ``max_tokens``: cap on generated tokens (192 holds four BFCL calls); ``n_ctx``: context
+    window in tokens (the whole 16-tool pool is about 3,500 prompt tokens); ``n_threads``:
+    llama.cpp threads (one beat two on a shared 2-core machine in one trial; the default
+    is 2); temperature 0 and top-k 1 are greedy decoding.
+    """
+
+    max_tokens: int = 192
+    n_ctx: int = 8192
+    n_threads: int = 2
+    temperature: float = 0.0
+    top_k: int = 1
+    seed: int = 0
+
+    def key(self) -> str:
+        """The settings that change an output, as canonical JSON (``n_threads`` excluded:
+        greedy decoding does not depend on it)."""
+        fields = {k: v for k, v in asdict(self).items() if k != "n_threads"}
+        return json.dumps(fields, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class AgentPrompt:
+    """Chat messages for one (view, exposed set) and their sha256 (canonical JSON)."""
+
+    messages: tuple[dict[str, str], ...]
+    sha256: str
+
+
+def _tool_doc(view: RouterView, tool_id: str) -> dict[str, Any]:
+    tool = view.tool(tool_id)
+    return {"name": tool.id, "description": tool.description, "parameters": tool.json_schema}
+
+
+def render_prompt(view: RouterView, context_ids: Iterable[str],
+                  tool_ids: Iterable[str]) -> AgentPrompt:
+    """The agent's prompt for the exposed set (layout in the module docstring).
+
+    Raises ``KeyError`` naming an id that is not a resource of the view.
+    """
+    if not isinstance(view, RouterView):
+        raise TypeError(f"render_prompt takes a RouterView, got {type(view).__name__}")
+    tools = [_tool_doc(view, t) for t in sorted(tool_ids)]
+    system = system_prompt(tools)
+    contexts = [view.context(c) for c in sorted(context_ids)]
+    if contexts:
+        blocks = [f"[document {c.id}]\n{c.content}" for c in contexts]
+        system = system.rstrip("\n") + "\n\n" + DOCUMENTS_HEADER + "\n" + "\n\n".join(blocks) + "\n"
+    messages = ({"role": "system", "content": system},
+                {"role": "user", "content": view.objective})
+    canonical = json.dumps(messages, sort_keys=True, ensure_ascii=False)
+    return AgentPrompt(messages, hashlib.sha256(canonical.encode("utf-8")).hexdigest())
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One model answer: text, prompt and generated token counts, whether it was cached,
+    and the milliseconds the model (or the cache lookup) took (``wall_ms``; not stored)."""
+
+    text: str
+    prompt_tokens: int
+    generated_tokens: int
+    cached: bool = False
+    wall_ms: float = 0.0
+
+
+class AgentCache:
+    """sqlite cache (WAL) of generations keyed by sha256(model, prompt, settings).
+
+    Raises ``AgentError`` naming the file if it cannot be opened.
+    """
+
+    def __init__(self, path: Path, busy_timeout_s: float = 30.0) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=busy_timeout_s,
+                                       check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS agent_generations ("
+                " key TEXT PRIMARY KEY, model_sha256 TEXT NOT NULL,"
+                " prompt_sha256 TEXT NOT NULL, settings TEXT NOT NULL, text TEXT NOT NULL,"
+                " prompt_tokens INTEGER NOT NULL, generated_tokens INTEGER NOT NULL)")
+        except sqlite3.Error as exc:
+            raise AgentError(f"cannot open the agent cache {self.path}: {exc}") from exc
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(model_sha256: str, prompt_sha256: str, settings: str) -> str:
+        """sha256 (hex) of the three fields, NUL-separated."""
+        return hashlib.sha256("\0".join((model_sha256, prompt_sha256, settings))
+                              .encode("utf-8")).hexdigest()
+
+    def get(self, key: str) -> Generation | None:
+        """The stored generation for ``key`` (``cached=True``), or None."""
+        with self._lock:
+            row = self._db.execute("SELECT text, prompt_tokens, generated_tokens FROM "
+                                   "agent_generations WHERE key = ?", (key,)).fetchone()
+        return None if row is None else Generation(row[0], row[1], row[2], cached=True)
+
+    def put(self, key: str, model_sha256: str, prompt_sha256: str, settings: str,
+            generation: Generation) -> None:
+        """Store a generation; an existing key is kept."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR IGNORE INTO agent_generations VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, model_sha256, prompt_sha256, settings, generation.text,
+                 generation.prompt_tokens, generation.generated_tokens))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM agent_generations").fetchone()[0]
+
+
+class LlamaAgent:
+    """A GGUF instruct model on llama-cpp-python, answering chat prompts greedily.
+
+    ``model_sha256`` is the file's sha256 (``junction.models.file_sha256``), passed in by
+    the caller that resolved the path. Raises ``AgentError`` if llama.cpp cannot load it.
+    """
+
+    def __init__(self, model_path: Path, model_sha256: str,
+                 config: AgentConfig = AgentConfig()) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise AgentError("llama-cpp-python is not installed; run `make setup`") from exc
+        self.model_path = Path(model_path)
+        self.model_sha256 = model_sha256
+        self.config = config
+        try:
+            self._llm = Llama(model_path=str(model_path), n_ctx=config.n_ctx,
+                              n_threads=config.n_threads, n_threads_batch=config.n_threads,
+                              seed=config.seed, verbose=False)
+        except (ValueError, RuntimeError) as exc:
+            raise AgentError(f"llama.cpp cannot load {model_path}: {exc}") from exc
+        self._lock = threading.Lock()
+
+    def generate(self, prompt: AgentPrompt) -> Generation:
+        """The model's answer to ``prompt`` (greedy, capped at ``config.max_tokens``)."""
+        cfg = self.config
+        with self._lock:  # the clock starts once the model is ours: waiting is not its time
+            t0 = time.perf_counter()
+            out = self._llm.create_chat_completion(
+                messages=[dict(m) for m in prompt.messages], temperature=cfg.temperature,
+                top_k=cfg.top_k, top_p=1.0, min_p=0.0, repeat_penalty=1.0, seed=cfg.seed,
+                max_tokens=cfg.max_tokens)
+            wall_ms = (time.perf_counter() - t0) * 1000
+        usage = out["usage"]
+        return Generation(out["choices"][0]["message"]["content"] or "",
+                          int(usage["prompt_tokens"]), int(usage["completion_tokens"]),
+                          wall_ms=wall_ms)
+
+
+def parse_output(text: str, exposed_tool_ids: Sequence[str]) -> tuple[str, list[dict], str]:
+    """Classify an agent's text: ``(kind, calls, decode_error)``.
+
+    ``kind``: ``calls`` (BFCL's decoder gave at least one call), ``empty`` (it gave
+    ``[]``), ``text`` (no call syntax: no ``name(`` of an exposed tool, not a bracketed
+    list; a plain-language answer or refusal), ``unparseable`` (call syntax BFCL's decoder
+    cannot parse). ``decode_error`` is BFCL's error for ``text``/``unparseable``.
+    """
+    try:
+        calls = decode_calls(text)
+    except DecodeError as exc:
+        stripped = text.strip("`\n ").removeprefix("python").strip()
+        looks_like_call = stripped.startswith("[") or any(
+            f"{t}(" in text for t in exposed_tool_ids)
+        return ("unparseable" if looks_like_call else "text"), [], str(exc)
+    return ("calls" if calls else "empty"), calls, ""
+
+
+class LLMExecutor:
+    """The ``llm`` executor: ``execute(task, context_ids, tool_ids)`` like the toy one.
+
+    Reads only ``task.router_view()``; looks the prompt up in ``cache`` (if any) before
+    calling the model. The result carries the text, the decoded calls (tool ids as the
+    model named them), token counts, both hashes, ``cached`` and ``wall_ms`` (timings only).
+    """
+
+    name = "llm"
+
+    def __init__(self, agent: LlamaAgent, cache: AgentCache | None = None) -> None:
+        self.agent = agent
+        self.cache = cache
+
+    def execute(self, task: BenchmarkTask, context_ids: Iterable[str],
+                tool_ids: Iterable[str]) -> ExecutionResult:
+        """Run the agent on the exposed set (ids not in the task raise ``KeyError``)."""
+        return self.execute_view(task.router_view(), context_ids, tool_ids)
+
+    def execute_view(self, view: RouterView, context_ids: Iterable[str],
+                     tool_ids: Iterable[str]) -> ExecutionResult:
+        """``execute`` on a router view (what the agent may see)."""
+        cs, ts = tuple(sorted(context_ids)), tuple(sorted(tool_ids))
+        prompt = render_prompt(view, cs, ts)
+        settings = self.agent.config.key()
+        t0 = time.perf_counter()
+        key = AgentCache.key(self.agent.model_sha256, prompt.sha256, settings)
+        generation = self.cache.get(key) if self.cache is not None else None
+        if generation is not None:
+            generation = Generation(generation.text, generation.prompt_tokens,
+                                    generation.generated_tokens, cached=True,
+                                    wall_ms=(time.perf_counter() - t0) * 1000)
+        else:
+            generation = self.agent.generate(prompt)
+            if self.cache is not None:
+                self.cache.put(key, self.agent.model_sha256, prompt.sha256, settings,
+                               generation)
+        kind, calls, decode_error = parse_output(generation.text, ts)
+        tool_calls = tuple(
+            ToolCall(index=i, tool_id=name, arguments=json_safe(args))
+            for i, call in enumerate(calls) for name, args in call.items())
+        return ExecutionResult(
+            context_ids=cs, tool_ids=ts, tool_calls=tool_calls, text=generation.text,
+            output_kind=kind, decode_error=decode_error,
+            prompt_tokens=generation.prompt_tokens,
+            generated_tokens=generation.generated_tokens,
+            model_sha256=self.agent.model_sha256, prompt_sha256=prompt.sha256,
+            cached=generation.cached, wall_ms=generation.wall_ms)

@@ -1,0 +1,72 @@
+"""Reference strategies: BFCL's own setting and the whole pool, outside the budget.
+
+They give agent success a scale; neither respects the task's budget (``respects_budget``
+is False; the report shows them apart and the headline never names one best):
+
+- ``bfcl_listed``: exactly the row's own listed functions (``task.metadata
+  ["listed_tool_ids"]``, set by the BFCL suite builders): BFCL's standard setting, where
+  the listing itself tells the agent which few functions matter;
+- ``all_tools``: every tool of the task's pool (the row's functions and the distractors).
+
+Both expose no context. A reference reads the task (the listing is not in the router
+view), so it is called as ``select(task, pool_limit)``; its candidate pools are the whole
+lanes (``pool_limit`` is ignored), so every exposed tool is a candidate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from junction.errors import JunctionError
+from junction.select import Selection
+from junction.strategies.base import StrategyResult, candidate_pools
+from junction.tasks import BenchmarkTask, RouterView
+
+__all__ = ["REFERENCE_STRATEGIES", "ReferenceStrategy", "listed_tool_ids"]
+
+REFERENCE_STRATEGIES = ("all_tools", "bfcl_listed")
+"""The reference strategies' names (sorted)."""
+
+
+def listed_tool_ids(task: BenchmarkTask) -> tuple[str, ...]:
+    """The row's own listed functions; ``JunctionError`` naming the task if it has none."""
+    listed = task.metadata.get("listed_tool_ids")
+    if not isinstance(listed, list) or not all(isinstance(t, str) for t in listed):
+        raise JunctionError(f"task {task.task_id!r} has no metadata['listed_tool_ids']: "
+                            "bfcl_listed runs on BFCL suites only")
+    return tuple(sorted(listed))
+
+
+class ReferenceStrategy:
+    """A reference: ``select(task, pool_limit) -> StrategyResult`` (module docstring)."""
+
+    respects_budget = False
+
+    def __init__(self, name: str, choose: Callable[[BenchmarkTask], tuple[str, ...]]) -> None:
+        self.name = name
+        self._choose = choose
+
+    def __call__(self, view: RouterView, pool_limit: int | None) -> StrategyResult:
+        raise JunctionError(f"{self.name} is a reference strategy: it reads the task, call "
+                            "select(task, pool_limit)")
+
+    def select(self, task: BenchmarkTask, pool_limit: int | None) -> StrategyResult:
+        """The reference's exposed set for ``task``, with whole-lane candidate pools."""
+        tool_ids = tuple(sorted(self._choose(task)))
+        pools = candidate_pools(task.router_view(), None)
+        tokens = sum(task.tool(t).token_cost for t in tool_ids)
+        selection = Selection(strategy=self.name, context_ids=(), tool_ids=tool_ids,
+                              tokens_used=tokens, unary=0.0, interaction=0.0, objective=0.0,
+                              status="reference")
+        return StrategyResult(selection=selection, pools=pools,
+                              extra={"reference": True, "respects_budget": False})
+
+
+def make_bfcl_listed() -> ReferenceStrategy:
+    """``bfcl_listed``: the row's own listed functions."""
+    return ReferenceStrategy("bfcl_listed", listed_tool_ids)
+
+
+def make_all_tools() -> ReferenceStrategy:
+    """``all_tools``: every tool of the task's pool."""
+    return ReferenceStrategy("all_tools", lambda task: tuple(t.id for t in task.tools))

@@ -1,0 +1,256 @@
+"""The agent outcome: BFCL's checker adapter on real rows, the prompt, the cache, the model.
+
+Checker tests grade hand-written answers (as the model would write them) on real BFCL
+rows through BFCL's own decoder and checker; model tests (marked) run the embedded model
+on one row.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from junction import bfcl_checker
+from junction.agent import AgentCache, Generation, LLMExecutor, parse_output, render_prompt
+from junction.evaluate import evaluate_batch
+from junction.execution import ExecutionResult, ToolCall
+from junction.grading import AGENT_OUTCOMES, bfcl_doc, grade_agent
+from junction.strategies import make_strategy
+from junction.traces import records_to_table
+from junction_datasets.bfcl import irrelevance_suite, memory_suite, multiple_suite, \
+    parallel_multiple_suite
+
+
+def _task(build, bfcl_id):
+    return next(t for t in build.tasks if t.metadata["bfcl_id"] == bfcl_id)
+
+
+@pytest.fixture(scope="module")
+def multiple_123():
+    # gold: calculate_probability(total_outcomes=[52], favorable_outcomes=[4], round_to=['', 2])
+    return _task(multiple_suite(size=None), "multiple_123")
+
+
+@pytest.fixture(scope="module")
+def irrelevant():
+    return irrelevance_suite(size=1).tasks[0]
+
+
+def _result(task, text):
+    """What ``LLMExecutor`` makes of ``text`` (the model's answer) on the whole pool."""
+    tools = tuple(t.id for t in task.tools)
+    kind, calls, error = parse_output(text, tools)
+    return ExecutionResult(
+        context_ids=(), tool_ids=tools, text=text, output_kind=kind, decode_error=error,
+        tool_calls=tuple(ToolCall(index=i, tool_id=name, arguments=args)
+                         for i, call in enumerate(calls) for name, args in call.items()))
+
+
+# --------------------------------------------------------------------------- checker
+
+
+def test_checker_imports_are_the_ones_the_adapter_stands_in_for():
+    # if a new bfcl-eval imports more (or other) modules, the stand-in must be re-checked
+    spec = importlib.util.find_spec("bfcl_eval")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    tree = ast.parse((root / "eval_checker/ast_eval/ast_checker.py").read_text())
+    imported = [n.module if isinstance(n, ast.ImportFrom) else n.names[0].name
+                for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert tuple(imported) == bfcl_checker.CHECKER_IMPORTS
+    utils = ast.parse((root / "model_handler/utils.py").read_text())
+    defined = {n.name for n in utils.body if isinstance(n, ast.FunctionDef)}
+    assert set(bfcl_checker.DECODER_FUNCTIONS) <= defined
+
+
+@pytest.mark.parametrize(("text", "success", "outcome", "error_type"), [
+    ("[calculate_probability(total_outcomes=52, favorable_outcomes=4)]", True, "correct", ""),
+    # optional round_to given one of its accepted values
+    ("[calculate_probability(total_outcomes=52, favorable_outcomes=4, round_to=2)]",
+     True, "correct", ""),
+    ("```\n[calculate_probability(total_outcomes=52, favorable_outcomes=4)]\n```",
+     True, "correct", ""),
+    ("[calculate_probability(total_outcomes=52, favorable_outcomes=5)]", False,
+     "wrong_args", "value_error:others"),
+    ('[calculate_probability(total_outcomes="52", favorable_outcomes=4)]', False,
+     "wrong_args", "type_error:simple"),
+    ("[calc_probability(total_outcomes=52, favorable_outcomes=4)]", False, "wrong_call",
+     "simple_function_checker:wrong_func_name"),
+    ("[calculate_probability(total_outcomes=52, favorable_outcomes=4), "
+     "calculate_probability(total_outcomes=52, favorable_outcomes=4)]", False, "wrong_count",
+     "multiple_function_checker:wrong_count"),
+    ("[calculate_probability(total_outcomes=52,", False, "unparseable", "decoder:unparseable"),
+    # BFCL's decoder strips backticks only: a ```python fence is call syntax it cannot parse
+    ("```python\n[calculate_probability(total_outcomes=52, favorable_outcomes=4)]\n```",
+     False, "unparseable", "decoder:unparseable"),
+    ("The probability is 4/52.", False, "answered", "agent:no_call"),
+    ("[]", False, "abstained", "agent:no_call"),
+])
+def test_bfcl_checker_grades_a_multiple_row(multiple_123, text, success, outcome, error_type):
+    grade = grade_agent(multiple_123, _result(multiple_123, text))
+    assert (grade.success, grade.outcome, grade.error_type) == (success, outcome, error_type)
+    assert grade.outcome in AGENT_OUTCOMES
+
+
+@pytest.mark.parametrize(("text", "success", "outcome"), [
+    ("None of the functions can answer this.", True, "answered"),
+    ("[]", True, "abstained"),
+    ("[architecture_capacity.evaluate_capacity(x=1)]", False, "wrong_call"),
+    # BFCL's own irrelevance scorer would count this decode error as a pass
+    ("[architecture_capacity.evaluate_capacity(x=1", False, "unparseable"),
+])
+def test_irrelevance_passes_only_without_a_call(irrelevant, text, success, outcome):
+    grade = grade_agent(irrelevant, _result(irrelevant, text))
+    assert (grade.success, grade.outcome) == (success, outcome)
+
+
+def test_parallel_multiple_accepts_the_gold_calls_in_any_order():
+    task = parallel_multiple_suite(size=1).tasks[0]
+    gold = task.metadata["gold_calls"]
+    calls = []
+    for call in reversed(gold):
+        (name, params), = call.items()
+        args = ", ".join(f"{k}={v[0]!r}" for k, v in params.items() if v[0] != "")
+        calls.append(f"{name}({args})")
+    assert grade_agent(task, _result(task, "[" + ", ".join(calls) + "]")).outcome == "correct"
+    wrong = "[" + ", ".join(calls[:-1]) + "]"
+    assert grade_agent(task, _result(task, wrong)).outcome == "wrong_count"
+
+
+def test_memory_passes_when_the_answer_holds_an_accepted_answer():
+    task = memory_suite(size=1).tasks[0]
+    answer = task.verifier.params["answers"][0]
+    assert grade_agent(task, _result(task, f"It was {answer}.")).outcome == "correct"
+    grade = grade_agent(task, _result(task, "I do not remember."))
+    assert (grade.success, grade.outcome, grade.error_type) == (
+        False, "wrong_answer", "agentic:answer_not_found")
+
+
+def test_decoder_refuses_expressions_bfcl_would_eval():
+    with pytest.raises(bfcl_checker.DecodeError, match="refused"):
+        bfcl_checker.decode_calls('[f(a=1 + __import__("os").getpid())]')
+    assert bfcl_checker.decode_calls("[f(a=1 + 2)]") == [{"f": {"a": 3}}]
+
+
+def test_bfcl_doc_restores_bfcl_type_names(multiple_123):
+    doc = bfcl_doc(multiple_123.tool("calculate_probability"))
+    types = {k: v["type"] for k, v in doc["parameters"]["properties"].items()}
+    assert doc["parameters"]["type"] == "dict"
+    assert types == {"total_outcomes": "integer", "favorable_outcomes": "integer",
+                     "round_to": "integer"}
+
+
+# --------------------------------------------------------------------------- prompt
+
+
+_GOLD_SECRET = "gold-secret-7f3a"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_prompt_depends_on_the_router_view_only(multiple_123, data):
+    task = multiple_123
+    tools = data.draw(st.sets(st.sampled_from([t.id for t in task.tools]), max_size=5))
+    prompt = render_prompt(task.router_view(), (), tools)
+    # the same view with other gold, verifier and metadata renders the same prompt
+    other = task.model_copy(update={
+        "metadata": {"gold_calls": _GOLD_SECRET, "listed_tool_ids": [_GOLD_SECRET]},
+        "gold_tool_ids": (), "verifier": task.verifier.model_copy(
+            update={"params": {"answers": [_GOLD_SECRET]}})})
+    assert render_prompt(other.router_view(), (), tools) == prompt
+    text = "".join(m["content"] for m in prompt.messages)
+    assert _GOLD_SECRET not in text
+    for name in tools:
+        assert f'"name": "{name}"' in text
+    for name in {t.id for t in task.tools} - tools:
+        assert f'"name": "{name}"' not in text
+
+
+def test_render_prompt_takes_a_router_view_not_a_task(multiple_123):
+    with pytest.raises(TypeError, match="RouterView"):
+        render_prompt(multiple_123, (), ())
+
+
+def test_memory_prompt_renders_exposed_contexts_as_documents():
+    task = memory_suite(size=1).tasks[0]
+    ids = [c.id for c in task.contexts[:2]]
+    text = render_prompt(task.router_view(), ids, ())
+    system = text.messages[0]["content"]
+    assert all(f"[document {i}]" in system for i in ids)
+    assert f"[document {task.contexts[2].id}]" not in system
+    assert text.messages[1] == {"role": "user", "content": task.objective}
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def test_cache_round_trips_a_generation_byte_for_byte(tmp_path):
+    cache = AgentCache(tmp_path / "agent.sqlite")
+    key = AgentCache.key("m" * 64, "p" * 64, "{}")
+    assert cache.get(key) is None
+    text = "[f(a='ü\\n')]\n  trailing space "
+    cache.put(key, "m" * 64, "p" * 64, "{}", Generation(text, 12, 7))
+    again = AgentCache(tmp_path / "agent.sqlite").get(key)
+    assert (again.text, again.prompt_tokens, again.generated_tokens, again.cached) == (
+        text, 12, 7, True)
+    assert len(cache) == 1
+    with sqlite3.connect(tmp_path / "agent.sqlite") as db:
+        assert db.execute("select count(*) from agent_generations").fetchone() == (1,)
+
+
+# --------------------------------------------------------------------------- model
+
+
+@pytest.mark.model
+def test_llm_executor_acts_and_a_cache_hit_is_byte_identical(agent_model, multiple_123,
+                                                             tmp_path):
+    executor = LLMExecutor(agent_model, AgentCache(tmp_path / "agent.sqlite"))
+    listed = make_strategy("bfcl_listed")
+
+    def run():
+        records, timings = evaluate_batch([multiple_123], listed, "bfcl_listed", "r", 0, 1.0,
+                                          8, agent=executor,
+                                          agent_task_ids={multiple_123.task_id})
+        return records, timings
+
+    first, t1 = run()
+    second, t2 = run()
+    (record,) = first
+    assert record.executor == "llm" and record.agent_outcome in AGENT_OUTCOMES
+    assert record.agent_prompt_tokens > 0 and record.agent_generated_tokens > 0
+    assert record.agent_model_sha256 == agent_model.model_sha256
+    assert record.agent_prompt_sha256 == render_prompt(
+        multiple_123.router_view(), (), record.exposed_tool_ids).sha256
+    assert (t1[0]["agent_cached"], t2[0]["agent_cached"]) == (False, True)
+    assert records_to_table(first).equals(records_to_table(second))
+    assert [r.model_dump_json() for r in first] == [r.model_dump_json() for r in second]
+
+
+# --------------------------------------------------------------------------- references
+
+
+def test_references_expose_the_listing_or_the_pool_outside_the_budget(multiple_123):
+    listed = make_strategy("bfcl_listed")
+    everything = make_strategy("all_tools")
+    (a,), _ = evaluate_batch([multiple_123], listed, "bfcl_listed", "r", 0, 1.0, 8)
+    (b,), _ = evaluate_batch([multiple_123], everything, "all_tools", "r", 0, 1.0, 8)
+    assert a.exposed_tool_ids == tuple(sorted(multiple_123.metadata["listed_tool_ids"]))
+    assert b.exposed_tool_ids == tuple(sorted(t.id for t in multiple_123.tools))
+    assert b.tokens_used > multiple_123.budget.max_tokens  # the pool does not fit
+    assert (a.selection_status, a.executor, a.agent_success, a.agent_outcome) == (
+        "reference", "toy", None, None)
+    with pytest.raises(Exception, match="reference strategy"):
+        listed(multiple_123.router_view(), 8)
+
+
+def test_bfcl_listed_refuses_a_task_without_a_listing():
+    from junction_datasets import build_suite
+
+    task = build_suite("synthetic", seed=0, size=1).tasks[0]
+    with pytest.raises(Exception, match="listed_tool_ids"):
+        make_strategy("bfcl_listed").select(task, 8)
