@@ -63,13 +63,14 @@ class AgentConfig:
 
     ``max_tokens``: cap on generated tokens (192 holds four BFCL calls); ``n_ctx``: context
     window in tokens (the whole 16-tool pool is about 3,500 prompt tokens); ``n_threads``:
-    llama.cpp threads (one beat two on a shared 2-core machine in one trial; the default
-    is 2); temperature 0 and top-k 1 are greedy decoding.
+    llama.cpp threads (1 by default, as for the judge: on the shared 2-core machine one
+    thread scored 4x faster than two, ``bench/README.md``; use 2 on a quiet machine);
+    temperature 0 and top-k 1 are greedy decoding.
     """
 
     max_tokens: int = 192
     n_ctx: int = 8192
-    n_threads: int = 2
+    n_threads: int = 1
     temperature: float = 0.0
     top_k: int = 1
     seed: int = 0
