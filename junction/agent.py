@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -33,6 +32,7 @@ from junction.bfcl_checker import DecodeError, decode_calls, system_prompt
 from junction.errors import JunctionError
 from junction.execution import ExecutionResult, ToolCall
 from junction.grading import json_safe
+from junction.sqlite_cache import open_wal
 from junction.tasks import BenchmarkTask, RouterView
 
 __all__ = [
@@ -135,18 +135,13 @@ class AgentCache:
 
     def __init__(self, path: Path, busy_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=busy_timeout_s,
-                                       check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS agent_generations ("
-                " key TEXT PRIMARY KEY, model_sha256 TEXT NOT NULL,"
-                " prompt_sha256 TEXT NOT NULL, settings TEXT NOT NULL, text TEXT NOT NULL,"
-                " prompt_tokens INTEGER NOT NULL, generated_tokens INTEGER NOT NULL)")
-        except sqlite3.Error as exc:
-            raise AgentError(f"cannot open the agent cache {self.path}: {exc}") from exc
+        self._db = open_wal(
+            self.path,
+            "CREATE TABLE IF NOT EXISTS agent_generations ("
+            " key TEXT PRIMARY KEY, model_sha256 TEXT NOT NULL,"
+            " prompt_sha256 TEXT NOT NULL, settings TEXT NOT NULL, text TEXT NOT NULL,"
+            " prompt_tokens INTEGER NOT NULL, generated_tokens INTEGER NOT NULL)",
+            AgentError, "agent cache", busy_timeout_s)
         self._lock = threading.Lock()
 
     @staticmethod

@@ -13,7 +13,6 @@ token limits, llama.cpp version), so a re-run does not re-score and a changed se
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from pathlib import Path
 from junction.judge.errors import JudgeError
 from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
 from junction.judge.templates import normalise_text
+from junction.sqlite_cache import open_wal
 
 
 def is_empty_document(text: str) -> bool:
@@ -46,19 +46,12 @@ class ScoreCache:
 
     def __init__(self, path: Path, busy_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=busy_timeout_s,
-                                       check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS judge_scores ("
-                " key TEXT PRIMARY KEY, model_hash TEXT NOT NULL,"
-                " instruction_hash TEXT NOT NULL, score REAL NOT NULL)"
-            )
-        except sqlite3.Error as exc:
-            raise JudgeError(f"cannot open the judge score cache {self.path}: {exc}") from exc
+        self._db = open_wal(
+            self.path,
+            "CREATE TABLE IF NOT EXISTS judge_scores ("
+            " key TEXT PRIMARY KEY, model_hash TEXT NOT NULL,"
+            " instruction_hash TEXT NOT NULL, score REAL NOT NULL)",
+            JudgeError, "judge score cache", busy_timeout_s)
         self._lock = threading.Lock()
 
     def get_many(self, keys: Sequence[str]) -> dict[str, float]:
