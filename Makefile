@@ -47,8 +47,10 @@ bench: setup
 	$(VENV)/bin/junction bench
 
 # the full agent study: every evaluation row of every suite, the agent on each BFCL one
+# every evaluation row, with the all_tools reference the default run leaves out
 bench-nightly: setup
-	$(VENV)/bin/junction bench --full
+	$(VENV)/bin/junction bench --full --strategy adaptive_split --strategy all_tools \
+		--strategy bfcl_listed --strategy exact --strategy fixed_split --strategy judge_admission
 
 test: setup
 	$(PY) -m pytest

@@ -144,7 +144,7 @@ def _agent_model(value: str | None) -> str | None:
 @app.command()
 def bench(
     suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
-    strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: all)."),
+    strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: the default plan's, DEFAULT_STRATEGIES)."),
     seed: list[int] = typer.Option(None, "--seed", help="Suite seed (repeatable; default 0)."),
     budget_scale: list[float] = typer.Option(
         None, "--budget-scale", help="Token-budget multiplier (repeatable; default 0.5, 1, 2)."),
@@ -382,7 +382,7 @@ def serve(
     cron: str = typer.Option(..., "--cron", help='Cron schedule, e.g. "0 3 * * *".'),
     name: str = typer.Option("junction-scheduled", "--name", help="Deployment name."),
     suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
-    strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: all)."),
+    strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: the default plan's, DEFAULT_STRATEGIES)."),
 ) -> None:
     """Serve the benchmark flow on a cron schedule (needs `prefect server start`; see README)."""
     from prefect.client.schemas.schedules import CronSchedule

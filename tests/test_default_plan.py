@@ -24,13 +24,14 @@ def _plan(**params):
 
 
 GRID = (0.5, 1.0, 2.0)
-REFS = {"all_tools": ((1.0,), None), "bfcl_listed": ((1.0,), None)}
-"""The references in the default plan: at scale 1 only (they ignore the budget)."""
+REFS = {"bfcl_listed": ((1.0,), None)}
+"""The reference in the default plan, at scale 1 only (it ignores the budget); all_tools is
+run only when asked for."""
 
 # (given parameters, strategy -> (scales it runs, task cap per suite; None = the sample))
 PLANS = [
     ({}, {"adaptive_split": (GRID, None), "exact": (GRID, None), "fixed_split": (GRID, None),
-          "judge_admission": ((1.0,), 8), **REFS}),
+          "judge_admission": ((1.0,), 4), **REFS}),
     # an explicit size, full or scale keeps its meaning for every strategy
     ({"size": 5}, {"adaptive_split": (GRID, None), "exact": (GRID, None),
                    "fixed_split": (GRID, None), "judge_admission": ((1.0,), None), **REFS}),
@@ -40,21 +41,19 @@ PLANS = [
     ({"budget_scales": [1.0, 3.0]}, {"adaptive_split": ((1.0, 3.0), None),
                                      "exact": ((1.0, 3.0), None),
                                      "fixed_split": ((1.0, 3.0), None),
-                                     "judge_admission": ((1.0, 3.0), 8),
-                                     "all_tools": ((1.0, 3.0), None),
+                                     "judge_admission": ((1.0, 3.0), 4),
                                      "bfcl_listed": ((1.0, 3.0), None)}),
     ({"size": 5, "budget_scales": [2.0]}, {"adaptive_split": ((2.0,), None),
                                            "exact": ((2.0,), None),
                                            "fixed_split": ((2.0,), None),
                                            "judge_admission": ((2.0,), None),
-                                           "all_tools": ((2.0,), None),
                                            "bfcl_listed": ((2.0,), None)}),
     ({"strategies": FAST}, {"adaptive_split": (GRID, None), "exact": (GRID, None),
                             "fixed_split": (GRID, None)}),
     # explicit per-strategy limits, and {} for none
     ({"strategy_size": {}, "strategy_scales": {}},
      {"adaptive_split": (GRID, None), "exact": (GRID, None), "fixed_split": (GRID, None),
-      "judge_admission": (GRID, None), "all_tools": (GRID, None), "bfcl_listed": (GRID, None)}),
+      "judge_admission": (GRID, None), "bfcl_listed": (GRID, None)}),
     ({"strategies": ["exact"], "strategy_size": {"exact": 3},
       "strategy_scales": {"exact": [2.0, 0.5]}}, {"exact": ((0.5, 2.0), 3)}),
 ]
@@ -71,12 +70,12 @@ def test_default_sizes_and_params_recorded():
 
     p = run_params()
     assert p["budget_scales"] == [0.5, 1.0, 2.0]
-    assert p["strategy_size"] == {"judge_admission": 8}
-    scales = {"all_tools": [1.0], "bfcl_listed": [1.0], "judge_admission": [1.0]}
+    assert p["strategy_size"] == {"judge_admission": 4}
+    scales = {"bfcl_listed": [1.0], "judge_admission": [1.0]}
     assert p["strategy_scales"] == scales
     assert p["agent_size"] == 1  # the default agent sample: 1 task per BFCL suite
     recorded = report_params(p)  # what metrics.json records
-    assert recorded["strategy_size"] == {"judge_admission": 8}
+    assert recorded["strategy_size"] == {"judge_admission": 4}
     assert recorded["strategy_scales"] == scales
     assert recorded["agent_size"] == 1 and "agent_model" not in recorded
     assert all(DEFAULT_SIZES[s] >= 40 for s in DEFAULT_SIZES if s.startswith("bfcl-"))
@@ -172,8 +171,8 @@ def test_report_states_the_default_plan():
     from junction.reports import render_markdown
 
     md = render_markdown({"run_id": "r", "params": run_params()}, [], {}, None)
-    assert ("- per-strategy plan: all_tools: at scale 1 only; bfcl_listed: at scale 1 only; "
-            "judge_admission: 8 tasks per suite (fewer where the suite has fewer) at scale 1 "
+    assert ("- per-strategy plan: bfcl_listed: at scale 1 only; "
+            "judge_admission: 4 tasks per suite (fewer where the suite has fewer) at scale 1 "
             "only; adaptive_split, exact, fixed_split: every task in the Suites table at every "
             "budget scale.") in md
     assert "- agent: a language-model agent acted on 1 task of each BFCL suite" in md
