@@ -8,6 +8,12 @@ The folder is ``datasets/``; it installs under the import name ``junction_datase
 rows were loaded and skipped, with reasons); unknown names raise ``UnknownNameError``
 listing the valid ones. ``size=None`` means the suite's full size. A builder may return a
 plain ``list[BenchmarkTask]`` (nothing skipped) or a ``SuiteBuild``.
+
+Suites with a training part (``SuiteInfo.family`` set: the BFCL suites) build their
+evaluation part unless told otherwise; ``training_tasks(name)`` builds the training part
+that learned strategies fit on (``datasets/bfcl.py``, "Train / evaluation split"). Suites
+of one family share one learned model: the four BFCL tool suites are ``bfcl-tools`` (one
+tool lane, so a model learns abstention from the irrelevance rows beside the others).
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from junction.tasks import BenchmarkTask
 from junction_datasets.toy import coupling_suite, synthetic_suite
 
 __all__ = ["SuiteBuild", "SuiteInfo", "SUITES", "build_suite", "suite_names", "register_suite",
-           "CALIBRATION_SUITE", "CALIBRATION_SEED", "CALIBRATION_SIZE", "calibration_tasks"]
+           "CALIBRATION_SUITE", "CALIBRATION_SEED", "CALIBRATION_SIZE", "calibration_tasks",
+           "TRAINING_SEED", "family_training_tasks", "suite_family", "training_source"]
 
 CALIBRATION_SUITE = "synthetic"
 CALIBRATION_SEED = 1
@@ -38,18 +45,23 @@ class SuiteBuild:
     rows_loaded: int
     rows_skipped: dict[str, int] = field(default_factory=dict)
     note: str = ""
+    rows_held_out: int = 0
+    """Loaded rows of the other part of a train / evaluation split (not in ``tasks``)."""
 
 
 @dataclass(frozen=True)
 class SuiteInfo:
     """A registered suite: its builder, default size for the default benchmark, and the
-    candidate-pool limit per lane its strategies use (None: the whole pool)."""
+    candidate-pool limit per lane its strategies use (None: the whole pool), and the family
+    whose training part learned strategies fit on (None: no training part; the builder then
+    takes no ``split``)."""
 
     name: str
     build: Callable[..., list[BenchmarkTask]]
     default_size: int | None
     pool_limit: int | None = 8
     description: str = ""
+    family: str | None = None
 
 
 SUITES: dict[str, SuiteInfo] = {}
@@ -75,9 +87,20 @@ def get_suite(name: str) -> SuiteInfo:
         ) from None
 
 
-def build_suite(name: str, seed: int = 0, size: int | None = None) -> SuiteBuild:
-    """Build suite ``name`` with ``seed``; ``size`` caps the number of tasks (None: full)."""
-    built = get_suite(name).build(seed=seed, size=size)
+def build_suite(name: str, seed: int = 0, size: int | None = None,
+                split: str = "eval") -> SuiteBuild:
+    """Build suite ``name`` with ``seed``; ``size`` caps the number of tasks (None: full).
+
+    ``split`` (``"eval"``, ``"train"``, ``"all"``) applies to suites with a family; a suite
+    without one has a single part: asking it for ``"train"`` raises ``ValueError``.
+    """
+    info = get_suite(name)
+    if info.family is not None:
+        built = info.build(seed=seed, size=size, split=split)
+    elif split == "train":
+        raise ValueError(f"suite {name!r} has no training part (only BFCL suites split)")
+    else:
+        built = info.build(seed=seed, size=size)
     if isinstance(built, SuiteBuild):
         return built
     return SuiteBuild(tasks=list(built), rows_loaded=len(built))
@@ -93,14 +116,20 @@ register_suite(SuiteInfo(
 # imports it; the data package is read only when a suite is built.
 from junction_datasets import bfcl as _bfcl  # noqa: E402
 
-for _name, _build, _what in (
-    ("bfcl-multiple", _bfcl.multiple_suite, "BFCL multiple: 1 gold tool, row + distractors"),
-    ("bfcl-live-multiple", _bfcl.live_multiple_suite, "BFCL live_multiple: user-made tools"),
-    ("bfcl-parallel-multiple", _bfcl.parallel_multiple_suite, "BFCL parallel_multiple: 2-5 calls"),
-    ("bfcl-irrelevance", _bfcl.irrelevance_suite, "BFCL irrelevance: no tool fits, abstain"),
-    ("bfcl-memory", _bfcl.memory_suite, "BFCL memory: answer from prior-conversation turns"),
+for _name, _build, _what, _family in (
+    ("bfcl-multiple", _bfcl.multiple_suite, "BFCL multiple: 1 gold tool, row + distractors",
+     "bfcl-tools"),
+    ("bfcl-live-multiple", _bfcl.live_multiple_suite, "BFCL live_multiple: user-made tools",
+     "bfcl-tools"),
+    ("bfcl-parallel-multiple", _bfcl.parallel_multiple_suite, "BFCL parallel_multiple: 2-5 calls",
+     "bfcl-tools"),
+    ("bfcl-irrelevance", _bfcl.irrelevance_suite, "BFCL irrelevance: no tool fits, abstain",
+     "bfcl-tools"),
+    ("bfcl-memory", _bfcl.memory_suite, "BFCL memory: answer from prior-conversation turns",
+     "bfcl-memory"),
 ):
-    register_suite(SuiteInfo(_name, _build, _bfcl.DEFAULT_SIZE, _bfcl.POOL_LIMIT, _what))
+    register_suite(SuiteInfo(_name, _build, _bfcl.DEFAULT_SIZE, _bfcl.POOL_LIMIT, _what,
+                             family=_family))
 for _n in (50, 100, 200):  # the exact strategy's solver runs here; enumeration could not
     register_suite(SuiteInfo(
         f"synthetic-{_n}",
@@ -118,3 +147,39 @@ def calibration_tasks() -> list[BenchmarkTask]:
     ``CALIBRATION_SEED``, the split strategies that calibrate (``judge_admission``'s floor)
     learn from; the default benchmark never evaluates it."""
     return build_suite(CALIBRATION_SUITE, seed=CALIBRATION_SEED, size=CALIBRATION_SIZE).tasks
+
+
+TRAINING_SEED = 0
+"""Seed the training parts are built with (distractor draws), whatever the run's seed: a
+learned model is the same for every run of a commit."""
+
+
+def suite_family(suite: str) -> str | None:
+    """The family of a registered suite, or None (no training part, or not registered:
+    a suite file's own name)."""
+    info = SUITES.get(suite)
+    return None if info is None else info.family
+
+
+def family_training_tasks(family: str) -> list[BenchmarkTask]:
+    """The training part of every suite of ``family``, in suite-name order
+    (``TRAINING_SEED``, every row); ``UnknownNameError`` for a family no suite has.
+
+    No task returned here is in any suite's evaluation part (``split_of``).
+    """
+    names = [n for n in suite_names() if SUITES[n].family == family]
+    if not names:
+        families = sorted({i.family for i in SUITES.values() if i.family})
+        raise UnknownNameError(f"unknown suite family {family!r}; valid: {', '.join(families)}")
+    tasks: list[BenchmarkTask] = []
+    for name in names:
+        tasks.extend(build_suite(name, seed=TRAINING_SEED, size=None, split="train").tasks)
+    return tasks
+
+
+def training_source():
+    """The ``TrainingSource`` learned strategies fit on (``suite_family``,
+    ``family_training_tasks``)."""
+    from junction.strategies.learned import TrainingSource
+
+    return TrainingSource(family=suite_family, tasks=family_training_tasks)

@@ -29,8 +29,13 @@ user message per turn; the memory API schemas are in ``multi_turn_func_doc/memor
 
 Rows a builder cannot use are counted per reason in ``SuiteBuild.rows_skipped``; every row
 of the file is either loaded or skipped (``rows_loaded + sum(rows_skipped) == rows``).
-``size`` takes a seeded sample of the loaded rows (kept in file order, prefix-stable for a
-seed); ``size=None`` takes every loaded row. The same seed gives byte-identical tasks.
+Train / evaluation split: every loaded row belongs to one part by a stable hash of its BFCL
+row id (``split_of``: ``TRAIN_FRACTION`` of the rows train, the rest evaluation; the same for
+every seed, strategy and run). Builders take ``split`` = ``"eval"`` (the default: what the
+benchmark evaluates), ``"train"`` (what learned strategies fit on, never evaluated) or
+``"all"``; ``SuiteBuild.rows_held_out`` counts the loaded rows of the other part.
+``size`` takes a seeded sample of the split's rows (kept in file order, prefix-stable for a
+seed); ``size=None`` takes every row of the split. The same seed gives byte-identical tasks.
 The row's own listed functions are ``metadata["listed_tool_ids"]`` (the memory API's
 functions on memory; the ``bfcl_listed`` reference exposes them). Gold calls and answers
 live only in ``BenchmarkTask.metadata``, the verifier and the gold
@@ -40,6 +45,7 @@ position does not tell a row's own function from a distractor.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.resources
 import json
@@ -69,6 +75,9 @@ __all__ = [
     "DEFAULT_MEMORY_POOL_SIZE",
     "DEFAULT_SIZE",
     "POOL_LIMIT",
+    "SPLITS",
+    "TRAIN_FRACTION",
+    "split_of",
     "BfclFunction",
     "BfclRow",
     "BfclCategory",
@@ -103,6 +112,26 @@ DEFAULT_SIZE = 8
 tasks over the five suites, so the whole default benchmark, with the LLM-judge strategy
 scoring every task uncached, stays within 10 minutes on 2 cores. ``size=None`` (the CLI's
 ``--full``) loads every row."""
+
+TRAIN_FRACTION = 0.3
+"""Share of each BFCL category's rows in the training part (``split_of``): enough gold
+candidates for a per-family logistic model (about 60 rows of ``multiple``, 300 of
+``live_multiple``, 40 of ``memory``) while most rows stay for evaluation."""
+
+SPLITS = ("eval", "train", "all")
+"""Valid ``split`` arguments of the suite builders."""
+
+
+def split_of(row_id: str) -> str:
+    """``"train"`` or ``"eval"``: the part a BFCL row belongs to, by a stable hash.
+
+    The first 8 bytes of sha256(``"junction-split-v1:" + row_id``) as an integer, divided by
+    2**64, below ``TRAIN_FRACTION`` is train. Depends on nothing but the id (no seed, no
+    file order), so adding rows to a category never moves an existing row.
+    """
+    digest = hashlib.sha256(f"junction-split-v1:{row_id}".encode()).digest()
+    return "train" if int.from_bytes(digest[:8], "big") / 2**64 < TRAIN_FRACTION else "eval"
+
 
 POOL_LIMIT = 8
 """Candidates per lane handed to a strategy: the BM25 top 8 contexts and top 8 tools. Every
@@ -428,8 +457,12 @@ def _build(
     size: int | None,
     make_task: Callable[[BfclRow], BenchmarkTask],
     note: str,
+    split: str = "eval",
 ) -> SuiteBuild:
-    """Turn every usable row into a task (or a skip reason), then sample ``size`` tasks."""
+    """Turn every usable row into a task (or a skip reason), keep the rows of ``split``
+    (``split_of``), then sample ``size`` of them. ``ValueError`` on an unknown split."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     skipped = Counter(e for e in category.entries if isinstance(e, str))
     tasks: list[BenchmarkTask] = []
     for row in category.rows:
@@ -437,14 +470,17 @@ def _build(
             tasks.append(make_task(row))
         except _Skip as skip:
             skipped[str(skip.args[0])] += 1
-    chosen = _sample(tasks, size, suite, seed)
+    part = [t for t in tasks if split == "all" or split_of(t.metadata["bfcl_id"]) == split]
+    chosen = _sample(part, size, suite, seed)
     rows = len(category.entries)
     return SuiteBuild(
         tasks=chosen,
         rows_loaded=len(tasks),
         rows_skipped=dict(sorted(skipped.items())),
+        rows_held_out=len(tasks) - len(part),
         note=(f"BFCL {BFCL_VERSION} {_PREFIX}{category.name}.json: {rows} rows, "
-              f"{len(tasks)} loaded, {len(chosen)} sampled (seed {seed}); {note}"),
+              f"{len(tasks)} loaded, {len(part)} in the {split} split, {len(chosen)} sampled "
+              f"(seed {seed}); {note}"),
     )
 
 
@@ -486,6 +522,7 @@ def tool_suite(
     size: int | None = None,
     pool_size: int = DEFAULT_POOL_SIZE,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    split: str = "eval",
 ) -> SuiteBuild:
     """A tool-lane suite from any BFCL category with an answer file.
 
@@ -522,7 +559,7 @@ def tool_suite(
         )
 
     return _build(loaded, suite, seed, size, make_task,
-                  f"pool {pool_size} tools, budget {max_tokens} tokens")
+                  f"pool {pool_size} tools, budget {max_tokens} tokens", split)
 
 
 def multiple_suite(seed: int = 0, size: int | None = None, **kwargs: Any) -> SuiteBuild:
@@ -547,6 +584,7 @@ def irrelevance_suite(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     category: str = "irrelevance",
     suite: str = "bfcl-irrelevance",
+    split: str = "eval",
 ) -> SuiteBuild:
     """``bfcl-irrelevance``: no listed function fits; success means exposing no tool.
 
@@ -569,7 +607,7 @@ def irrelevance_suite(
         )
 
     return _build(loaded, suite, seed, size, make_task,
-                  f"pool {pool_size} tools, budget {max_tokens} tokens")
+                  f"pool {pool_size} tools, budget {max_tokens} tokens", split)
 
 
 # --------------------------------------------------------------------------- memory
@@ -671,6 +709,7 @@ def memory_suite(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     backend: str = DEFAULT_MEMORY_BACKEND,
     suite: str = "bfcl-memory",
+    split: str = "eval",
 ) -> SuiteBuild:
     """``bfcl-memory``: answer a question about the user from earlier conversations.
 
@@ -740,4 +779,5 @@ def memory_suite(
         )
 
     return _build(loaded, suite, seed, size, make_task,
-                  f"{backend} + distractors = {pool_size} tools, budget {max_tokens} tokens")
+                  f"{backend} + distractors = {pool_size} tools, budget {max_tokens} tokens",
+                  split)

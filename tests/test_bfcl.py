@@ -38,7 +38,8 @@ def built(suite: str, seed: int = 0, size: int | None = 6) -> SuiteBuild:
 
 
 def by_row_id(suite: str) -> dict:
-    return {t.metadata["bfcl_id"]: t for t in built(suite, size=None).tasks}
+    """Every loaded row of the suite, both parts of the train / evaluation split."""
+    return {t.metadata["bfcl_id"]: t for t in build_suite(suite, size=None, split="all").tasks}
 
 
 @lru_cache(maxsize=None)
@@ -334,11 +335,11 @@ def test_skipped_rows_counted_per_reason(tmp_path, monkeypatch):
         "no_answer": 1, "no_function_field": 1, "no_user_message": 1,
         "unsupported_param_type": 1,
     }
-    build = bfcl.tool_suite("fake", "fake-suite", size=None)
+    build = bfcl.tool_suite("fake", "fake-suite", size=None, split="all")
     assert build.rows_loaded == 1 and build.rows_skipped == category.skipped
     assert build.tasks[0].gold_tool_ids == ("g",)
     # the gold schema alone over the budget: counted, not dropped silently
-    tight = bfcl.tool_suite("fake", "fake-suite", size=None, max_tokens=5)
+    tight = bfcl.tool_suite("fake", "fake-suite", size=None, max_tokens=5, split="all")
     assert tight.rows_loaded == 0 and tight.rows_skipped["gold_over_budget"] == 1
 
 
@@ -370,7 +371,7 @@ def test_memory_skips_counted_per_reason(tmp_path, monkeypatch):
     ]
     _write_category(tmp_path, "memory", questions, answers)
     monkeypatch.setattr(bfcl, "_data_root", lambda: tmp_path)
-    build = bfcl.memory_suite(size=None, pool_size=2)
+    build = bfcl.memory_suite(size=None, pool_size=2, split="all")
     assert build.rows_loaded == 1
     assert build.rows_skipped == {"answer_not_in_source_turn": 1, "malformed_answer": 1,
                                   "source_not_found": 1, "unknown_scenario": 1}
@@ -396,7 +397,8 @@ def test_memory_skips_counted_per_reason(tmp_path, monkeypatch):
 ])
 def test_full_suite_accounting(suite, rows, loaded, skipped):
     build = built(suite, size=None)
-    assert build.rows_loaded == loaded == len(build.tasks)
+    assert build.rows_loaded == loaded == len(build.tasks) + build.rows_held_out
+    assert 0 < build.rows_held_out < loaded  # the training part
     assert build.rows_skipped == skipped
     assert build.rows_loaded + sum(build.rows_skipped.values()) == rows
     assert f"{rows} rows, {loaded} loaded" in build.note
