@@ -62,6 +62,20 @@ def _cmp(a: list[bool], b: list[bool]) -> dict:
             "p_value": round(c.p_value, 4), "n": c.n, "detected": c.detected}
 
 
+def _candidate_rows(task, pool, model, judge=None):
+    """(labels, BM25 scores, learned p, judge scores or []) over the pool's candidates."""
+    labels = candidate_labels(task, pool)
+    p = model.probabilities(task.router_view(), pool)
+    y, bm25, learned, js = [], [], [], []
+    for lane, cands in (("context", pool.contexts), ("tool", pool.tools)):
+        y.extend(int(v) for v in labels[lane])
+        bm25.extend(c.score for c in cands)
+        learned.extend(p[c.resource_id] for c in cands)
+        if judge is not None:
+            js.extend(judge[c.resource_id] for c in cands)
+    return y, bm25, learned, js
+
+
 def _judge_scores(tasks, pools) -> list[dict[str, float]]:
     from junction.environment import state_dir
     from junction.judge.cache import ScoreCache, judge_documents
@@ -111,12 +125,10 @@ def main() -> None:
         y, bm25, learned = [], [], []
         pools = [candidate_pools(t.router_view(), info.pool_limit) for t in tasks]
         for task, pool in zip(tasks, pools):
-            labels = candidate_labels(task, pool)
-            p = model.probabilities(task.router_view(), pool)
-            for lane, cands in (("context", pool.contexts), ("tool", pool.tools)):
-                y.extend(int(v) for v in labels[lane])
-                bm25.extend(c.score for c in cands)
-                learned.extend(p[c.resource_id] for c in cands)
+            ty, tb, tl, _ = _candidate_rows(task, pool, model)
+            y += ty
+            bm25 += tb
+            learned += tl
         ry, rp = reliability.setdefault(info.family, ([], []))
         ry.extend(y)
         rp.extend(learned)
@@ -150,13 +162,11 @@ def main() -> None:
             scores = _judge_scores(tasks[:k], pools[:k])
             jy, jb, jl, js = [], [], [], []
             for task, pool, sc in zip(tasks[:k], pools[:k], scores):
-                labels = candidate_labels(task, pool)
-                p = model.probabilities(task.router_view(), pool)
-                for lane, cands in (("context", pool.contexts), ("tool", pool.tools)):
-                    jy.extend(int(v) for v in labels[lane])
-                    jb.extend(c.score for c in cands)
-                    jl.extend(p[c.resource_id] for c in cands)
-                    js.extend(sc[c.resource_id] for c in cands)
+                ty, tb, tl, tj = _candidate_rows(task, pool, model, sc)
+                jy += ty
+                jb += tb
+                jl += tl
+                js += tj
             row["judge_subset"] = {"tasks": k, "auc_judge": _auc(jy, js),
                                    "auc_bm25": _auc(jy, jb), "auc_learned": _auc(jy, jl)}
         out["suites"][suite] = row

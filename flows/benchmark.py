@@ -36,6 +36,7 @@ from junction_datasets import (
     SuiteInfo,
     build_suite,
     calibration_tasks,
+    training_source,
     get_suite,
     suite_names,
 )
@@ -175,11 +176,13 @@ def _agent(model: str | None):
 def _strategy(name: str):
     """One strategy instance per process (a judge loads its model once), with a call lock.
 
-    Strategies that calibrate get the calibration split (``calibration_tasks``), which no
-    benchmark run evaluates."""
+    Strategies that calibrate get the calibration split (``calibration_tasks``) and the
+    learned ones each family's training part (``training_source``); no benchmark run
+    evaluates either."""
     with _STRATEGIES_LOCK:
         if name not in _STRATEGIES:
-            _STRATEGIES[name] = (make_strategy(name, calibration_tasks=calibration_tasks()),
+            _STRATEGIES[name] = (make_strategy(name, calibration_tasks=calibration_tasks(),
+                                               training=training_source()),
                                  threading.Lock())
         return _STRATEGIES[name]
 
@@ -245,6 +248,8 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
         records, timings = evaluate_batch(tasks, strategy_fn, strategy, run_id, seed, scale,
                                           pool_limit, agent=agent, agent_task_ids=ids)
     store.write_unit(run_id, suite, strategy, unit, records, timings)
+    for model in getattr(strategy_fn, "fitted_models", list)():
+        store.write_learned_model(model.family, model.sha256, model.record())
     return {"unit": unit, "skipped": False, "tasks": len(tasks),
             "successes": sum(r.success for r in records)}
 

@@ -129,6 +129,20 @@ class TraceStore:
         self._atomic_write(path, self._parquet_bytes(records_to_table(records)))
         return path
 
+    def learned_model_path(self, family: str, sha256: str) -> str:
+        """``learned/<family>-<sha256>.json``: a learned model's record (content-addressed,
+        shared by every run that used it; traces name it by ``learned_model``)."""
+        return f"{self.base}/learned/{check_name(family, 'family')}-{check_name(sha256, 'sha256')}.json"
+
+    def write_learned_model(self, family: str, sha256: str, record: dict[str, Any]) -> str:
+        """Write a learned model's record once (atomic; an existing file is kept: same
+        name, same content). Returns its path."""
+        path = self.learned_model_path(family, sha256)
+        if not self.fs.exists(path):
+            text = json.dumps(record, sort_keys=True, indent=1, allow_nan=False)
+            self._atomic_write(path, text.encode())
+        return path
+
     def trace_files(self, run_id: str | None = None) -> list[str]:
         """Every trace file (sorted), optionally of one run."""
         run = check_name(run_id, "run_id") if run_id else "*"

@@ -28,7 +28,7 @@ def flaky(monkeypatch):
 
     fail = {"on": False}
 
-    def factory(calibration_tasks=()):
+    def factory(calibration_tasks=(), training=None):
         selector = EnumerationJointSelector()
 
         def strategy(view, pool_limit):

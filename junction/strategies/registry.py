@@ -1,14 +1,17 @@
 """The strategy registry: name -> factory of a ready strategy.
 
-A factory is called once per worker process as ``factory(calibration_tasks=...)``;
-``calibration_tasks`` are tasks of a split the benchmark never evaluates (the caller
-builds them: the library holds no suite builders). Strategies that learn nothing ignore
-them; ``judge_admission`` calibrates its admission floor on them.
+A factory is called once per worker process as ``factory(calibration_tasks=...,
+training=...)``; ``calibration_tasks`` are tasks of a split the benchmark never evaluates
+and ``training`` a ``TrainingSource`` of each suite family's training part (the caller
+builds both: the library holds no suite builders). Strategies that learn nothing ignore
+them; ``judge_admission`` calibrates its admission floor on the first, ``learned_exact``
+and ``learned_split`` fit their models on the second.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from junction.errors import UnknownNameError
 from junction.strategies.base import Strategy
@@ -24,7 +27,8 @@ __all__ = [
 ]
 
 StrategyFactory = Callable[..., Strategy]
-"""``factory(calibration_tasks: Sequence[BenchmarkTask]) -> Strategy``."""
+"""``factory(calibration_tasks: Sequence[BenchmarkTask], training: TrainingSource | None)
+-> Strategy``."""
 
 STRATEGY_FACTORIES: dict[str, StrategyFactory] = {}
 
@@ -49,51 +53,66 @@ def strategy_factory(name: str) -> StrategyFactory:
         ) from None
 
 
-def make_strategy(name: str, calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strategy:
+def make_strategy(name: str, calibration_tasks: Sequence[BenchmarkTask] = (),
+                  training: Any = None) -> Strategy:
     """A ready strategy callable ``(view, pool_limit) -> StrategyResult``.
 
-    ``calibration_tasks``: see the module docstring (``judge_admission`` raises
-    ``AdmissionError`` without them unless built with a fixed floor). Raises
-    ``UnknownNameError`` listing the valid names.
+    ``calibration_tasks`` and ``training`` (a ``junction.strategies.learned.TrainingSource``
+    or None): see the module docstring (``judge_admission`` raises ``AdmissionError``
+    without calibration tasks unless built with a fixed floor; the learned strategies keep
+    the tasks' own utilities without a training source). Raises ``UnknownNameError``
+    listing the valid names.
     """
-    return strategy_factory(name)(calibration_tasks=tuple(calibration_tasks))
+    return strategy_factory(name)(calibration_tasks=tuple(calibration_tasks), training=training)
 
 
-def _exact(calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strategy:
+def _exact(calibration_tasks: Sequence[BenchmarkTask] = (), training: Any = None) -> Strategy:
     from junction.strategies.exact import make_exact_strategy
 
     return make_exact_strategy()
 
 
-def _fixed_split(calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strategy:
+def _fixed_split(calibration_tasks: Sequence[BenchmarkTask] = (), training: Any = None) -> Strategy:
     from junction.strategies.splits import make_fixed_split_strategy
 
     return make_fixed_split_strategy()
 
 
-def _adaptive_split(calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strategy:
+def _adaptive_split(calibration_tasks: Sequence[BenchmarkTask] = (), training: Any = None) -> Strategy:
     from junction.strategies.splits import make_adaptive_split_strategy
 
     return make_adaptive_split_strategy()
 
 
-def _judge_admission(calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strategy:
+def _judge_admission(calibration_tasks: Sequence[BenchmarkTask] = (), training: Any = None) -> Strategy:
     # Imported on first use: it loads a language model (once per worker process).
     from junction.strategies.judge_admission import make_judge_admission_strategy
 
     return make_judge_admission_strategy(calibration_tasks=calibration_tasks)
 
 
-def _bfcl_listed(calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strategy:
+def _bfcl_listed(calibration_tasks: Sequence[BenchmarkTask] = (), training: Any = None) -> Strategy:
     from junction.strategies.references import make_bfcl_listed
 
     return make_bfcl_listed()
 
 
-def _all_tools(calibration_tasks: Sequence[BenchmarkTask] = ()) -> Strategy:
+def _all_tools(calibration_tasks: Sequence[BenchmarkTask] = (), training: Any = None) -> Strategy:
     from junction.strategies.references import make_all_tools
 
     return make_all_tools()
+
+
+def _learned_exact(calibration_tasks: Sequence[BenchmarkTask] = (), training: Any = None) -> Strategy:
+    from junction.strategies.learned import make_learned_strategy
+
+    return make_learned_strategy(joint=True, training=training)
+
+
+def _learned_split(calibration_tasks: Sequence[BenchmarkTask] = (), training: Any = None) -> Strategy:
+    from junction.strategies.learned import make_learned_strategy
+
+    return make_learned_strategy(joint=False, training=training)
 
 
 register_strategy("exact", _exact)
@@ -102,3 +121,5 @@ register_strategy("adaptive_split", _adaptive_split)
 register_strategy("judge_admission", _judge_admission)
 register_strategy("bfcl_listed", _bfcl_listed)
 register_strategy("all_tools", _all_tools)
+register_strategy("learned_exact", _learned_exact)
+register_strategy("learned_split", _learned_split)
