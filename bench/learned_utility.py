@@ -84,7 +84,7 @@ def _judge_scores(tasks, pools) -> list[dict[str, float]]:
     from junction.strategies.judge_admission import STRATEGY_JUDGE_CONFIG, candidate_text
 
     judge = load_judge(STRATEGY_JUDGE_CONFIG)
-    cache = ScoreCache(state_dir() / "judge_cache.sqlite")
+    cache = ScoreCache(state_dir() / "judge_scores.sqlite")
     out = []
     for task, pool in zip(tasks, pools):
         view = task.router_view()
@@ -104,9 +104,10 @@ def main() -> None:
     ap.add_argument("--plot", default=str(ROOT / "reports" / "learned-reliability.png"))
     args = ap.parse_args()
 
-    # the benchmark's own strategies and training source; learned_split fits its own copy
-    # on first use (same rows, so the same model: the sha256s below are equal)
-    strategies = {n: make_strategy(n, training=training_source()) for n in STRATEGIES}
+    # the benchmark's own strategies and training source (both learned strategies share
+    # the process's fitted model)
+    source = training_source()
+    strategies = {n: make_strategy(n, training=source) for n in STRATEGIES}
     fits, families = {}, {}
     for suite in SUITES:
         family = suite_family(suite)

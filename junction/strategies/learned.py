@@ -10,7 +10,8 @@ and ``adaptive_split`` they separate "better utilities" from "joint selection".
 Training: the strategy is given a ``TrainingSource`` (the caller builds it from the suite
 builders: ``family(suite)`` names the suite's family or None, ``tasks(family)`` builds the
 family's training part, which no benchmark run evaluates). The model is fitted on first use
-per (family, pool limit) and kept for the process. A suite without a family (toy, synthetic,
+per (training source, family, pool limit, seed) and kept for the process, shared by both
+strategies (the fit is deterministic, so sharing changes no result, only the time). A suite without a family (toy, synthetic,
 user files), or a strategy made without a source, keeps the task's own utilities and pairs
 (so ``learned_exact`` selects as ``exact`` there) and its traces say
 ``learned_fallback``. Traces name the model by ``learned_model`` (the sha256 of its stored
@@ -42,6 +43,10 @@ class TrainingSource:
     tasks: Callable[[str], "list[BenchmarkTask]"]
 
 
+_FITTED: dict[tuple[Any, ...], LearnedUtility] = {}
+_FITTED_LOCK = threading.Lock()
+
+
 class LearnedStrategy:
     """A ready strategy ``(view, pool_limit) -> StrategyResult`` (module docstring)."""
 
@@ -51,23 +56,25 @@ class LearnedStrategy:
         self.training = training
         self.seed = seed
         self.selector: Selector = AutoJointSelector() if joint else AdaptiveSplitBaseline()
-        self._models: dict[tuple[str, int | None], LearnedUtility] = {}
-        self._lock = threading.Lock()
+        self._used: dict[tuple[Any, ...], LearnedUtility] = {}
 
     def model(self, family: str, pool_limit: int | None) -> LearnedUtility:
-        """The family's fitted model (fitted on first call; thread-safe)."""
-        assert self.training is not None
-        with self._lock:
-            key = (family, pool_limit)
-            if key not in self._models:
-                self._models[key] = fit_learned_utility(
+        """The family's fitted model (fitted on first call in the process; thread-safe).
+        Raises ``LearnedModelError`` when the family has no training task."""
+        if self.training is None:
+            raise ValueError("a learned strategy made without a training source has no model")
+        key = (self.training, family, pool_limit, self.seed)
+        with _FITTED_LOCK:
+            if key not in _FITTED:
+                _FITTED[key] = fit_learned_utility(
                     family, self.training.tasks(family), pool_limit, self.seed)
-            return self._models[key]
+            self._used[key] = _FITTED[key]
+            return _FITTED[key]
 
     def fitted_models(self) -> list[LearnedUtility]:
-        """Every model fitted so far, in fitting order."""
-        with self._lock:
-            return list(self._models.values())
+        """Every model this strategy has used, in first-use order."""
+        with _FITTED_LOCK:
+            return list(self._used.values())
 
     def __call__(self, view: RouterView, pool_limit: int | None) -> StrategyResult:
         pools = candidate_pools(view, pool_limit)

@@ -1,0 +1,198 @@
+"""Learned utility (issue 16): the split, no leakage, calibration, determinism, strategies."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from junction.execution import execute, verify
+from junction.learned import fit_learned_utility, fit_probability_model
+from junction.learned.features import UNARY_FEATURES, pair_features, unary_features
+from junction.learned.model import LearnedModelError
+from junction.select import AutoJointSelector
+from junction.store import TraceStore
+from junction.strategies import candidate_pools, make_strategy
+from junction.tasks import VerifierSpec
+from junction_datasets import (
+    build_suite,
+    family_training_tasks,
+    suite_family,
+    training_source,
+)
+from junction_datasets.bfcl import TRAIN_FRACTION, split_of
+
+from tests.test_bfcl import needs_data
+
+
+def _ids(suite: str, split: str, seed: int = 0) -> set[str]:
+    return {t.metadata["bfcl_id"] for t in build_suite(suite, seed=seed, size=None, split=split).tasks}
+
+
+@needs_data
+@pytest.mark.parametrize("suite", ["bfcl-multiple", "bfcl-irrelevance", "bfcl-memory"])
+def test_split_is_disjoint_complete_and_stable(suite):
+    train, evaluation, every = _ids(suite, "train"), _ids(suite, "eval"), _ids(suite, "all")
+    assert train and evaluation
+    assert not train & evaluation
+    assert train | evaluation == every
+    # stable: another seed (other distractors, other samples) splits the same rows
+    assert _ids(suite, "eval", seed=3) == evaluation
+    assert all(split_of(i) == "train" for i in train)
+    # the default build is the evaluation part, and a sample never leaves it
+    assert {t.metadata["bfcl_id"] for t in build_suite(suite, size=5).tasks} <= evaluation
+
+
+def test_split_fraction_follows_the_hash():
+    parts = [split_of(f"row_{i}") for i in range(5000)]
+    assert abs(parts.count("train") / 5000 - TRAIN_FRACTION) < 0.03
+    assert parts == [split_of(f"row_{i}") for i in range(5000)]
+
+
+def test_split_errors_are_named():
+    with pytest.raises(ValueError, match="no training part"):
+        build_suite("synthetic", size=2, split="train")
+    with pytest.raises(ValueError, match="split must be one of"):
+        build_suite("bfcl-multiple", size=2, split="test")
+
+
+@pytest.fixture(scope="module")
+def memory_training():
+    return family_training_tasks("bfcl-memory")
+
+
+@pytest.fixture(scope="module")
+def memory_model(memory_training):
+    return fit_learned_utility("bfcl-memory", memory_training, 8)
+
+
+@needs_data
+def test_training_rows_are_never_evaluation_rows(memory_training):
+    evaluation = {t.task_id for s in ("bfcl-memory",)
+                  for t in build_suite(s, size=None).tasks}
+    assert memory_training and not {t.task_id for t in memory_training} & evaluation
+    assert suite_family("bfcl-irrelevance") == suite_family("bfcl-multiple") == "bfcl-tools"
+    assert suite_family("synthetic") is None and suite_family("my-file-suite") is None
+
+
+@needs_data
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_gold_and_verifier_never_reach_a_feature(memory_training, memory_model, data):
+    """Property: changing a task's gold ids, verifier and metadata changes no feature,
+    no probability and no learned problem."""
+    task = data.draw(st.sampled_from(memory_training[:10]))
+    ids = [c.id for c in task.contexts]
+    tool_ids = [t.id for t in task.tools]
+    other = task.model_copy(update={
+        "gold_context_ids": tuple(data.draw(st.lists(st.sampled_from(ids), max_size=3))),
+        "gold_tool_ids": tuple(data.draw(st.lists(st.sampled_from(tool_ids), max_size=3))),
+        "verifier": VerifierSpec(kind="context_answer",
+                                 params={"answers": data.draw(st.lists(st.text(), max_size=2))}),
+        "metadata": {"source": data.draw(st.text()), "gold_calls": ids[:2]},
+    })
+    views = [t.router_view() for t in (task, other)]
+    pools = [candidate_pools(v, 8) for v in views]
+    a, b = (unary_features(v, p) for v, p in zip(views, pools))
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    pa, pb = (memory_model.probabilities(v, p) for v, p in zip(views, pools))
+    assert pa == pb
+    assert (pair_features(views[0], pools[0], pa, memory_model.prior)[1].tolist()
+            == pair_features(views[1], pools[1], pb, memory_model.prior)[1].tolist())
+    problems = [memory_model.problem(v, p)[0] for v, p in zip(views, pools)]
+    assert problems[0] == problems[1]
+
+
+def test_calibration_recovers_known_probabilities():
+    """A logistic truth p = sigmoid(1.5 x0 - x1 + 0.5 x2 - 0.5): the fitted probabilities
+    on fresh rows are within 0.03 of the truth on average, 0.1 at worst."""
+    rng = np.random.default_rng(7)
+    w, b = np.array([1.5, -1.0, 0.5]), -0.5
+
+    def draw(n):
+        X = rng.normal(size=(n, 3))
+        p = 1 / (1 + np.exp(-(X @ w + b)))
+        return X, (rng.random(n) < p).astype(int), p
+
+    X, y, _ = draw(4000)
+    model = fit_probability_model(X, y, ("x0", "x1", "x2"), seed=0)
+    Xt, _, pt = draw(2000)
+    err = np.abs(model.predict(Xt) - pt)
+    assert err.mean() < 0.03 and err.max() < 0.1
+    again = fit_probability_model(X, y, ("x0", "x1", "x2"), seed=0)
+    assert again.describe() == model.describe()
+
+
+def test_a_class_too_small_to_calibrate_gives_a_constant():
+    X = np.zeros((10, 2))
+    model = fit_probability_model(X, [0] * 10, ("a", "b"))
+    assert model.estimator is None and model.predict(X).tolist() == [0.5 / 11] * 10
+    with pytest.raises(LearnedModelError, match="expects 2 columns"):
+        model.predict(np.zeros((1, 3)))
+    with pytest.raises(LearnedModelError, match="not finite"):
+        fit_probability_model(np.array([[math.nan, 0.0]] * 4), [0, 1, 0, 1], ("a", "b"))
+
+
+@needs_data
+def test_fit_is_deterministic(memory_training, memory_model):
+    again = fit_learned_utility("bfcl-memory", memory_training, 8)
+    assert again.sha256 == memory_model.sha256
+    assert json.dumps(again.record(), sort_keys=True) == json.dumps(memory_model.record(),
+                                                                     sort_keys=True)
+    record = memory_model.record()
+    assert record["context_model"]["features"] == list(UNARY_FEATURES)
+    assert record["training"]["task_ids"] == [t.task_id for t in memory_training]
+    assert record["lambda"] in {r["lambda"] for r in record["search"]}
+    # the suite's gold names contexts only: no gold pair, so no pair model, no interaction
+    assert record["pair_model"] is None and record["training"]["gold_pairs"] == 0
+
+
+@needs_data
+def test_expected_value_objective_abstains(memory_model, memory_training):
+    view = memory_training[0].router_view()
+    pools = candidate_pools(view, 8)
+    problem, p = memory_model.problem(view, pools, lam=0.0)
+    assert all(problem.unary[r] == pytest.approx(p[r], abs=1e-9) for r in p)
+    # a token price no candidate can pay exposes nothing: abstention without a special case
+    expensive, _ = memory_model.problem(view, pools, lam=1e6)
+    assert max(expensive.unary.values()) < 0
+    sel = AutoJointSelector().select(expensive)
+    assert sel.context_ids == () and sel.tool_ids == ()
+
+
+@needs_data
+def test_learned_strategies_trace_their_model(tmp_path, memory_model):
+    source = training_source()
+    exact_learned = make_strategy("learned_exact", training=source)
+    split_learned = make_strategy("learned_split", training=source)
+    tasks = build_suite("bfcl-memory", size=3).tasks
+    for task in tasks:
+        a = exact_learned(task.router_view(), 8)
+        b = split_learned(task.router_view(), 8)
+        assert a.extra["learned_model"] == b.extra["learned_model"] == memory_model.sha256
+        assert a.extra["learned_family"] == "bfcl-memory"
+        assert set(a.extra["learned_p"]) == {c.resource_id for c in
+                                             (*a.pools.contexts, *a.pools.tools)}
+        again = exact_learned(task.router_view(), 8)
+        assert again.selection.model_copy(update={"solve_time_ms": None}) == \
+            a.selection.model_copy(update={"solve_time_ms": None})
+        verify(task, execute(task, a.selection.context_ids, a.selection.tool_ids))
+    (model,) = exact_learned.fitted_models()
+    store = TraceStore(str(tmp_path))
+    path = store.write_learned_model(model.family, model.sha256, model.record())
+    assert path.endswith(f"learned/bfcl-memory-{model.sha256}.json")
+    assert json.loads(open(path).read())["lambda"] == model.lam
+
+
+def test_without_a_training_part_learned_exact_selects_as_exact():
+    task = build_suite("coupling").tasks[0]
+    learned = make_strategy("learned_exact", training=training_source())(task.router_view(), None)
+    exact = make_strategy("exact")(task.router_view(), None)
+    assert learned.selection.exposed_ids == exact.selection.exposed_ids
+    assert "no training part" in learned.extra["learned_fallback"]
+    bare = make_strategy("learned_split")(task.router_view(), None)
+    assert bare.extra == {"learned_fallback": "no training source"}
