@@ -50,7 +50,8 @@ bench: setup
 # every evaluation row, with the all_tools reference the default run leaves out
 bench-nightly: setup
 	$(VENV)/bin/junction bench --full --strategy adaptive_split --strategy all_tools \
-		--strategy bfcl_listed --strategy exact --strategy fixed_split --strategy judge_admission
+		--strategy bfcl_listed --strategy exact --strategy fixed_split --strategy judge_admission \
+		--strategy learned_exact --strategy learned_split
 
 test: setup
 	$(PY) -m pytest

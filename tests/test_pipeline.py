@@ -154,3 +154,19 @@ def test_cli_user_mistakes_are_one_line(tmp_path):
     out = _cli("sql", "select 1", env_root=tmp_path)
     assert out.returncode == 1 and "no traces under" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_learned_strategies_in_the_flow_store_their_model(prefect_harness, tmp_path):
+    """learned_exact / learned_split through the flow: traces name the model, the record is
+    stored once under learned/, and on a suite without a training part both fall back."""
+    out = _run(tmp_path, suites=["bfcl-memory", "coupling"], size=2,
+               strategies=["learned_exact", "learned_split", "exact"])
+    store = TraceStore(str(tmp_path / "wh"))
+    rows = store.read_traces(out["run_id"]).to_pylist()
+    extras = {(r["suite"], r["strategy"]): json.loads(r["extra_json"]) for r in rows}
+    memory = extras[("bfcl-memory", "learned_exact")]
+    assert memory["learned_family"] == "bfcl-memory"
+    assert extras[("bfcl-memory", "learned_split")]["learned_model"] == memory["learned_model"]
+    stored = tmp_path / "wh" / "learned" / f"bfcl-memory-{memory['learned_model']}.json"
+    assert json.loads(stored.read_text())["lambda"] == memory["learned_lambda"]
+    assert "no training part" in extras[("coupling", "learned_exact")]["learned_fallback"]
