@@ -32,7 +32,7 @@ __all__ = ["ALPHA", "INTERACTION_BLIND", "PRIMARY_OUTCOMES", "PairedComparison",
 
 ALPHA = 0.05
 CONFIDENCE = 0.95
-INTERACTION_BLIND = ("fixed_split", "adaptive_split")
+INTERACTION_BLIND = ("fixed_split", "adaptive_split", "learned_split")
 """Strategies that rank each resource type alone and ignore context–tool interactions."""
 PRIMARY_OUTCOMES = ("agent_success", "success")
 """Trace columns tried in order for a suite's primary outcome: agent success where the
