@@ -248,10 +248,11 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
         records, timings = evaluate_batch(tasks, strategy_fn, strategy, run_id, seed, scale,
                                           pool_limit, agent=agent, agent_task_ids=ids)
     store.write_unit(run_id, suite, strategy, unit, records, timings)
-    for model in getattr(strategy_fn, "fitted_models", list)():
-        store.write_learned_model(model.family, model.sha256, model.record())
+    learned = [store.write_learned_model(m.family, m.sha256, m.record())
+               for m in getattr(strategy_fn, "fitted_models", list)()]
     return {"unit": unit, "skipped": False, "tasks": len(tasks),
-            "successes": sum(r.success for r in records)}
+            "successes": sum(r.success for r in records),
+            "learned_models": [p.rsplit("/", 1)[-1] for p in learned]}
 
 
 @task(name="run-unit", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
@@ -479,6 +480,8 @@ def _suite_summary(built: SuiteBuild, sampling: str,
         out["strategy_tasks"] = fewer
     if agent_ids:
         out["agent_tasks"] = len(agent_ids)
+    if built.rows_held_out:
+        out["rows_held_out"] = built.rows_held_out  # the training part, never evaluated
     return out
 
 
@@ -586,6 +589,8 @@ def benchmark(
         "started_at": (existing or {}).get("started_at") or datetime.now(UTC).isoformat(),
         "finished_at": None, "status": "running",
     }
+    if (existing or {}).get("learned_models"):
+        meta["learned_models"] = existing["learned_models"]
     store.write_run_meta(run_id, meta)
     try:
         result = _run_units(store, output_root, reports_root, run_id, loaded, plan,
@@ -629,6 +634,10 @@ def _run_units(store: TraceStore, output_root: str, reports_root: str, run_id: s
     for future in as_completed(futures):
         results.append(future.result())
         _report_progress(len(results), len(futures))
+    learned = sorted({*meta.get("learned_models", ()),
+                      *(m for r in results for m in r.get("learned_models", ()))})
+    if learned:  # file names under learned/ (a resumed run keeps the earlier ones)
+        meta["learned_models"] = learned
     meta.update(finished_at=datetime.now(UTC).isoformat(), status="completed",
                 suites=suite_info)
     store.write_run_meta(run_id, meta)

@@ -170,3 +170,4 @@ def test_learned_strategies_in_the_flow_store_their_model(prefect_harness, tmp_p
     stored = tmp_path / "wh" / "learned" / f"bfcl-memory-{memory['learned_model']}.json"
     assert json.loads(stored.read_text())["lambda"] == memory["learned_lambda"]
     assert "no training part" in extras[("coupling", "learned_exact")]["learned_fallback"]
+    assert store.read_run_meta(out["run_id"])["learned_models"] == [stored.name]
