@@ -15,6 +15,9 @@ as the benchmark's learned strategies do), then on the evaluation part of each s
   irrelevance, an answer-bearing context exposed on memory), with Newcombe's paired 95%
   interval (``junction.verdicts.paired_comparison``) of learned_exact − exact and
   learned_exact − learned_split; on bfcl-irrelevance success is correct abstention;
+- ``abstention_auc``: over the tool suites' evaluation tasks, the ROC AUC of the best
+  tool's BM25 score, learned p (and judge score, on the judged subset) for telling a task
+  that needs a tool from an irrelevance task: the ceiling on abstaining without losses;
 - per family: lam, tau, training success per lam, learned pairs over the evaluation
   problems, the fit time; per suite the median learned_exact selection time per task.
 
@@ -119,6 +122,8 @@ def main() -> None:
 
     out: dict = {"suites": {}, "families": {}}
     reliability: dict[str, tuple[list[int], list[float]]] = {}
+    # per tool-family task: (needs a tool, best tool's BM25, best tool's p, best judge or None)
+    tops: list[tuple[int, float, float, float | None]] = []
     for suite in SUITES:
         info = get_suite(suite)
         tasks = build_suite(suite, seed=0, size=args.size).tasks
@@ -130,6 +135,11 @@ def main() -> None:
             y += ty
             bm25 += tb
             learned += tl
+            if info.family == "bfcl-tools" and pool.tools:
+                p = model.probabilities(task.router_view(), pool)
+                tops.append((int(task.verifier.kind != "no_tools"),
+                             max(c.score for c in pool.tools),
+                             max(p[c.resource_id] for c in pool.tools), None))
         ry, rp = reliability.setdefault(info.family, ([], []))
         ry.extend(y)
         rp.extend(learned)
@@ -163,6 +173,12 @@ def main() -> None:
             scores = _judge_scores(tasks[:k], pools[:k])
             jy, jb, jl, js = [], [], [], []
             for task, pool, sc in zip(tasks[:k], pools[:k], scores):
+                if info.family == "bfcl-tools" and pool.tools:
+                    p = model.probabilities(task.router_view(), pool)
+                    tops.append((int(task.verifier.kind != "no_tools"),
+                                 max(c.score for c in pool.tools),
+                                 max(p[c.resource_id] for c in pool.tools),
+                                 max(sc[c.resource_id] for c in pool.tools)))
                 ty, tb, tl, tj = _candidate_rows(task, pool, model, sc)
                 jy += ty
                 jb += tb
@@ -171,6 +187,18 @@ def main() -> None:
             row["judge_subset"] = {"tasks": k, "auc_judge": _auc(jy, js),
                                    "auc_bm25": _auc(jy, jb), "auc_learned": _auc(jy, jl)}
         out["suites"][suite] = row
+    # can the best tool's score tell a task that needs a tool from an irrelevance task?
+    every = [t for t in tops if t[3] is None]
+    judged = [t for t in tops if t[3] is not None]
+    out["abstention_auc"] = {
+        "tasks": len(every), "bm25": _auc([t[0] for t in every], [t[1] for t in every]),
+        "learned": _auc([t[0] for t in every], [t[2] for t in every]),
+        "judge_subset": None if not judged else {
+            "tasks": len(judged),
+            "bm25": _auc([t[0] for t in judged], [t[1] for t in judged]),
+            "learned": _auc([t[0] for t in judged], [t[2] for t in judged]),
+            "judge": _auc([t[0] for t in judged], [t[3] for t in judged])},
+    }
     for family, model in fits.items():
         rec = model.record()
         out["families"][family] = {
@@ -181,6 +209,8 @@ def main() -> None:
             "gold_pairs_in_training": rec["training"]["gold_pairs"],
             "training_success_by_lambda": {str(r["lambda"]): r["training_success"]
                                            for r in rec["search"]},
+            "training_success_by_lambda_and_suite": {str(r["lambda"]): r["by_suite"]
+                                                     for r in rec["search"]},
         }
     if args.plot:
         import matplotlib

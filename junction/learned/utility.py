@@ -202,7 +202,9 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                 per_suite.setdefault(t.suite, []).append(_success(t, problem, selector))
             score = float(np.mean([np.mean(s) for s in per_suite.values()]))
             model.search.append({"lambda": lam, "tau": None if math.isinf(tau) else tau,
-                                 "training_success": round(score, 6)})
+                                 "training_success": round(score, 6),
+                                 "by_suite": {k: round(float(np.mean(v)), 6)
+                                              for k, v in sorted(per_suite.items())}})
             if best is None or score > best[0] + 1e-12:
                 best = (score, lam, tau)
     assert best is not None
