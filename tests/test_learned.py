@@ -196,3 +196,20 @@ def test_without_a_training_part_learned_exact_selects_as_exact():
     assert "no training part" in learned.extra["learned_fallback"]
     bare = make_strategy("learned_split")(task.router_view(), None)
     assert bare.extra == {"learned_fallback": "no training source"}
+
+
+def test_pair_model_where_training_has_gold_pairs():
+    """Synthetic tasks plant a gold context and a gold tool in one task: the pair model is
+    fitted, and the learned interactions are sparse (|w| >= tau) and change the problem."""
+    tasks = build_suite("synthetic", seed=1, size=40).tasks
+    model = fit_learned_utility("synthetic-test", tasks, 8)
+    record = model.record()
+    assert record["training"]["gold_pairs"] >= 2 and record["pair_model"] is not None
+    assert record["tau"] in {r["tau"] for r in record["search"]}
+    view = build_suite("synthetic", seed=0, size=1).tasks[0].router_view()
+    pools = candidate_pools(view, 8)
+    joint, p = model.problem(view, pools)
+    assert all(abs(w) >= model.tau for w in joint.interactions.values())
+    assert len(joint.interactions) < len(pools.contexts) * len(pools.tools)
+    alone, _ = model.problem(view, pools, pairs=False)
+    assert alone.interactions == {} and alone.unary == joint.unary
