@@ -107,11 +107,80 @@ def _headline_document(headline: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+LEARNED_STRATEGIES = ("learned_exact", "learned_split")
+"""Strategies whose traces carry ``learned_p`` (p(gold) per candidate); both use the same
+model, so calibration is read from the first that ran."""
+
+
+def learned_calibration(traces: pa.Table) -> list[dict[str, Any]]:
+    """Calibration of the learned p(gold) on the run's (evaluation) tasks.
+
+    Per suite and budget scale, over every pool candidate of the first of
+    ``LEARNED_STRATEGIES`` that ran: candidates, gold candidates, mean p, gold rate, the
+    Brier score (``sklearn.metrics.brier_score_loss``: mean squared p − label) and the
+    model sha256s (``learned_model``). Rows without ``learned_p`` (a fallback) are left
+    out; [] when no learned strategy ran.
+    """
+    if not traces.num_rows:
+        return []
+    from sklearn.metrics import brier_score_loss
+
+    rows = traces.select(["suite", "strategy", "budget_scale", "seed", "task_id", "extra_json",
+                          "gold_context_ids", "gold_tool_ids"]).to_pylist()
+    rows.sort(key=lambda r: (r["suite"], r["budget_scale"], r["seed"], r["task_id"]))
+    groups: dict[tuple[str, float], dict[str, Any]] = {}
+    for strategy in LEARNED_STRATEGIES:
+        for r in rows:
+            key = (r["suite"], float(r["budget_scale"]))
+            if r["strategy"] != strategy or groups.get(key, {}).get("strategy", strategy) != strategy:
+                continue
+            extra = json.loads(r["extra_json"] or "{}")
+            p = extra.get("learned_p")
+            if not p:
+                continue
+            gold = {*(r["gold_context_ids"] or ()), *(r["gold_tool_ids"] or ())}
+            g = groups.setdefault(key, {"strategy": strategy, "y": [], "p": [], "models": set()})
+            for rid in sorted(p):
+                g["y"].append(int(rid in gold))
+                g["p"].append(float(p[rid]))
+            g["models"].add(extra["learned_model"])
+    out = []
+    for (suite, scale), g in sorted(groups.items()):
+        n = len(g["y"])
+        out.append({"suite": suite, "budget_scale": scale, "strategy": g["strategy"],
+                    "candidates": n, "gold": sum(g["y"]),
+                    "mean_p": _round(math.fsum(g["p"]) / n), "gold_rate": _round(sum(g["y"]) / n),
+                    "brier": _round(float(brier_score_loss(g["y"], g["p"]))),
+                    "models": sorted(g["models"])})
+    return out
+
+
+def _calibration_lines(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["## Learned utility calibration", "",
+             "p(gold) of the learned model over every pool candidate of the run's tasks "
+             "(evaluation rows only: the model was fitted on the training part). Brier: mean "
+             "squared difference of p and the gold label (0 is perfect; a model that knew "
+             "only the gold rate r scores r(1 − r)).", "",
+             "| suite | budget scale | from | candidates | gold | mean p | gold rate | Brier | model |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['suite']} | {r['budget_scale']:g} | {r['strategy']} | "
+                     f"{r['candidates']} | {r['gold']} | {_fmt(r['mean_p'])} | "
+                     f"{_fmt(r['gold_rate'])} | {_fmt(r['brier'])} | "
+                     f"{', '.join(m[:12] for m in r['models'])} |")
+    lines.append("")
+    return lines
+
+
 def metrics_document(summary: list[dict[str, Any]], params: dict[str, Any],
                      suites: dict[str, Any],
-                     headline: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The content of ``metrics.json``: params, suite load stats, the summary rows and the
-    headline (no timings: those are not determined by the inputs)."""
+                     headline: list[dict[str, Any]] | None = None,
+                     calibration: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The content of ``metrics.json``: params, suite load stats, the summary rows, the
+    headline and, when a learned strategy ran, ``learned_calibration`` (suite -> scale ->
+    ``learned_calibration``'s row); no timings: those are not determined by the inputs."""
     nested: dict[str, Any] = {}
     for row in summary:
         key = f"{row['suite']}"
@@ -122,6 +191,12 @@ def metrics_document(summary: list[dict[str, Any]], params: dict[str, Any],
     doc = {"params": params, "suites": suites, "results": nested}
     if headline is not None:
         doc["headline"] = _headline_document(headline)
+    if calibration:
+        doc["learned_calibration"] = {
+            r["suite"]: {} for r in calibration}
+        for r in calibration:
+            doc["learned_calibration"][r["suite"]][f"budget_scale={r['budget_scale']:g}"] = {
+                k: v for k, v in r.items() if k not in ("suite", "budget_scale")}
     return doc
 
 
@@ -319,9 +394,10 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                     suites: dict[str, Any], plot_name: str | None, *,
                     headline: list[dict[str, Any]] | None = None,
                     cost: list[str] | None = None,
-                    plot_note: str = "", time_plot_name: str | None = None) -> str:
+                    plot_note: str = "", time_plot_name: str | None = None,
+                    calibration: list[dict[str, Any]] | None = None) -> str:
     """The Markdown report: run header, headline, suites, one table per suite, budget
-    curves, cost and definitions."""
+    curves, learned calibration, cost and definitions."""
     lines = [f"# Junction benchmark report: run `{run['run_id']}`", ""]
     lines.append(f"- commit: `{run.get('git_commit') or 'unknown'}`"
                  + (" (dirty working tree)" if run.get("git_dirty") else ""))
@@ -392,6 +468,7 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
         lines.append("")
         lines.append(f"![success against budget]({plot_name})")
         lines.append("")
+    lines.extend(_calibration_lines(calibration or []))
     if cost:
         lines.extend(cost)
     if time_plot_name:
@@ -548,12 +625,15 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
         tmp_time = out_dir / ".time.tmp.png"
         _time_plot(timings, tmp_time)
         tmp_time.replace(time_path)
+    calibration = learned_calibration(traces)
     md = render_markdown(run, summary, suites, plot_path.name if summary else None,
                          headline=headline, cost=cost, plot_note=plot_note,
-                         time_plot_name=time_path.name if has_times and cost else None)
+                         time_plot_name=time_path.name if has_times and cost else None,
+                         calibration=calibration)
     body = markdown_lib.markdown(md, extensions=["tables"])
     page = html_page("Junction run " + run["run_id"], body)
-    metrics = metrics_document(summary, report_params(run.get("params", {})), suites, headline)
+    metrics = metrics_document(summary, report_params(run.get("params", {})), suites, headline,
+                               calibration)
     files = {
         "metrics.json": json.dumps(metrics, sort_keys=True, indent=2, allow_nan=False) + "\n",
         "run.json": json.dumps(run, sort_keys=True, indent=2, allow_nan=False) + "\n",

@@ -171,3 +171,11 @@ def test_learned_strategies_in_the_flow_store_their_model(prefect_harness, tmp_p
     assert json.loads(stored.read_text())["lambda"] == memory["learned_lambda"]
     assert "no training part" in extras[("coupling", "learned_exact")]["learned_fallback"]
     assert store.read_run_meta(out["run_id"])["learned_models"] == [stored.name]
+    # the report reads the calibration of p(gold) back from the traces
+    reports = tmp_path / "reports" / out["run_id"]
+    calibration = json.loads((reports / "metrics.json").read_text())["learned_calibration"]
+    row = calibration["bfcl-memory"]["budget_scale=1"]
+    assert row["strategy"] == "learned_exact" and row["models"] == [memory["learned_model"]]
+    assert row["candidates"] == 2 * len(memory["learned_p"]) and 0 <= row["brier"] <= 1
+    assert "coupling" not in calibration  # a fallback has no p(gold)
+    assert "## Learned utility calibration" in (reports / "report.md").read_text()
