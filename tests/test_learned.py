@@ -157,6 +157,9 @@ def test_expected_value_objective_abstains(memory_model, memory_training):
     pools = candidate_pools(view, 8)
     problem, p = memory_model.problem(view, pools, lam=0.0)
     assert all(problem.unary[r] == pytest.approx(p[r], abs=1e-9) for r in p)
+    # the budget enters the objective, never p(gold)
+    half = view.model_copy(update={"budget": view.budget.scaled(0.5)})
+    assert memory_model.probabilities(half, pools) == p
     # a token price no candidate can pay exposes nothing: abstention without a special case
     expensive, _ = memory_model.problem(view, pools, lam=1e6)
     assert max(expensive.unary.values()) < 0

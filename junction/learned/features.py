@@ -13,8 +13,8 @@ Unary features (``UNARY_FEATURES``, one row per candidate of a lane, floats):
 - ``gap_best``: best score minus this score; ``log_lane_best``: log(1 + best score), how
   well anything in the lane matches the query at all;
 - ``matched``: 1 if the score is > 0; ``pool_size``: candidates in the lane;
-- ``cost_share``: token cost / the budget's ``max_tokens`` (``DEFAULT_COST_SCALE`` tokens
-  when the budget has no token limit); ``log_tokens``: log(1 + token cost);
+- ``log_tokens``: log(1 + token cost) (absolute: p(gold) must not move with the budget,
+  which enters the objective instead, ``junction.learned.utility``);
 - ``schema_params``: parameters in a tool's JSON schema (0 for contexts);
 - ``name_overlap``: share of the tool id's terms (split at ``_ . -`` and camel case) that
   are query terms (0 for contexts); ``query_terms``: log(1 + distinct query terms);
@@ -46,7 +46,6 @@ from junction.tasks import BenchmarkTask, RouterView
 from junction.text import lexical_tokens
 
 __all__ = [
-    "DEFAULT_COST_SCALE",
     "PAIR_FEATURES",
     "UNARY_FEATURES",
     "candidate_labels",
@@ -55,12 +54,9 @@ __all__ = [
     "unary_features",
 ]
 
-DEFAULT_COST_SCALE = 1024
-"""Tokens a cost is divided by when the budget has no token limit (the BFCL budget)."""
-
 UNARY_FEATURES = (
     "bm25", "log_bm25", "rank", "normalised", "margin_next", "gap_best", "log_lane_best",
-    "matched", "pool_size", "cost_share", "log_tokens", "schema_params", "name_overlap",
+    "matched", "pool_size", "log_tokens", "schema_params", "name_overlap",
     "query_terms", "query_coverage", *(f"source_{k.value}" for k in SourceKind),
 )
 """Unary feature names, in column order (``judge`` is appended when judge scores are used)."""
@@ -86,7 +82,6 @@ def _schema_params(tool: ToolResource) -> int:
 
 def _lane_rows(view: RouterView, lane: Sequence[Candidate], query: set[str],
                judge: Mapping[str, float] | None) -> list[list[float]]:
-    budget = view.budget.max_tokens or DEFAULT_COST_SCALE
     best = max((c.score for c in lane), default=0.0)
     rows = []
     for i, c in enumerate(lane):
@@ -103,7 +98,7 @@ def _lane_rows(view: RouterView, lane: Sequence[Candidate], query: set[str],
             kinds = [1.0 if resource.source == k else 0.0 for k in SourceKind]
         row = [c.score, math.log1p(c.score), float(c.rank), c.score / best if best > 0 else 0.0,
                c.score - nxt, best - c.score, math.log1p(best), 1.0 if c.matched else 0.0,
-               float(len(lane)), resource.token_cost / budget, math.log1p(resource.token_cost),
+               float(len(lane)), math.log1p(resource.token_cost),
                float(params), overlap, math.log1p(len(query)),
                len(query & set(lexical_tokens(text))) / len(query) if query else 0.0, *kinds]
         if judge is not None:
