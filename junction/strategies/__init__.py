@@ -2,7 +2,7 @@
 
 ``base`` holds what every strategy shares (pools, joint problem, result); ``registry``
 maps names to factories; one module per strategy (``exact``, ``splits``,
-``judge_admission``) and ``references`` (``bfcl_listed``, ``all_tools``: outside the
+``judge_admission``, ``learned``: ``learned_exact`` and ``learned_split``) and ``references`` (``bfcl_listed``, ``all_tools``: outside the
 budget).
 """
 
