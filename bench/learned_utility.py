@@ -202,9 +202,7 @@ def main() -> None:
     for family, model in fits.items():
         rec = model.record()
         out["families"][family] = {
-            **families[family], "model_sha256": model.sha256,
-            "same_model_in_learned_split": strategies["learned_split"].model(
-                family, model.pool_limit).sha256 == model.sha256, "lambda": model.lam,
+            **families[family], "model_sha256": model.sha256, "lambda": model.lam,
             "tau": rec["tau"], "pair_model": rec["pair_model"] is not None,
             "gold_pairs_in_training": rec["training"]["gold_pairs"],
             "training_success_by_lambda": {str(r["lambda"]): r["training_success"]
