@@ -42,14 +42,16 @@ class SuiteBuild:
 
 @dataclass(frozen=True)
 class SuiteInfo:
-    """A registered suite: its builder, default size for the default benchmark, and the
-    candidate-pool limit per lane its strategies use (None: the whole pool)."""
+    """A registered suite: its builder, default size for the default benchmark, the
+    candidate-pool limit per lane its strategies use (None: the whole pool), and whether
+    the default benchmark (no ``--suite``) runs it."""
 
     name: str
     build: Callable[..., list[BenchmarkTask]]
     default_size: int | None
     pool_limit: int | None = 8
     description: str = ""
+    in_default_run: bool = True
 
 
 SUITES: dict[str, SuiteInfo] = {}
@@ -101,6 +103,13 @@ for _name, _build, _what in (
     ("bfcl-memory", _bfcl.memory_suite, "BFCL memory: answer from prior-conversation turns"),
 ):
     register_suite(SuiteInfo(_name, _build, _bfcl.DEFAULT_SIZE, _bfcl.POOL_LIMIT, _what))
+# Pages (issue 18): run by name (`--suite bfcl-memory-pages`) with the page strategies
+# (judge_top_k, bm25_top_k); the default benchmark's strategies admit whole turns, not pages.
+register_suite(SuiteInfo(
+    "bfcl-memory-pages", _bfcl.memory_pages_suite, _bfcl.DEFAULT_SIZE, _bfcl.PAGE_POOL_LIMIT,
+    "BFCL memory as pages: one chunked HTML page of prior conversations per scenario",
+    in_default_run=False,
+))
 for _n in (50, 100, 200):  # the exact strategy's solver runs here; enumeration could not
     register_suite(SuiteInfo(
         f"synthetic-{_n}",

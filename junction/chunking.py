@@ -72,6 +72,7 @@ __all__ = [
     "chunk_html",
     "chunk_page",
     "chunk_document",
+    "heading_document",
     "select_top_chunks",
 ]
 
@@ -504,10 +505,15 @@ def chunk_html(
     return list(chunk_page(html, max_tokens, min_tokens, counter).chunks)
 
 
-def chunk_document(chunk: Chunk) -> str:
-    """The text a judge reads for ``chunk``: its heading path on the first line (so a chunk
+def heading_document(heading_path: str, text: str) -> str:
+    """The text a judge reads for a chunk: its heading path on the first line (so a chunk
     cut from the middle of a section still says where it is), then its verbatim text."""
-    return f"{chunk.heading_path}\n\n{chunk.text}" if chunk.heading_path else chunk.text
+    return f"{heading_path}\n\n{text}" if heading_path else text
+
+
+def chunk_document(chunk: Chunk) -> str:
+    """``heading_document`` of ``chunk``."""
+    return heading_document(chunk.heading_path, chunk.text)
 
 
 def _cut(text: str, budget: int, counter: TokenCounter) -> str:
