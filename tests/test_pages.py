@@ -223,3 +223,79 @@ def test_judge_top_k_admits_the_pay_rate_chunks_first(judge):
     assert result.extra["judge_ties"] == [["p#c000", "p#c002"]]
     assert min(scores, key=scores.get) == "p#c003"
     assert result.extra["model_hash"] == judge.model_hash
+
+
+# ------------------------------------------------------------- pages in JSON Lines suites
+
+GUIDE = (f"<html><body><p>Lead paragraph of the contractor guide, read it first.</p>"
+         f"<h1>Rates</h1><p>Mileage is paid at 0.50 USD per km. {FILLER}</p>"
+         f"<h2>Meals</h2><p>Meals are paid up to 30 USD per day. {FILLER}</p></body></html>")
+
+
+def _suite_line(**changes) -> dict:
+    task = {"task_id": "t1", "suite": "guide-pages", "objective": "mileage rate per km?",
+            "contexts": [{"id": "guide", "format": "html", "content": GUIDE,
+                          "source": "policy", "metadata": {"lang": "en"}},
+                         {"id": "note", "content": "A plain note.", "token_cost": 3,
+                          "format": "text"}],
+            "budget": {"max_tokens": 40}, "gold_context_ids": ["guide#c001"],
+            "verifier": {"kind": "context_answer", "params": {"answers": ["0.50 USD"]}}}
+    task.update(changes)
+    return task
+
+
+def _load(tmp_path, task):
+    from junction_datasets.jsonl import load_suite_file
+
+    path = tmp_path / "pages.jsonl"
+    path.write_text(json.dumps(task) + "\n", encoding="utf-8")
+    return path, load_suite_file(path)
+
+
+def test_html_context_in_a_suite_file_is_chunked_at_load(tmp_path):
+    from junction.tokens import DEFAULT_TOKEN_COUNTER
+
+    _, built = _load(tmp_path, _suite_line())
+    (task,) = built.tasks
+    page = chunk_page(GUIDE)
+    ids = [f"guide#c{i:03d}" for i in range(len(page.chunks))]
+    assert [c.id for c in task.contexts] == [*ids, "note"]
+    chunks = task.contexts[:-1]
+    assert [c.content for c in chunks] == [c.text for c in page.chunks]
+    assert all(c.token_cost == DEFAULT_TOKEN_COUNTER.count(c.content) for c in chunks)
+    assert all(c.source.value == "policy" for c in chunks)
+    assert chunks[1].metadata == {"lang": "en", "page_id": "guide", "heading_path": "Rates",
+                                  "chunk_index": 1, "start": page.chunks[1].start,
+                                  "end": page.chunks[1].end, "cut": ""}
+    assert task.contexts[-1].token_cost == 3  # a text context is as written
+    (record,), _ = evaluate_batch([task], make_bm25_top_k_strategy(), "bm25_top_k", "r", 0,
+                                  1.0, None)
+    assert record.success and record.context_recall == 1.0
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"gold_context_ids": ["guide"]},
+     "gold_context_ids names html page 'guide'; name its chunks instead (guide#c000, "
+     "guide#c001, guide#c002; 3 in all)"),
+    ({"unary": {"guide": 1.0}}, "unary names html page 'guide'"),
+    ({"contexts": [{"id": "guide", "format": "pdf", "content": "x"}]},
+     "contexts[0].format: must be one of text, html, got 'pdf'"),
+    ({"contexts": [{"id": "guide", "format": "html", "content": GUIDE, "token_cost": 9}]},
+     "contexts[0]: field 'token_cost' is not allowed with format html"),
+    ({"contexts": [{"id": "guide", "format": "html", "content": "<p> </p><!-- x -->"}]},
+     "contexts[0]: html page 'guide' has no visible text"),
+    ({"contexts": [{"id": "", "format": "html", "content": GUIDE}]},
+     "contexts[0].id: an html page needs a non-empty string id, got ''"),
+    ({"contexts": [{"id": "g", "format": "html", "content": 5}]},
+     "contexts[0].content: an html page's content must be a string, got int"),
+])
+def test_bad_html_contexts_are_refused_naming_file_line_and_field(tmp_path, change, message):
+    from junction.errors import DatasetError
+
+    task = _suite_line(**change)
+    if "contexts" in change:
+        task["gold_context_ids"] = []
+    with pytest.raises(DatasetError) as info:
+        _load(tmp_path, task)
+    assert str(info.value).startswith(f"{tmp_path / 'pages.jsonl'}:1: task 't1': ")
+    assert message in str(info.value)
