@@ -110,6 +110,11 @@ register_suite(SuiteInfo(
     "BFCL memory as pages: one chunked HTML page of prior conversations per scenario",
     in_default_run=False,
 ))
+register_suite(SuiteInfo(
+    "bfcl-subtasks", _bfcl.subtask_suite, _bfcl.DEFAULT_SIZE, None,
+    "BFCL parallel_multiple: admit the on-topic sub-task, reject the off-topic one and the echo",
+    in_default_run=False,
+))
 for _n in (50, 100, 200):  # the exact strategy's solver runs here; enumeration could not
     register_suite(SuiteInfo(
         f"synthetic-{_n}",

@@ -100,7 +100,8 @@ def _set_metrics(kind: Literal["context", "tool"]) -> tuple[Metric, Metric]:
                **common),
         Metric(f"{kind}_precision", f"{kind}_precision",
                definition=f"|exposed ∩ gold| / |exposed| over {kind}s",
-               undefined_when=f"no {kind} is exposed", **common),
+               undefined_when=f"no {kind} is exposed", report_table=kind == "context",
+               **common),
     )
 
 

@@ -299,3 +299,72 @@ def test_bad_html_contexts_are_refused_naming_file_line_and_field(tmp_path, chan
         _load(tmp_path, task)
     assert str(info.value).startswith(f"{tmp_path / 'pages.jsonl'}:1: task 't1': ")
     assert message in str(info.value)
+
+
+# ------------------------------------------------------------- sub-task admission
+
+
+def _fake_parallel(root, monkeypatch) -> None:
+    rows = [
+        {"id": "pm_0", "question": [[{"role": "user", "content":
+            "Find the area of a circle with radius 5. Also, get the weather forecast for "
+            "Boston for the next three days."}]], "function": [{"name": "area"}]},
+        {"id": "pm_1", "question": [[{"role": "user", "content":
+            "Book a table for two in Rome tonight at eight. Then order a taxi."}]],
+         "function": [{"name": "book"}]},
+        {"id": "pm_2", "question": [[{"role": "user", "content": "Just one ask here."}]],
+         "function": [{"name": "one"}]},
+    ]
+    answers = [{"id": r["id"], "ground_truth": [{r["function"][0]["name"]: {}}]} for r in rows]
+    (root / "possible_answer").mkdir()
+    (root / "BFCL_v4_parallel_multiple.json").write_text("\n".join(json.dumps(r) for r in rows))
+    (root / "possible_answer" / "BFCL_v4_parallel_multiple.json").write_text(
+        "\n".join(json.dumps(a) for a in answers))
+    monkeypatch.setattr(bfcl, "_data_root", lambda: root)
+
+
+def test_subtask_suite_proposals_gold_and_verifier(tmp_path, monkeypatch):
+    _fake_parallel(tmp_path, monkeypatch)
+    build = bfcl.subtask_suite(size=None)
+    assert build.rows_loaded == 2 and build.rows_skipped == {"one_sentence": 1}
+    task = build.tasks[0]
+    kinds = task.metadata["proposals"]
+    text = {kinds[c.id]: c.content for c in task.contexts}
+    # on-topic: the request's longest sentence; off-topic: another request's longest
+    # sentence; echo: the request itself, verbatim
+    assert text["on_topic"] == "Also, get the weather forecast for Boston for the next three days."
+    assert text["off_topic"] in ("Book a table for two in Rome tonight at eight.",
+                                 "Just one ask here.")  # a seeded pick among the others
+    assert text["echo"] == task.objective
+    assert [c.id for c in task.contexts] == ["proposal-1", "proposal-2", "proposal-3"]
+    assert task.gold_context_ids == (next(i for i, k in kinds.items() if k == "on_topic"),)
+    assert all(not c.metadata for c in task.router_view().contexts)
+    assert "proposals" not in task.router_view().model_dump_json()
+    assert task.budget.max_tokens == sum(c.token_cost for c in task.contexts)
+    gold = task.gold_context_ids[0]
+    assert verify(task, execute(task, [gold], [])).success
+    every = verify(task, execute(task, [c.id for c in task.contexts], []))
+    assert not every.success and "wrongly admitted" in every.reason
+    assert verify(task, execute(task, [], [])).reason == f"wrongly admitted [], wrongly " \
+                                                         f"rejected [{gold!r}]"
+
+
+def test_subtask_admission_follows_the_floors(judge, tmp_path, monkeypatch):
+    from junction.strategies.subtask_admission import (
+        ECHO_FLOOR,
+        FOLLOW_FLOOR,
+        make_subtask_admission_strategy,
+    )
+
+    _fake_parallel(tmp_path, monkeypatch)
+    task = bfcl.subtask_suite(size=None).tasks[0]
+    result = make_subtask_admission_strategy(use_cache=False)(task.router_view(), None)
+    decisions = result.extra["subtask_decisions"]
+    assert set(decisions) == {c.id for c in task.contexts}
+    for rid, d in decisions.items():  # the rule of junction.admission.admit_subtasks
+        expected = ("does_not_follow" if d["follows"] < FOLLOW_FLOOR else
+                    "echo" if d["echo"] >= ECHO_FLOOR else "admitted")
+        assert d["reason"] == expected
+    assert set(result.selection.context_ids) == {r for r, d in decisions.items()
+                                                 if d["reason"] == "admitted"}
+    assert result.selection.tool_ids == ()

@@ -3,7 +3,8 @@
 ``base`` holds what every strategy shares (pools, joint problem, result); ``registry``
 maps names to factories; one module per strategy (``exact``, ``splits``,
 ``judge_admission``, and ``page_admission``: ``judge_top_k`` and ``bm25_top_k``, top-K
-page chunks within the budget) and ``references`` (``bfcl_listed``, ``all_tools``: outside the
+page chunks within the budget; ``subtask_admission``: proposed sub-tasks that follow from
+the task and do not echo it) and ``references`` (``bfcl_listed``, ``all_tools``: outside the
 budget).
 """
 

@@ -41,7 +41,7 @@ from junction.chunking import DEFAULT_TOP_K, heading_document
 from junction.judge.cache import judge_documents
 from junction.resources import ContextResource
 from junction.select.problem import make_selection
-from junction.strategies.base import StrategyResult, candidate_pools, joint_problem
+from junction.strategies.base import CandidatePools, StrategyResult, candidate_pools, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
 __all__ = [
@@ -126,7 +126,7 @@ def make_bm25_top_k_strategy(top_k: int = DEFAULT_TOP_K) -> Callable[[RouterView
 
     def strategy(view: RouterView, pool_limit: int | None) -> StrategyResult:
         pools = candidate_pools(view, pool_limit)
-        pools = type(pools)(contexts=pools.contexts, tools=[])
+        pools = CandidatePools(contexts=pools.contexts, tools=[])
         items = [ScoredResource(view.context(c.resource_id), c.score)
                  for c in pools.contexts if c.matched]
         return _top_k_result("bm25_top_k", view, pools, items, top_k, 0.0, False, {})
@@ -166,7 +166,7 @@ def make_judge_top_k_strategy(
 
     def strategy(view: RouterView, pool_limit: int | None) -> StrategyResult:
         pools = candidate_pools(view, pool_limit)
-        pools = type(pools)(contexts=pools.contexts, tools=[])
+        pools = CandidatePools(contexts=pools.contexts, tools=[])
         contexts = [view.context(c.resource_id) for c in pools.contexts]
         judged = judge_page_documents(judge, cache, view.objective,
                                       [context_document(c) for c in contexts], instruction,
