@@ -368,3 +368,13 @@ def test_subtask_admission_follows_the_floors(judge, tmp_path, monkeypatch):
     assert set(result.selection.context_ids) == {r for r, d in decisions.items()
                                                  if d["reason"] == "admitted"}
     assert result.selection.tool_ids == ()
+
+
+@needs_data
+def test_subtask_suite_is_byte_identical_per_seed_and_seeds_differ():
+    first = [t.model_dump_json() for t in build_suite("bfcl-subtasks", 3, 4).tasks]
+    second = [t.model_dump_json() for t in bfcl.subtask_suite(seed=3, size=4).tasks]
+    assert first == second and len(first) == 4
+    other = [t.model_dump_json() for t in bfcl.subtask_suite(seed=4, size=4).tasks]
+    assert other != first
+    assert not SUITES["bfcl-subtasks"].in_default_run
