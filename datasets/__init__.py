@@ -51,16 +51,17 @@ class SuiteBuild:
 
 @dataclass(frozen=True)
 class SuiteInfo:
-    """A registered suite: its builder, default size for the default benchmark, and the
-    candidate-pool limit per lane its strategies use (None: the whole pool), and the family
-    whose training part learned strategies fit on (None: no training part; the builder then
-    takes no ``split``)."""
+    """A registered suite: its builder, default size for the default benchmark, the
+    candidate-pool limit per lane its strategies use (None: the whole pool), whether the
+    default benchmark (no ``--suite``) runs it, and the family whose training part learned
+    strategies fit on (None: no training part; the builder then takes no ``split``)."""
 
     name: str
     build: Callable[..., list[BenchmarkTask]]
     default_size: int | None
     pool_limit: int | None = 8
     description: str = ""
+    in_default_run: bool = True
     family: str | None = None
 
 
@@ -130,6 +131,18 @@ for _name, _build, _what, _family in (
 ):
     register_suite(SuiteInfo(_name, _build, _bfcl.DEFAULT_SIZE, _bfcl.POOL_LIMIT, _what,
                              family=_family))
+# Pages (issue 18): run by name (`--suite bfcl-memory-pages`) with the page strategies
+# (judge_top_k, bm25_top_k); the default benchmark's strategies admit whole turns, not pages.
+register_suite(SuiteInfo(
+    "bfcl-memory-pages", _bfcl.memory_pages_suite, _bfcl.DEFAULT_SIZE, _bfcl.PAGE_POOL_LIMIT,
+    "BFCL memory as pages: one chunked HTML page of prior conversations per scenario",
+    in_default_run=False, family="bfcl-memory-pages",
+))
+register_suite(SuiteInfo(
+    "bfcl-subtasks", _bfcl.subtask_suite, _bfcl.DEFAULT_SIZE, None,
+    "BFCL parallel_multiple: admit the on-topic sub-task, reject the off-topic one and the echo",
+    in_default_run=False,
+))
 for _n in (50, 100, 200):  # the exact strategy's solver runs here; enumeration could not
     register_suite(SuiteInfo(
         f"synthetic-{_n}",

@@ -19,6 +19,12 @@ utility is the lanes' max-normalised BM25 score, see ``junction.strategies``):
   ``memory``), tools are the memory API (``memory_kv`` by default) plus distractors from the
   other multi-turn APIs; gold contexts are the turns holding the answer's ``source``
   excerpt; verifier ``context_answer`` with the accepted answers.
+- ``bfcl-memory-pages``: the same conversations as one HTML page per scenario (a heading
+  per conversation, a paragraph per turn), chunked; contexts are the chunks, no tools;
+  gold contexts are the chunks holding the source turns; verifier ``context_answer``.
+- ``bfcl-subtasks``: three proposed sub-tasks per ``parallel_multiple`` request (its longest
+  sentence, another request's longest sentence, the request itself); gold is the first;
+  verifier ``contexts_exact``.
 
 Memory data: ``BFCL_v4_memory.json`` rows are ``{"id", "question", "involved_classes":
 ["MemoryAPI"], "scenario"}`` (no ``function``); answers are ``{"id", "ground_truth":
@@ -46,6 +52,7 @@ position does not tell a row's own function from a distractor.
 from __future__ import annotations
 
 import hashlib
+import html
 import importlib.metadata
 import importlib.resources
 import json
@@ -63,6 +70,7 @@ from pydantic import ValidationError
 
 from junction_datasets import SuiteBuild
 from junction.budget import Budget
+from junction.chunking import Chunk, chunk_page
 from junction.errors import DatasetError
 from junction.execution import normalise_answer
 from junction.resources import ContextResource, SourceKind, ToolResource
@@ -91,6 +99,13 @@ __all__ = [
     "parallel_multiple_suite",
     "irrelevance_suite",
     "memory_suite",
+    "memory_pages_suite",
+    "scenario_page_html",
+    "PAGE_CHUNK_TOKENS",
+    "PAGE_POOL_LIMIT",
+    "PAGE_TOP_K",
+    "SUBTASK_KINDS",
+    "subtask_suite",
 ]
 
 BFCL_VERSION = "2026.3.23"
@@ -665,25 +680,44 @@ def match_source_turns(source: str, turns: Sequence[str]) -> tuple[list[int], st
     return [], "none"
 
 
+def _scenario_conversations(scenario: str) -> list[tuple[str, str, list[str]]]:
+    """The scenario's prior conversations, file order: (id, topic, turn texts); a turn's
+    text is its messages, one per line. Raises ``DatasetError`` naming the file on a
+    malformed conversation (or when the file is missing)."""
+    name = f"memory_prereq_conversation/memory_{scenario}.json"
+    out = []
+    for conversation in _read_jsonl(name):
+        if not isinstance(conversation, dict) or not isinstance(conversation.get("question"), list):
+            raise DatasetError(f"{name}: malformed conversation {str(conversation)[:80]!r}")
+        turns = ["\n".join(m["content"] for m in turn) for turn in conversation["question"]]
+        out.append((conversation["id"], str(conversation.get("topic", "")), turns))
+    return out
+
+
 def _scenario_contexts(scenario: str) -> tuple[ContextResource, ...]:
     """One ``memory`` context per turn of the scenario's prior conversations, file order.
 
     Ids are ``<conversation id>-turn-<NN>``; content is the turn's messages, one per line.
     """
-    out = []
-    for conversation in _read_jsonl(f"memory_prereq_conversation/memory_{scenario}.json"):
-        if not isinstance(conversation, dict) or not isinstance(conversation.get("question"), list):
-            raise DatasetError(f"memory_prereq_conversation/memory_{scenario}.json: "
-                               f"malformed conversation {str(conversation)[:80]!r}")
-        cid = conversation["id"]
-        for j, turn in enumerate(conversation["question"]):
-            content = "\n".join(m["content"] for m in turn)
-            out.append(ContextResource.from_text(
-                f"{cid}-turn-{j:02d}", content, SourceKind.MEMORY,
-                metadata={"scenario": scenario, "conversation": cid, "turn": j,
-                          "topic": conversation.get("topic", "")},
-            ))
-    return tuple(out)
+    return tuple(
+        ContextResource.from_text(
+            f"{cid}-turn-{j:02d}", content, SourceKind.MEMORY,
+            metadata={"scenario": scenario, "conversation": cid, "turn": j, "topic": topic},
+        )
+        for cid, topic, turns in _scenario_conversations(scenario)
+        for j, content in enumerate(turns)
+    )
+
+
+def _memory_answer(row: BfclRow) -> tuple[list[str], str]:
+    """A memory row's accepted answers and ``source`` excerpt; ``_Skip("malformed_answer")``
+    when they are not a non-empty list of strings and a string."""
+    answer = row.extra["answer"]
+    answers, source = answer.get("ground_truth"), answer.get("source")
+    if (not isinstance(answers, list) or not answers
+            or not all(isinstance(a, str) for a in answers) or not isinstance(source, str)):
+        raise _Skip("malformed_answer")
+    return answers, source
 
 
 def _api_functions(api: str) -> list[BfclFunction]:
@@ -749,11 +783,7 @@ def memory_suite(
             except DatasetError:
                 raise _Skip("unknown_scenario") from None
         contexts, normalised_contents = scenarios[scenario]
-        answer = row.extra["answer"]
-        answers, source = answer.get("ground_truth"), answer.get("source")
-        if (not isinstance(answers, list) or not answers
-                or not all(isinstance(a, str) for a in answers) or not isinstance(source, str)):
-            raise _Skip("malformed_answer")
+        answers, source = _memory_answer(row)
         hits, rule = match_source_turns(source, [c.content for c in contexts])
         if not hits:
             raise _Skip("source_not_found")
@@ -781,3 +811,247 @@ def memory_suite(
     return _build(loaded, suite, seed, size, make_task,
                   f"{backend} + distractors = {pool_size} tools, budget {max_tokens} tokens",
                   split)
+
+
+# --------------------------------------------------------------------------- memory pages
+
+PAGE_TOP_K = 5
+"""Chunks the page strategies admit per task (the judge issue's five chunks)."""
+
+PAGE_CHUNK_TOKENS = DEFAULT_MAX_TOKENS // PAGE_TOP_K
+"""Largest chunk of a memory page (tokens): 1024 // 5 = 204, so ``PAGE_TOP_K`` whole chunks
+always fit the task's ``DEFAULT_MAX_TOKENS`` budget."""
+
+PAGE_POOL_LIMIT = 16
+"""Chunks per task handed to a strategy (the BM25 top 16): the judge scores each of them,
+about 16 × 64 document tokens per task (``STRATEGY_JUDGE_CONFIG``)."""
+
+PAGE_MIN_BUDGETS = 4
+"""A page must cost more than this many task budgets, so admission has to choose: the
+notetaker scenario's page (780 tokens) fits the budget whole and is skipped
+(``page_within_budget``); the others cost 5 to 20 budgets."""
+
+
+def _turn_html(turn: str) -> str:
+    """One turn as a paragraph: its messages (one per line) HTML-escaped, ``<br>`` between."""
+    return "<p>" + "<br>".join(html.escape(m) for m in turn.split("\n")) + "</p>"
+
+
+def scenario_page_html(scenario: str) -> str:
+    """The scenario's prior conversations as one HTML page: per conversation an ``h1``
+    holding its topic (its id when the topic is empty), then one ``p`` per turn (a turn's
+    messages separated by ``<br>``). The words are the dataset's; the markup is ours and
+    the text is HTML-escaped. Raises ``DatasetError`` as ``_scenario_conversations``."""
+    parts = [f"<!DOCTYPE html>\n<html><head><title>{html.escape(scenario)}</title></head><body>"]
+    for cid, topic, turns in _scenario_conversations(scenario):
+        parts.append(f"<h1>{html.escape(topic.strip() or cid)}</h1>")
+        for turn in turns:
+            parts.append(_turn_html(turn))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class _Page:
+    """A scenario's page: its chunks as contexts, each turn's span in the page text, the
+    turn texts and the contexts' normalised contents (for the answer check)."""
+
+    contexts: tuple[ContextResource, ...]
+    chunks: tuple[Chunk, ...]
+    turn_spans: tuple[tuple[int, int], ...]
+    turns: tuple[str, ...]
+    normalised: tuple[str, ...]
+    tokens: int
+
+
+def _scenario_page(scenario: str, chunk_tokens: int) -> _Page:
+    """Chunk the scenario's page; locate every turn's paragraph in the page text.
+
+    Context ids are ``memory-<scenario>#c<NNN>`` (chunk index); metadata: ``page_id``,
+    ``heading_path``, ``chunk_index``, ``start``/``end`` (character offsets in the page
+    text), ``cut`` and ``scenario``: nothing from the answer file.
+    """
+    page_id = f"memory-{scenario}"
+    page = chunk_page(scenario_page_html(scenario), max_tokens=chunk_tokens)
+    contexts = tuple(
+        ContextResource(
+            id=f"{page_id}#c{c.index:03d}", content=c.text, token_cost=c.token_cost,
+            source=SourceKind.MEMORY,
+            metadata={"page_id": page_id, "heading_path": c.heading_path,
+                      "chunk_index": c.index, "start": c.start, "end": c.end, "cut": c.cut,
+                      "scenario": scenario})
+        for c in page.chunks)
+    turns = [t for _, _, ts in _scenario_conversations(scenario) for t in ts]
+    spans, cursor = [], 0
+    for turn in turns:  # a turn's paragraph, as the chunker wrote it into the page text
+        paragraph = chunk_page(_turn_html(turn)).text
+        at = page.text.find(paragraph, cursor) if paragraph else -1
+        if at < 0:
+            spans.append((-1, -1))
+            continue
+        spans.append((at, at + len(paragraph)))
+        cursor = at + len(paragraph)
+    return _Page(contexts, page.chunks, tuple(spans), tuple(turns),
+                 tuple(normalise_answer(c.content) for c in contexts),
+                 sum(c.token_cost for c in page.chunks))
+
+
+def memory_pages_suite(
+    seed: int = 0,
+    size: int | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    chunk_tokens: int = PAGE_CHUNK_TOKENS,
+    suite: str = "bfcl-memory-pages",
+    split: str = "eval",
+) -> SuiteBuild:
+    """``bfcl-memory-pages``: answer a question about the user from one long page.
+
+    Per memory row: the scenario's prior conversations rendered as one HTML page
+    (``scenario_page_html``) and chunked (``junction.chunking.chunk_page``, chunks of at
+    most ``chunk_tokens``); every chunk is a ``memory`` context (``_scenario_page``); no
+    tools; budget ``max_tokens`` visible tokens. Gold contexts: the chunks that overlap a
+    turn holding the answer's ``source`` excerpt (``match_source_turns`` over the turns).
+    Verifier ``context_answer``: an exposed chunk contains an accepted answer. Skip
+    reasons, beside the memory suite's (``unknown_scenario``, ``malformed_answer``,
+    ``source_not_found``): ``page_within_budget`` (the page costs at most
+    ``PAGE_MIN_BUDGETS`` budgets), ``turn_not_in_page`` (a gold turn's paragraph was not
+    found in the page text), ``answer_not_in_source_chunk`` (no accepted answer occurs in a
+    gold chunk). ``bfcl_category`` is ``memory_pages``: the agent and the references,
+    which read a BFCL memory row's tools, do not run on it. ``split``: the memory rows'
+    part (``split_of``, the same rows as ``bfcl-memory``'s).
+    """
+    loaded = load_category("memory", require_functions=False)
+    pages: dict[str, _Page | None] = {}
+
+    def make_task(row: BfclRow) -> BenchmarkTask:
+        scenario = row.extra.get("scenario")
+        if not isinstance(scenario, str):
+            raise _Skip("unknown_scenario")
+        if scenario not in pages:
+            try:
+                pages[scenario] = _scenario_page(scenario, chunk_tokens)
+            except DatasetError:
+                pages[scenario] = None
+        page = pages[scenario]
+        if page is None:
+            raise _Skip("unknown_scenario")
+        answers, source = _memory_answer(row)
+        if page.tokens <= PAGE_MIN_BUDGETS * max_tokens:
+            raise _Skip("page_within_budget")
+        hits, rule = match_source_turns(source, page.turns)
+        if not hits:
+            raise _Skip("source_not_found")
+        if any(page.turn_spans[i][0] < 0 for i in hits):
+            raise _Skip("turn_not_in_page")
+        gold = [k for k, c in enumerate(page.chunks)
+                if any(c.start < page.turn_spans[i][1] and page.turn_spans[i][0] < c.end
+                       for i in hits)]
+        normalised = [normalise_answer(a) for a in answers if a.strip()]
+        holds = [k for k, content in enumerate(page.normalised)
+                 if any(a in content for a in normalised)]
+        if not set(gold) & set(holds):
+            raise _Skip("answer_not_in_source_chunk")
+        return BenchmarkTask(
+            task_id=f"{suite}-{row.id}",
+            suite=suite,
+            objective=row.objective,
+            contexts=page.contexts,
+            budget=Budget(max_tokens=max_tokens),
+            gold_context_ids=tuple(page.contexts[k].id for k in gold),
+            verifier=VerifierSpec(kind="context_answer", params={"answers": answers}),
+            metadata={"bfcl_id": row.id, "bfcl_category": "memory_pages",
+                      "scenario": scenario, "source": source, "source_match": rule,
+                      "page_id": f"memory-{scenario}", "page_tokens": page.tokens,
+                      "answer_chunks": len(holds)},
+        )
+
+    return _build(loaded, suite, seed, size, make_task,
+                  f"one page per scenario, chunks of at most {chunk_tokens} tokens, "
+                  f"budget {max_tokens} tokens", split)
+
+
+# --------------------------------------------------------------------------- sub-tasks
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+SUBTASK_KINDS = ("on_topic", "off_topic", "echo")
+"""The proposals of a ``bfcl-subtasks`` task; only ``on_topic`` should be admitted."""
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
+
+
+def _longest_sentence(text: str) -> str:
+    """The longest sentence of ``text`` (characters; the first of equals): an actual ask,
+    where a first sentence is often a preamble ("Can you help me with two tasks?")."""
+    return max(_sentences(text), key=len, default="")
+
+
+def subtask_suite(
+    seed: int = 0,
+    size: int | None = None,
+    category: str = "parallel_multiple",
+    suite: str = "bfcl-subtasks",
+) -> SuiteBuild:
+    """``bfcl-subtasks``: which proposed sub-tasks of a BFCL request should be admitted.
+
+    Per row of ``category`` (default ``parallel_multiple``: requests of two or more asks,
+    "Find the area of ... Also, calculate ..."), the objective is the row's last user
+    message (the original task, and the proposals' only ancestor) and the contexts are three
+    proposed sub-tasks, the dataset's words only (``SUBTASK_KINDS``):
+
+    - ``on_topic``: the request's longest sentence (``_longest_sentence``: a part of the
+      task, so it follows from it and is not an echo of it), the one gold context;
+    - ``off_topic``: the longest sentence of another row's request (seeded), which does not
+      follow;
+    - ``echo``: the whole request, copied verbatim (paraphrase-free): an echo of the ancestor.
+
+    Context ids ``proposal-1`` .. ``proposal-3`` are dealt in a seeded order, so neither an
+    id nor a position tells the kinds apart (``metadata["proposals"]``, id -> kind, stays in
+    the task's metadata, out of the router view); contexts carry no metadata. Budget: the
+    three proposals' tokens (admission, not the budget, decides). Verifier
+    ``contexts_exact``: success when exactly the on-topic proposal is exposed; context
+    precision and recall are the precision and recall of the admit decision. Skip reasons
+    beside ``load_category``'s: ``one_sentence`` (nothing to split off), ``no_off_topic``
+    (no other row's longest sentence is foreign to the request).
+    """
+    loaded = load_category(category)
+    firsts = {}
+    for row in loaded.rows:
+        users = [content for role, content in row.messages if role == "user"]
+        if users and _sentences(users[-1]):
+            firsts[row.id] = _longest_sentence(users[-1])
+
+    def make_task(row: BfclRow) -> BenchmarkTask:
+        request = [content for role, content in row.messages if role == "user"][-1].strip()
+        sentences = _sentences(request)
+        if len(sentences) < 2:
+            raise _Skip("one_sentence")
+        others = sorted(rid for rid, first in firsts.items()
+                        if rid != row.id and normalise_answer(first) not in
+                        normalise_answer(request))
+        if not others:
+            raise _Skip("no_off_topic")
+        rng = _rng("subtasks", suite, seed, row.id)
+        texts = {"on_topic": firsts[row.id], "off_topic": firsts[rng.choice(others)],
+                 "echo": request}
+        kinds = list(SUBTASK_KINDS)
+        rng.shuffle(kinds)
+        ids = {kind: f"proposal-{i + 1}" for i, kind in enumerate(kinds)}
+        contexts = tuple(ContextResource.from_text(ids[k], texts[k]) for k in kinds)
+        return BenchmarkTask(
+            task_id=f"{suite}-{row.id}",
+            suite=suite,
+            objective=request,
+            contexts=contexts,
+            budget=Budget(max_tokens=sum(c.token_cost for c in contexts)),
+            gold_context_ids=(ids["on_topic"],),
+            verifier=VerifierSpec(kind="contexts_exact"),
+            metadata={"bfcl_id": row.id, "bfcl_category": f"subtasks_{category}",
+                      "proposals": {ids[k]: k for k in kinds}},
+        )
+
+    # every row (split "all"): nothing learns on this suite, and its off-topic proposals are
+    # drawn from every row's request
+    return _build(loaded, suite, seed, size, make_task,
+                  "3 proposed sub-tasks per request: on-topic, off-topic, echo", "all")

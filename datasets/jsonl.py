@@ -4,6 +4,16 @@ Every line is validated before any task is returned; the first bad line raises
 ``DatasetError`` naming the file, the line number, the task id (when readable) and the
 field, so a malformed suite is refused whole and nothing downstream is written. All tasks
 of a file must share one ``suite`` name, and task ids must be unique.
+
+Pages: a context may be an HTML page, ``{"id": "guide", "format": "html", "content":
+"<html>...", "source": "policy", "metadata": {...}}`` (no ``token_cost``). It is chunked at
+load (``junction.chunking.chunk_page``, default chunk limits) and each chunk becomes a
+context ``<id>#c<NNN>`` (chunk index, from 000) whose content is the chunk's verbatim text,
+priced by ``DEFAULT_TOKEN_COUNTER`` like every other context, with the page's ``source``
+and its metadata plus ``page_id``, ``heading_path``, ``chunk_index``, ``start``/``end``
+(character offsets in the page text) and ``cut``. Gold ids, unary priors and interactions
+name chunk ids; naming the page id itself is refused with the page's chunk ids. ``format``
+is ``"text"`` (the default: the context as written) or ``"html"``.
 """
 
 from __future__ import annotations
@@ -13,12 +23,17 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from junction.chunking import ChunkingError, chunk_page
 from junction.errors import DatasetError
 from junction.tasks import BenchmarkTask
 
 from junction_datasets import SuiteBuild
 
-__all__ = ["load_suite_file", "MAX_LINE_BYTES"]
+__all__ = ["load_suite_file", "expand_html_contexts", "MAX_LINE_BYTES", "CONTEXT_FORMATS"]
+
+CONTEXT_FORMATS = ("text", "html")
+"""Values of a context's ``format`` field in a suite file."""
+_PAGE_KEYS = {"id", "format", "content", "source", "metadata"}
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """Longest line accepted (bytes): a task past 16 MiB is refused, not read."""
@@ -26,6 +41,82 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 
 def _refuse_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name} is not allowed")
+
+
+def _page_contexts(i: int, raw: dict) -> list[dict]:
+    """The chunk contexts of one ``"format": "html"`` context (module docstring)."""
+    where = f"contexts[{i}]"
+    extra = sorted(set(raw) - _PAGE_KEYS)
+    if extra:
+        raise ValueError(f"{where}: field {extra[0]!r} is not allowed with format html "
+                         f"(allowed: {', '.join(sorted(_PAGE_KEYS))}; chunks are priced by "
+                         "the token counter)")
+    page_id, html = raw.get("id"), raw.get("content")
+    if not isinstance(page_id, str) or not page_id.strip():
+        raise ValueError(f"{where}.id: an html page needs a non-empty string id, got {page_id!r}")
+    if not isinstance(html, str):
+        raise ValueError(f"{where}.content: an html page's content must be a string, got "
+                         f"{type(html).__name__}")
+    metadata = raw.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{where}.metadata: must be an object, got {type(metadata).__name__}")
+    try:
+        chunks = chunk_page(html).chunks
+    except ChunkingError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    if not chunks:
+        raise ValueError(f"{where}: html page {page_id!r} has no visible text")
+    out = []
+    for c in chunks:
+        chunk = {"id": f"{page_id}#c{c.index:03d}", "content": c.text,
+                 "token_cost": c.token_cost,
+                 "metadata": {**metadata, "page_id": page_id, "heading_path": c.heading_path,
+                              "chunk_index": c.index, "start": c.start, "end": c.end,
+                              "cut": c.cut}}
+        if "source" in raw:
+            chunk["source"] = raw["source"]
+        out.append(chunk)
+    return out
+
+
+def expand_html_contexts(obj: dict) -> dict:
+    """``obj`` (one task, as parsed JSON) with each ``"format": "html"`` context replaced by
+    its chunk contexts and ``"format": "text"`` dropped (module docstring).
+
+    Returns ``obj`` itself when no context names a format. Raises ``ValueError`` naming
+    ``contexts[i]`` and the field for an unknown format, a field an html page cannot have,
+    a page with no visible text, or a gold id, prior or interaction naming a page id.
+    """
+    contexts = obj.get("contexts")
+    if not isinstance(contexts, list) or not any(
+            isinstance(c, dict) and "format" in c for c in contexts):
+        return obj
+    expanded: list = []
+    pages: dict[str, list[str]] = {}
+    for i, raw in enumerate(contexts):
+        fmt = raw.get("format", "text") if isinstance(raw, dict) else "text"
+        if fmt not in CONTEXT_FORMATS:
+            raise ValueError(f"contexts[{i}].format: must be one of "
+                             f"{', '.join(CONTEXT_FORMATS)}, got {fmt!r}")
+        if fmt == "text":
+            expanded.append({k: v for k, v in raw.items() if k != "format"}
+                            if isinstance(raw, dict) else raw)
+            continue
+        chunks = _page_contexts(i, raw)
+        pages[raw["id"]] = [c["id"] for c in chunks]
+        expanded.extend(chunks)
+    gold, unary, pairs = (obj.get(k) for k in ("gold_context_ids", "unary", "interactions"))
+    named = [("gold_context_ids", rid) for rid in (gold if isinstance(gold, list) else ())]
+    named += [("unary", rid) for rid in (unary if isinstance(unary, dict) else ())]
+    named += [("interactions", pair.get(end)) for pair in (pairs if isinstance(pairs, list)
+                                                           else ())
+              if isinstance(pair, dict) for end in ("source", "target")]
+    for field, rid in named:
+        if isinstance(rid, str) and rid in pages:
+            shown = ", ".join(pages[rid][:3]) + (", ..." if len(pages[rid]) > 3 else "")
+            raise ValueError(f"{field} names html page {rid!r}; name its chunks instead "
+                             f"({shown}; {len(pages[rid])} in all)")
+    return {**obj, "contexts": expanded}
 
 
 def load_suite_file(path: str | Path, size: int | None = None) -> SuiteBuild:
@@ -55,6 +146,10 @@ def load_suite_file(path: str | Path, size: int | None = None) -> SuiteBuild:
                 raise DatasetError(f"{path}:{line_no}: expected a JSON object, got "
                                    f"{type(obj).__name__}")
             task_id = obj.get("task_id", "?")
+            try:
+                obj = expand_html_contexts(obj)
+            except ValueError as exc:
+                raise DatasetError(f"{path}:{line_no}: task {task_id!r}: {exc}") from None
             try:
                 task = BenchmarkTask.model_validate(obj)
             except ValidationError as exc:

@@ -116,8 +116,8 @@ _PACKAGES = ("junction", "prefect", "duckdb", "pyarrow", "pydantic", "bm25s", "s
 
 
 def default_suites() -> list[str]:
-    """Every registered suite."""
-    return suite_names()
+    """Every registered suite the default benchmark runs (``SuiteInfo.in_default_run``)."""
+    return [name for name in suite_names() if SUITES[name].in_default_run]
 
 
 def new_run_id(now: datetime | None = None) -> str:

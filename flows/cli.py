@@ -14,6 +14,7 @@ from pathlib import Path
 
 import typer
 
+from flows.cli_admit import admit
 from flows.cli_judge import judge_app
 from flows.cli_models import models_app
 from flows.environment import configure_prefect_env
@@ -32,6 +33,7 @@ demo_app = typer.Typer(no_args_is_help=True, help="Small worked examples.")
 app.add_typer(demo_app, name="demo")
 app.add_typer(judge_app, name="judge")
 app.add_typer(models_app, name="models")
+app.command("admit")(admit)
 
 
 def _demo_coupling_result() -> dict:

@@ -173,4 +173,11 @@ def verify(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
             if any(a and a in content for a in answers):
                 return Outcome(success=True)
         return Outcome(success=False, reason="no exposed context contains an accepted answer")
+    if kind == "contexts_exact":
+        extra = sorted(set(result.context_ids) - set(task.gold_context_ids))
+        missing = sorted(set(task.gold_context_ids) - set(result.context_ids))
+        if extra or missing:
+            return Outcome(success=False, reason=f"wrongly admitted {extra}, wrongly rejected "
+                                                 f"{missing}")
+        return Outcome(success=True)
     raise ValueError(f"unknown verifier kind {kind!r}")  # unreachable: pydantic Literal

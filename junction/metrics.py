@@ -100,7 +100,8 @@ def _set_metrics(kind: Literal["context", "tool"]) -> tuple[Metric, Metric]:
                **common),
         Metric(f"{kind}_precision", f"{kind}_precision",
                definition=f"|exposed ∩ gold| / |exposed| over {kind}s",
-               undefined_when=f"no {kind} is exposed", **common),
+               undefined_when=f"no {kind} is exposed", report_table=kind == "context",
+               **common),
     )
 
 
@@ -154,7 +155,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("tokens_used", "tokens_used",
            definition="visible tokens of the exposed set: context + tool schema tokens",
            undefined_when=None, unit="tokens, >= 0", value_type="int", direction="neither",
-           aggregation="mean", source="Junction (each resource's token_cost, junction.tokens)"),
+           aggregation="mean", source="Junction (each resource's token_cost, junction.tokens)",
+           report_table=True),
     Metric("objective", "objective",
            definition="Σ u(r) over the exposed set + Σ [w(c,t) + w(t,c)] over its pairs",
            undefined_when=None, unit="utility units, unbounded", value_type="float",

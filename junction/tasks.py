@@ -16,7 +16,7 @@ from junction.resources import ContextResource, ToolResource, check_finite, chec
 __all__ = ["Interaction", "VerifierSpec", "BenchmarkTask", "RouterView", "VERIFIER_KINDS",
            "VERIFIER_MEANINGS"]
 
-VERIFIER_KINDS = ("toy_calls", "tools_exposed", "no_tools", "context_answer")
+VERIFIER_KINDS = ("toy_calls", "tools_exposed", "no_tools", "context_answer", "contexts_exact")
 
 
 class Interaction(BaseModel):
@@ -36,6 +36,8 @@ VERIFIER_MEANINGS: dict[str, str] = {
     "no_tools": "no tool is exposed (abstention: none of the candidates fits the request)",
     "context_answer": "an exposed context contains an accepted answer (case- and "
                       "whitespace-normalised)",
+    "contexts_exact": "the exposed contexts are exactly the gold contexts (sub-task "
+                      "admission: every proposal admitted or rejected rightly)",
 }
 """What verified success means under each verifier kind, in one line (reports read it)."""
 
@@ -50,11 +52,12 @@ class VerifierSpec(BaseModel):
     - ``no_tools``: success when no tool is exposed (abstention).
     - ``context_answer``: success when an exposed context contains one of
       ``params.answers`` (case- and whitespace-normalised).
+    - ``contexts_exact``: success when the exposed contexts are exactly the gold contexts.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    kind: Literal["toy_calls", "tools_exposed", "no_tools", "context_answer"]
+    kind: Literal["toy_calls", "tools_exposed", "no_tools", "context_answer", "contexts_exact"]
     params: dict[str, Any] = Field(default_factory=dict)
 
 

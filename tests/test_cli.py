@@ -39,6 +39,7 @@ COVERED = {
     "models list": "test_models_list_and_assemble",
     "models assemble": "test_models_list_and_assemble",
     "serve": "test_serve_without_a_server_is_one_line",
+    "admit": "test_admit_page_json_and_stdin",
 }
 
 
@@ -216,3 +217,68 @@ def test_serve_without_a_server_is_one_line(cli_env):
     result = run(cli_env, "serve", "--cron", "0 3 * * *")
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "need a Prefect server" in result.stderr
+
+
+ADMIT_PAGE = """<html><head><title>Contractor guide</title></head><body>
+<p>This guide covers what contractors may claim and how.</p>
+<h1>Expenses</h1><h2>Mileage</h2>
+<p>Mileage is reimbursed at 0.50 USD per km driven for client work, with a logbook.</p>
+<h2>Meals</h2><p>Meals are reimbursed up to 30 USD per day with an itemised receipt.</p>
+<h1>Leave</h1><p>Contractors take unpaid leave by telling the project lead a week ahead.</p>
+<table><tr><th>Month</th><th>Days</th></tr><tr><td>August</td><td>10</td></tr></table>
+</body></html>"""
+
+
+@pytest.mark.model
+def test_admit_page_json_and_stdin(judge, tmp_path):
+    # in-process (typer's runner), so the session's loaded judge is reused
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+    from junction.chunking import chunk_page
+
+    page = tmp_path / "guide.html"
+    page.write_text(ADMIT_PAGE, encoding="utf-8")
+    text = chunk_page(ADMIT_PAGE, max_tokens=20).text
+    args = ["--query", "How much is mileage reimbursed per km?", "--budget", "40", "--top-k",
+            "2", "--chunk-tokens", "20", "--json"]
+    result = CliRunner().invoke(app, ["admit", str(page), *args])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["mode"] == "explore" and payload["chunks"] >= 4
+    admitted = payload["admitted"]
+    assert 1 <= len(admitted) <= 2 and payload["admitted_tokens"] <= 40
+    # verbatim: every admitted text is a slice of the page text, where the chunk says
+    assert all(text[a["start"]:a["end"]] == a["text"] for a in admitted)
+    assert [a["rank"] for a in admitted] == list(range(1, len(admitted) + 1))
+    assert admitted[0]["heading_path"] == "Expenses > Mileage"
+    scores = [a["score"] for a in admitted] + [r["score"] for r in payload["rejected"]]
+    assert scores == sorted(scores, reverse=True)
+    # standard input gives the same answer; exploit mode keeps the minimum of both sides
+    piped = CliRunner().invoke(app, ["admit", "-", *args], input=ADMIT_PAGE)
+    assert piped.exit_code == 0 and json.loads(piped.stdout)["admitted"] == admitted
+    exploit = CliRunner().invoke(app, ["admit", str(page), *args, "--exploit", "--original",
+                                       "Plan the client visit next week and its costs."])
+    assert exploit.exit_code == 0, exploit.output
+    for row in json.loads(exploit.stdout)["admitted"]:
+        assert row["score"] == min(row["query_score"], row["original_score"])
+    table = CliRunner().invoke(app, ["admit", str(page), *args[:-1]])
+    assert table.exit_code == 0 and "[1] score" in table.stdout
+    assert "Expenses > Mileage" in table.stdout and "best rejected:" in table.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["/nonexistent/page.html", "--query", "q"], "error: /nonexistent/page.html: no such file"),
+    (["PAGE", "--query", "q", "--exploit"], "error: --exploit needs --original TASK"),
+    (["PAGE", "--query", "q", "--original", "x"], "error: --original is used in exploit mode"),
+    (["PAGE", "--query", " "], "error: --query must not be empty"),
+    (["PAGE", "--query", "q", "--top-k", "-1"], "error: --top-k must be >= 0, got -1"),
+    (["EMPTY", "--query", "q"], "the page has no visible text"),
+])
+def test_admit_mistakes_are_one_line(cli_env, tmp_path, args, message):
+    (tmp_path / "p.html").write_text(ADMIT_PAGE, encoding="utf-8")
+    (tmp_path / "e.html").write_text("<html><!-- nothing --></html>", encoding="utf-8")
+    paths = {"PAGE": str(tmp_path / "p.html"), "EMPTY": str(tmp_path / "e.html")}
+    result = run(cli_env, "admit", *[paths.get(a, a) for a in args])
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert message in result.stderr

@@ -15,6 +15,8 @@ __all__ = [
     "SmokeFixture",
     "RerankInstruction",
     "RETRIEVAL_INSTRUCTION",
+    "FOLLOWS_INSTRUCTION",
+    "ECHO_INSTRUCTION",
 ]
 
 
@@ -66,3 +68,17 @@ RETRIEVAL_INSTRUCTION = RerankInstruction(
     ),
 )
 """Default instruction (immutable): relevance of a document or tool to a request."""
+
+# Sub-task admission (junction.admission.admit_subtasks). Fixtures are "none": no gap was
+# measured for them yet, so the start-up gate checks the answers and the tokenisation only.
+FOLLOWS_INSTRUCTION = RerankInstruction(
+    text="Given a task, decide whether the document is a step that helps carry out that task.",
+    fixture="none",
+)
+"""Does a proposed sub-task (the document) follow from the task (the query)?"""
+
+ECHO_INSTRUCTION = RerankInstruction(
+    text="Given a task, decide whether the document asks for exactly the same thing as the task.",
+    fixture="none",
+)
+"""Is an ancestor task (the document) the same task as the proposal (the query)?"""

@@ -2,7 +2,10 @@
 
 ``base`` holds what every strategy shares (pools, joint problem, result); ``registry``
 maps names to factories; one module per strategy (``exact``, ``splits``,
-``judge_admission``, ``learned``: ``learned_exact`` and ``learned_split``) and ``references`` (``bfcl_listed``, ``all_tools``: outside the
+``judge_admission``, ``learned``: ``learned_exact`` and ``learned_split``;
+``page_admission``: ``judge_top_k`` and ``bm25_top_k``, top-K page chunks within the
+budget; ``subtask_admission``: proposed sub-tasks that follow from the task and do not
+echo it) and ``references`` (``bfcl_listed``, ``all_tools``: outside the
 budget).
 """
 

@@ -91,6 +91,26 @@ def _judge_admission(calibration_tasks: Sequence[BenchmarkTask] = (), training: 
     return make_judge_admission_strategy(calibration_tasks=calibration_tasks)
 
 
+def _judge_top_k(calibration_tasks: Sequence[BenchmarkTask] = (), training: Any = None) -> Strategy:
+    # Imported on first use: it loads a language model (once per worker process).
+    from junction.strategies.page_admission import make_judge_top_k_strategy
+
+    return make_judge_top_k_strategy(calibration_tasks=calibration_tasks)
+
+
+def _bm25_top_k(calibration_tasks: Sequence[BenchmarkTask] = (), training: Any = None) -> Strategy:
+    from junction.strategies.page_admission import make_bm25_top_k_strategy
+
+    return make_bm25_top_k_strategy()
+
+
+def _subtask_admission(calibration_tasks: Sequence[BenchmarkTask] = (), training: Any = None) -> Strategy:
+    # Imported on first use: it loads a language model (once per worker process).
+    from junction.strategies.subtask_admission import make_subtask_admission_strategy
+
+    return make_subtask_admission_strategy(calibration_tasks=calibration_tasks)
+
+
 def _bfcl_listed(calibration_tasks: Sequence[BenchmarkTask] = (), training: Any = None) -> Strategy:
     from junction.strategies.references import make_bfcl_listed
 
@@ -119,6 +139,9 @@ register_strategy("exact", _exact)
 register_strategy("fixed_split", _fixed_split)
 register_strategy("adaptive_split", _adaptive_split)
 register_strategy("judge_admission", _judge_admission)
+register_strategy("judge_top_k", _judge_top_k)
+register_strategy("bm25_top_k", _bm25_top_k)
+register_strategy("subtask_admission", _subtask_admission)
 register_strategy("bfcl_listed", _bfcl_listed)
 register_strategy("all_tools", _all_tools)
 register_strategy("learned_exact", _learned_exact)
