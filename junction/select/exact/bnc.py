@@ -9,14 +9,23 @@ presolve off, warm-started from the previous LP's basis), and this module does t
 (bench/milp_reference.py hands the same model to HiGHS's own branch and cut instead;
 comparison in bench/README.md.)
 
-1. Root: rounds of LP + exact odd-cycle separation (``kernel.cycle_cuts``; valid
+1. Root: the product rows (``kernel.product_rows``: every limit row times each x_j, the
+   rows behind the quadratic knapsack bounds of Gallo, Hammer & Simeone 1980 and
+   Caprara, Pisinger & Toth 1999) join the model for the whole search (``product_rows``
+   option; the first root LP by interior point from ``_ROOT_IPM_MIN_COLUMNS`` columns
+   up), then rounds of LP + exact odd-cycle separation (``kernel.cycle_cuts``; valid
    for every integer point, so the cuts stay in every node's LP) until the bound falls by
    less than ``_ROOT_STALL`` (relative) or ``_ROOT_WORK_SHARE`` of the work limit is spent; cuts
    slack at the last root LP are deleted. Incumbents: greedy insertion from the empty set
    and the root point rounded at 1/2, each improved by flips and swaps
    (``kernel.local_search``), and RENS (the MILP with the root's integral x fixed, solved by
    HiGHS within ``_RENS_NODES`` nodes). If a limit stops the root LP, the greedy set is
-   returned (gap None).
+   returned (gap None). Unless the root LP's x is integral (then the tie split below
+   settles the tree in a node or two), variable fixing by bounds (``_Tree._probe``, the
+   ``probing`` option): reduced costs first, then one root LP per x that is integral at
+   the root with that x flipped, each stopped at the cutoff or after
+   ``_PROBE_ITERATIONS``; an x whose flipped LP is below the cutoff is fixed for the
+   whole search (the fixing step of Pisinger, Rasmussen & Sandvik 2007, with LP bounds).
 2. Depth-first branch and bound on the x columns. A node is pruned when its LP bound is
    below the cutoff ``z* - OBJECTIVE_TOLERANCE - margin`` (z*: the best exact objective
    found; margin = 1e-6 · max(s, |z*|), HiGHS's optimality tolerance, where s = min(1,
@@ -399,18 +408,16 @@ class _Tree:
             self._heuristic(np.zeros(self.model.nvar))  # greedy from the empty set
             self._heuristic(res[2])
             self._rens(res[2])
-        stack = [_Node(np.zeros(self.nx), np.ones(self.nx), math.inf)]
+        stack = [_Node(np.zeros(self.nx), np.ones(self.nx),
+                       res[1] if res[0] == "optimal" else math.inf)]
         first = res
         if res[0] == "optimal" and self.probe_share > 0:
-            lb, ub = self._probe(res[1], res[2], res[3])
-            if self.stopped is not None:
-                self._heuristic(res[2])
-                bound = res[1]
-                gap = max(bound - self.z, 0.0) / max(abs(self.z), 1e-9)
-                return self.best(), self._status(), gap
-            if (lb > 0.5).any() or (ub < 0.5).any():
-                stack = [_Node(lb, ub, res[1])]
-                first = None
+            x = res[2][: self.nx]
+            if np.any((x > _EPS) & (x < 1 - _EPS)):
+                lb, ub = self._probe(res[1], res[2], res[3])
+                if (lb > 0.5).any() or (ub < 0.5).any():
+                    stack = self._restrict(stack, lb, ub)
+                    first = None
         while stack:
             node = stack.pop()
             if node.bound < self._cutoff():
@@ -440,6 +447,17 @@ class _Tree:
             gap = max(bound - self.z, 0.0) / max(abs(self.z), 1e-9)
             return self.best(), self._status(), (None if math.isinf(gap) else gap)
         return self.best(), "optimal", 0.0
+
+    @staticmethod
+    def _restrict(stack: list[_Node], lb: np.ndarray, ub: np.ndarray) -> list[_Node]:
+        """The open nodes with the global fixings (lb, ub) applied; nodes that the fixings
+        leave empty (some lb > ub) are dropped."""
+        out = []
+        for node in stack:
+            nlb, nub = np.maximum(node.lb, lb), np.minimum(node.ub, ub)
+            if np.all(nlb <= nub):
+                out.append(_Node(nlb, nub, node.bound, node.var, node.up, node.frac))
+        return out
 
     def _probe(self, value: float, point: np.ndarray, d: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
@@ -658,6 +676,9 @@ class BranchAndCutJointSelector(ReducingSelector):
     a safety net on the clock: a search it cuts short gets status ``stopped_by_clock``
     (the result depends on the machine's speed; reports leave it out of comparisons).
     ``root_cut_min_candidates``: odd-cycle cuts at the root from this many candidates up.
+    ``product_rows``: add ``kernel.product_rows`` to the LP (default on); ``probing``: fix
+    variables by root LP probes before the search (default on); both change the time,
+    never the selection.
     ``subsets_examined`` counts LP nodes. Raises ``ValueError`` on a time limit that is not
     a number >= 0, a work limit that is not an integer >= 0, or a ``max_size`` that is not
     an integer >= 0.
