@@ -296,7 +296,8 @@ def _bound_row(bounds: dict, best: float) -> dict:
         b = bounds[key]
         value = b.get(cost)
         out[name] = {"gap": None if value is None else round((value - best) / max(abs(best), 1e-9), 5),
-                     "s": None if value is None else round(b[f"{cost}_s"], 3)}
+                     "s": None if value is None else round(b[f"{cost}_s"], 3),
+                     "stopped": value is None or bool(b.get(f"{cost}_stopped", 0.0))}
     return out
 
 
@@ -324,7 +325,8 @@ def family_cell(family: str, n: int, density: float, instances: int, time_limit:
                                                       product_rows=False, probing=False),
                              problem)
             row.update(baseline_time_s=round(t0, 3), baseline_status=old.status,
-                       baseline_objective=old.objective)
+                       baseline_objective=old.objective, baseline_nodes=old.subsets_examined,
+                       baseline_lp_iterations=old.lp_iterations)
             best = max(best, old.objective)
         row["best_proven"] = got.status == "optimal" or (baseline and old.status == "optimal")
         bounds = {"plain": root_bounds(problem, product_rows=False, time_limit_s=time_limit),
@@ -351,6 +353,7 @@ def family_cell(family: str, n: int, density: float, instances: int, time_limit:
         gaps[name] = {"median_gap": round(statistics.median(reached), 5) if reached else None,
                       "worst_gap": max(reached) if reached else None,
                       "reached": len(reached),
+                      "stopped": sum(r["bounds"][name]["stopped"] for r in rows),
                       "median_s": round(statistics.median(cost), 3) if cost else None}
     cell["root_bounds"] = gaps
     cell["rows"] = rows
@@ -456,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
             for name, g in cell["root_bounds"].items():
                 print(f"    root bound {name:17s} median gap {g['median_gap']} worst "
                       f"{g['worst_gap']} reached {g['reached']}/{cell['instances']} "
-                      f"median cost {g['median_s']}s")
+                      f"stopped by the limit {g['stopped']} median cost {g['median_s']}s")
         for row in result["versus_enumeration"]:
             print("n={n:4d} tightness {tightness} enumeration {enumeration_median_s:8.4f}s solver "
                   "{solver_median_s:8.4f}s ratio {ratio:7.1f} | branch and cut "

@@ -111,8 +111,7 @@ _RELIABLE = 1
 (HiGHS uses 8; why 1: bench/README.md)."""
 _ROOT_IPM_MIN_COLUMNS = 5000
 """The first root LP is solved by interior point (with crossover) from this many columns
-up: 3x faster than the dual simplex on ``gallo`` at 200 candidates, Δ = 0.5 (10,000
-columns; bench/README.md)."""
+up (``gallo`` at 200 candidates, Δ = 0.5, has about 10,000; timings in bench/README.md)."""
 _PROBE_ITERATIONS = 100
 """Simplex iterations one probing LP may take (``_Tree._probe``); past it the x stays
 free."""
@@ -283,7 +282,9 @@ class _Tree:
         self.probe_fixed = 0
         self.trace: dict[str, float] = {}
         """Root bounds and their cost: ``lp`` (the first LP's value), ``lp_s``, then
-        ``cuts`` / ``cuts_s`` after odd-cycle separation (seconds from the tree's start)."""
+        ``cuts`` / ``cuts_s`` after odd-cycle separation (seconds from the root's start),
+        ``cuts_stopped`` 1.0 when a limit stopped a separation round (``cuts`` is then the
+        last finished round's bound)."""
         self.model = Model(red, problem, max_size)
         self.lp = _NodeLP(self.model)
         self.nx = self.model.nx
@@ -385,13 +386,14 @@ class _Tree:
             self.lp.add_rows(cuts)
             new = self._solve(lb, ub)
             if new[0] != "optimal":
-                self.trace.update(cuts=res[1], cuts_s=time.perf_counter() - began)
+                self.trace.update(cuts=res[1], cuts_s=time.perf_counter() - began,
+                                  cuts_stopped=1.0)
                 return new
             stalled = new[1] > res[1] - _ROOT_STALL * max(1.0, abs(res[1]))
             res = new
             if stalled:
                 break
-        self.trace.update(cuts=res[1], cuts_s=time.perf_counter() - began)
+        self.trace.update(cuts=res[1], cuts_s=time.perf_counter() - began, cuts_stopped=0.0)
         self.lp.drop_slack_cuts(self.lp.base_rows)
         return self._solve(lb, ub)
 
@@ -729,7 +731,8 @@ def root_bounds(problem: JointProblem, product_rows: bool = True, cycle_cuts: bo
     ``_ROOT_STALL``, ``_ROOT_WORK_SHARE`` of ``work_limit``); ``iterations`` (simplex
     iterations); ``candidates`` (after ``kernel.reduce``). ``time_limit_s`` (seconds,
     from the start): an LP it stops leaves its bound out (``lp`` or ``cuts`` absent; a
-    stopped separation round keeps the last finished round's value as ``cuts``).
+    stopped separation round keeps the last finished round's value as ``cuts`` and sets
+    ``cuts_stopped`` to 1.0).
     Bounds are in the objective's
     units (an upper bound on the optimum); only ``candidates`` when nothing is left after
     the reduction."""
