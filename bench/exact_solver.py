@@ -31,9 +31,9 @@ Families (``FAMILIES``, ``family_problem``): ``gallo`` (``gallo_problem``: Gallo
 Simeone 1980's QKP generator restricted to context–tool pairs, with a tool-count row)
 and ``mixed`` (``random_problem``, below: today's mixed-sign family).
 
-The older scaling runs (``--scaling``) use two tightnesses, because the tightness changes the difficulty by orders of
-magnitude: at 0.4 (the default family) the issue's plain model proves none of 5 instances
-at 200 candidates (within this script's 10 s, and none within 30 s either, measured
+The older scaling runs (``--scaling``) use two tightnesses, because the tightness
+changes the difficulty by orders of magnitude: at 0.4 (the default family) the issue's
+plain model proves none of 5 instances at 200 candidates (within this script's 10 s, and none within 30 s either, measured
 separately), where the issue measured a median of 4.1 s for it on its (unstated)
 instances; at 0.7 its median there was 1.7 s in one run of this script and 3.5 s with a
 30 s limit on 2026-11-30, close to the issue's figure. Density matters as much: at 400
@@ -295,7 +295,8 @@ def _bound_row(bounds: dict, best: float) -> dict:
                               "product_cycles": ("product", "cuts")}.items():
         b = bounds[key]
         value = b.get(cost)
-        out[name] = {"gap": None if value is None else round((value - best) / max(abs(best), 1e-9), 5),
+        gap = None if value is None else round((value - best) / max(abs(best), 1e-9), 5)
+        out[name] = {"gap": gap,
                      "s": None if value is None else round(b[f"{cost}_s"], 3),
                      "stopped": value is None or bool(b.get(f"{cost}_stopped", 0.0))}
     return out

@@ -111,7 +111,7 @@ _RELIABLE = 1
 (HiGHS uses 8; why 1: bench/README.md)."""
 _ROOT_IPM_MIN_COLUMNS = 5000
 """The first root LP is solved by interior point (with crossover) from this many columns
-up (``gallo`` at 200 candidates, Δ = 0.5, has about 10,000; timings in bench/README.md)."""
+up (``gallo`` at 200 candidates, Δ = 0.5, has about 5,200; timings in bench/README.md)."""
 _PROBE_ITERATIONS = 100
 """Simplex iterations one probing LP may take (``_Tree._probe``); past it the x stays
 free."""
