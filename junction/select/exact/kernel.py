@@ -539,8 +539,10 @@ def product_rows(model: Model, problem: JointProblem, max_size: int | None
     Negative pair weights (which that literature does not cover): their y_k (pushed down
     to max(0, x_c + x_t - 1) by the objective) stay in the rows; the row then charges
     capacity for a negative pair only when the LP point forces its y up, which is valid
-    and never looser. A row is left out when its y coefficients sum to at most b - a_j
-    (implied by y_k <= 1 and y_k <= x_j, so it never cuts); tools get no tool-count,
+    and never looser. A row is left out when its y coefficients sum to at most b - a_j:
+    it cannot change the LP's value then (y_k <= x_j holds for positive pairs, and a
+    negative pair's y_k can be lowered to max(0, x_c + x_t - 1) <= x_j without lowering
+    the objective, after which the row holds); tools get no tool-count,
     latency or cost rows (their pairs are with contexts, which use none of those).
     Rows are divided by b, so HiGHS's absolute tolerances are relative to the limit.
     """
