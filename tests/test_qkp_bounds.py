@@ -4,6 +4,8 @@
   every subset of drawn instances, with y the products x_c x_t.
 - Its root bound lies between the optimum and the McCormick LP's, and is strictly below
   the latter on a ``gallo`` instance where a context's partners cannot all fit.
+- Probing (``_Tree._probe``) with the optimum as incumbent never fixes out a set within
+  the tie tolerance of the optimum (all sets checked; flipping the fixed side fails it).
 - The branch and cut with product rows and probing (the default), and without either,
   gives the enumerator's selection, ties included, on drawn instances and on the seeded
   ``gallo`` family (integer profits: many exact ties).
@@ -104,3 +106,41 @@ def test_families_are_seeded_and_named() -> None:
     assert family_problem("gallo", 30, 4, 0.5) != a
     with pytest.raises(ValueError, match=r"unknown family 'qkp'; valid: \['gallo', 'mixed'\]"):
         family_problem("qkp", 30, 0, 0.5)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_probing_never_fixes_a_tie_of_the_optimum_out(problem: JointProblem) -> None:
+    # With the optimum as the incumbent (the strongest cutoff probing can see), every set
+    # within the tie tolerance of the optimum must agree with the fixings: the
+    # enumerator's pick in particular, and every set of equal objective it examined.
+    from junction.select.exact.bnc import _Tree
+    from junction.select.problem import OBJECTIVE_TOLERANCE, exceeded_limit, objective_terms
+
+    red = reduce(problem, problem.max_size)
+    if not red.items or not red.pairs:
+        return
+    tree = _Tree(problem, red, problem.max_size, None, 0, None, True)
+    res = tree._root()
+    if res[0] != "optimal":
+        return
+    expected = EnumerationJointSelector().select(problem)
+    tree._record(())
+    index = {r.id: i for i, r in enumerate(red.items)}
+    best = tuple(sorted(index[i] for i in expected.exposed_ids))
+    tree._record(best)
+    lb, ub = tree._probe(res[1], res[2], res[3])
+    n = len(red.items)
+    for size in range(n + 1):
+        for chosen in itertools.combinations(range(n), size):
+            items = [red.items[i] for i in chosen]
+            if exceeded_limit(problem.budget, items, problem.max_size) is not None:
+                continue
+            cs, ts = red.ids(chosen)
+            u, w = objective_terms(problem, cs, ts)
+            if u + w < expected.objective - OBJECTIVE_TOLERANCE:
+                continue
+            x = np.zeros(n)
+            x[list(chosen)] = 1.0
+            assert np.all(lb <= x) and np.all(x <= ub), (chosen, lb, ub)
