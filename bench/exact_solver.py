@@ -1,19 +1,39 @@
-"""Benchmark: exact joint selection by enumeration versus the solvers, and solver scaling.
+"""Benchmark: exact joint selection on named instance families, and versus enumeration.
 
 "solver" is ``AutoJointSelector``, what the ``exact`` strategy runs: the combinatorial
 branch and bound (``CombinatorialJointSelector``) up to 32 candidates, the branch and cut
-(``BranchAndCutJointSelector``) above. "branch_and_cut" and "milp" (``MilpJointSelector``
-of bench/milp_reference.py, HiGHS's own branch and cut on the same model) are timed on the same instances for
-comparison. Prints, side by side in one run, the enumerating selector's and the solvers'
-median times at 12, 16 and 20 candidates (with their ratios and whether all chose the
-same set), and the solver's median and worst times at 50, 100, 200 and 400 candidates
-(where it is the branch and cut) for two budget tightnesses, with the MILP's and the
-issue's plain model's (``PlainMilp``) on the same instances. Figures only: nothing here
-asserts a time.
+(``BranchAndCutJointSelector``) above. Prints, side by side in one run:
 
-Two scaling families, because the tightness changes the difficulty by orders of
-magnitude: at 0.4 (the default family) the issue's plain model proves none of 5 instances
-at 200 candidates (within this script's 10 s, and none within 30 s either, measured
+- the family table (issue 19), one cell per family, size and density (``--cells``,
+  default ``DEFAULT_CELLS``: ``gallo`` at 200 and 400 candidates, Δ = 0.25 and 0.5;
+  ``mixed`` at 200 and 400, density 0.1, limits at 40%): every instance's seed and
+  parameters (contexts, tools, pairs, each limit), the solver's time, status, objective,
+  nodes and simplex iterations; the same for the branch and cut without product rows
+  and probing (``baseline``, the solver before issue 19); median and worst time and
+  proven count of both; and the root gap (bound - best) / |best| and cost in seconds of
+  each bound: ``mccormick`` (the standard linearisation's LP), ``mccormick_cycles``
+  (plus root odd-cycle cuts: the root before issue 19), ``product`` (plus
+  ``kernel.product_rows``), ``product_cycles`` (both: the root now), each capped by
+  the time limit; "best" is the better set of the two runs (``best_proven`` says
+  whether either proved it, else the gap is an upper bound on the true gap);
+- the enumerating selector's and the solvers' median times at 12, 16 and 20 candidates
+  (``random_problem``), with their ratios and whether all chose the same set; "milp"
+  (``MilpJointSelector`` of bench/milp_reference.py, HiGHS's own branch and cut on the
+  same model) is timed there too;
+- with ``--scaling N ...`` only: the older scaling runs of the ``mixed`` family (median
+  and worst times at each size for two tightnesses, with the MILP and the issue's plain
+  model, ``PlainMilp``, on the same instances).
+
+The load average (``os.getloadavg``) at the start and end and the wall time are printed
+with the figures. Figures only: nothing here asserts a time.
+
+Families (``FAMILIES``, ``family_problem``): ``gallo`` (``gallo_problem``: Gallo, Hammer &
+Simeone 1980's QKP generator restricted to context–tool pairs, with a tool-count row)
+and ``mixed`` (``random_problem``, below: today's mixed-sign family).
+
+The older scaling runs (``--scaling``) use two tightnesses, because the tightness
+changes the difficulty by orders of magnitude: at 0.4 (the default family) the issue's
+plain model proves none of 5 instances at 200 candidates (within this script's 10 s, and none within 30 s either, measured
 separately), where the issue measured a median of 4.1 s for it on its (unstated)
 instances; at 0.7 its median there was 1.7 s in one run of this script and 3.5 s with a
 30 s limit on 2026-11-30, close to the issue's figure. Density matters as much: at 400
@@ -29,9 +49,9 @@ random order; every budget limit is ``tightness`` (0.4) times the pool's total (
 fits, so enumeration visits all 2^n subsets; tight budgets let it prune). Scores are
 rounded to 4 decimals, as the synthetic suites round them. Seeded with ``random.Random``.
 
-Usage: ``python bench/exact_solver.py [--json] [--instances K] [--time-limit S]
-[--versus N ...] [--scaling N ...] [--scaling-tightness T ...] [--no-milp] [--no-plain]``
-(``--help`` for all)
+Usage: ``python bench/exact_solver.py [--json] [--cells FAMILY:N:DENSITY ...]
+[--instances K] [--time-limit S] [--no-baseline] [--versus N ...] [--scaling N ...]
+[--scaling-tightness T ...] [--no-milp] [--no-plain]`` (``--help`` for all)
 """
 
 from __future__ import annotations
@@ -39,6 +59,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import statistics
 import sys
@@ -61,10 +82,11 @@ from junction.select import (  # noqa: E402
     EnumerationJointSelector,
     JointProblem,
 )
+from junction.select.exact.bnc import root_bounds  # noqa: E402
 from milp_reference import MilpJointSelector  # noqa: E402
 
 SOLVER_FIELDS = {"strategy", "solve_time_ms", "subsets_examined", "subsets_feasible",
-                 "status", "gap"}
+                 "lp_iterations", "status", "gap"}
 """Fields two exact selectors' answers may differ in (bookkeeping, and the name of the
 algorithm in ``strategy``)."""
 
@@ -97,6 +119,63 @@ def random_problem(n: int, seed: int, density: float = 0.1, tightness: float = 0
         max_cost_usd=round(tightness * sum(t.estimated_cost_usd for t in tools), 5),
     )
     return JointProblem(contexts, tools, budget, unary, interactions, max_size)
+
+
+def gallo_problem(n: int, seed: int, delta: float = 0.25) -> JointProblem:
+    """One seeded instance of the ``gallo`` family: Gallo, Hammer & Simeone (1980)'s QKP
+    generator restricted to the bipartite structure of the joint objective.
+
+    ``n`` candidates, ``n // 2`` contexts then tools. Each unary utility u_j (the QKP's
+    diagonal profit p_jj) and each context–tool pair weight W_ct is non-zero with
+    probability ``delta`` (the paper's Δ, 0.25 to 1.0) and then a uniform integer in
+    [1, 100]; there are no context–context or tool–tool profits. Token costs (the
+    knapsack weights) are uniform integers in [1, 50]; ``max_tokens`` (the capacity) a
+    uniform integer in [50, Σ tokens] (as in the paper; Caprara, Pisinger & Toth 1999
+    and Billionnet & Soutif 2004 use the same generator); ``max_tools`` (the second row)
+    a uniform integer in [1, number of tools]; no latency or cost limits (tools carry
+    none). Every profit is positive, as in the literature. Seeded with ``random.Random``.
+    """
+    rng = random.Random(f"junction-bench-gallo:{n}:{seed}:{delta}")
+    n_ctx = n // 2
+    contexts = tuple(ContextResource(id=f"ctx-{i:03d}", content="",
+                                     token_cost=rng.randint(1, 50)) for i in range(n_ctx))
+    tools = tuple(ToolResource(id=f"tool-{j:03d}", description="",
+                               schema_token_cost=rng.randint(1, 50))
+                  for j in range(n - n_ctx))
+    unary = {}
+    for r in (*contexts, *tools):
+        if rng.random() < delta:
+            unary[r.id] = float(rng.randint(1, 100))
+    interactions = {}
+    for c in contexts:
+        for t in tools:
+            if rng.random() < delta:
+                interactions[(c.id, t.id)] = float(rng.randint(1, 100))
+    total_tokens = sum(r.token_cost for r in (*contexts, *tools))
+    budget = Budget(max_tokens=rng.randint(50, max(50, total_tokens)),
+                    max_tools=rng.randint(1, max(1, len(tools))))
+    return JointProblem(contexts, tools, budget, unary, interactions)
+
+
+FAMILIES = {
+    "mixed": "random_problem: mixed-sign pair weights (standard normal), unary in [0, 1], "
+             "all four limits at `tightness` of the pool's total",
+    "gallo": "gallo_problem: Gallo, Hammer & Simeone (1980) restricted to context-tool "
+             "pairs; positive integer profits, tokens in [1, 50], token and tool-count rows",
+}
+"""The named instance families (``family_problem``)."""
+
+
+def family_problem(family: str, n: int, seed: int, density: float,
+                   tightness: float = 0.4) -> JointProblem:
+    """Instance ``seed`` of ``family`` (``FAMILIES``) with ``n`` candidates; ``density``
+    is the pair density (``gallo``: Δ, also the unary density); ``tightness`` is used by
+    ``mixed`` only. Raises ``ValueError`` naming the families on an unknown name."""
+    if family == "mixed":
+        return random_problem(n, seed, density=density, tightness=tightness)
+    if family == "gallo":
+        return gallo_problem(n, seed, delta=density)
+    raise ValueError(f"unknown family {family!r}; valid: {sorted(FAMILIES)}")
 
 
 def _timed(selector, problem):
@@ -203,6 +282,85 @@ def _runs(selector_factory, n: int, instances: int, time_limit: float,
             "objectives": objectives}
 
 
+DEFAULT_CELLS = (("gallo", 200, 0.25), ("gallo", 200, 0.5), ("gallo", 400, 0.25),
+                 ("gallo", 400, 0.5), ("mixed", 200, 0.1), ("mixed", 400, 0.1))
+"""(family, candidates, density) of the issue's goals; ``mixed`` at tightness 0.4."""
+
+
+def _bound_row(bounds: dict, best: float) -> dict:
+    """Root gap (bound - best) / |best| and cost (s) of each bound; None: not reached."""
+    out = {}
+    for name, (key, cost) in {"mccormick": ("plain", "lp"), "mccormick_cycles": ("plain", "cuts"),
+                              "product": ("product", "lp"),
+                              "product_cycles": ("product", "cuts")}.items():
+        b = bounds[key]
+        value = b.get(cost)
+        gap = None if value is None else round((value - best) / max(abs(best), 1e-9), 5)
+        out[name] = {"gap": gap,
+                     "s": None if value is None else round(b[f"{cost}_s"], 3),
+                     "stopped": value is None or bool(b.get(f"{cost}_stopped", 0.0))}
+    return out
+
+
+def family_cell(family: str, n: int, density: float, instances: int, time_limit: float,
+                tightness: float = 0.4, baseline: bool = True) -> dict:
+    """One cell of the family table: every instance's parameters, the solver's time and
+    status (``AutoJointSelector`` with the work limit and a ``time_limit`` safety net),
+    the same for the branch and cut without product rows and probing (``baseline``: the
+    solver as it was before), and the root gap and cost of each bound (``root_bounds``,
+    each capped by ``time_limit``), gaps against the best set either run found."""
+    rows = []
+    for seed in range(instances):
+        problem = family_problem(family, n, seed, density, tightness)
+        b = problem.budget
+        row = {"seed": seed, "contexts": len(problem.contexts), "tools": len(problem.tools),
+               "pairs": len(problem.interactions), "max_tokens": b.max_tokens,
+               "max_tools": b.max_tools, "max_latency_ms": b.max_latency_ms,
+               "max_cost_usd": b.max_cost_usd}
+        t, got = _timed(AutoJointSelector(time_limit_s=time_limit), problem)
+        row.update(time_s=round(t, 3), status=got.status, objective=got.objective,
+                   nodes=got.subsets_examined, lp_iterations=got.lp_iterations)
+        best = got.objective
+        if baseline:
+            t0, old = _timed(BranchAndCutJointSelector(time_limit_s=time_limit,
+                                                      product_rows=False, probing=False),
+                             problem)
+            row.update(baseline_time_s=round(t0, 3), baseline_status=old.status,
+                       baseline_objective=old.objective, baseline_nodes=old.subsets_examined,
+                       baseline_lp_iterations=old.lp_iterations)
+            best = max(best, old.objective)
+        row["best_proven"] = got.status == "optimal" or (baseline and old.status == "optimal")
+        bounds = {"plain": root_bounds(problem, product_rows=False, time_limit_s=time_limit),
+                  "product": root_bounds(problem, product_rows=True, time_limit_s=time_limit)}
+        row["bounds"] = _bound_row(bounds, best)
+        rows.append(row)
+        print(f"  {family} n={n} density={density} seed={seed}: {row['time_s']}s "
+              f"{row['status']}", file=sys.stderr, flush=True)
+    times = [r["time_s"] for r in rows]
+    cell = {"family": family, "n": n, "density": density, "instances": instances,
+            "tightness": tightness if family == "mixed" else None,
+            "median_s": round(statistics.median(times), 3), "max_s": round(max(times), 3),
+            "optimal": sum(r["status"] == "optimal" for r in rows)}
+    if baseline:
+        bt = [r["baseline_time_s"] for r in rows]
+        cell.update(baseline_median_s=round(statistics.median(bt), 3),
+                    baseline_max_s=round(max(bt), 3),
+                    baseline_optimal=sum(r["baseline_status"] == "optimal" for r in rows))
+    gaps = {}
+    for name in rows[0]["bounds"]:
+        got = [r["bounds"][name]["gap"] for r in rows]
+        cost = [r["bounds"][name]["s"] for r in rows if r["bounds"][name]["s"] is not None]
+        reached = [g for g in got if g is not None]
+        gaps[name] = {"median_gap": round(statistics.median(reached), 5) if reached else None,
+                      "worst_gap": max(reached) if reached else None,
+                      "reached": len(reached),
+                      "stopped": sum(r["bounds"][name]["stopped"] for r in rows),
+                      "median_s": round(statistics.median(cost), 3) if cost else None}
+    cell["root_bounds"] = gaps
+    cell["rows"] = rows
+    return cell
+
+
 def scaling(sizes, instances: int, time_limit: float, tightness: float, density: float,
             milp: bool, plain: bool) -> list[dict]:
     rows = []
@@ -239,8 +397,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--versus-tightness", type=float, nargs="*", default=[0.4, 1.0],
                         help="budget tightness for the enumeration comparison (0.4: the "
                              "scaling family; 1.0: every limit is the pool total, nothing pruned)")
-    parser.add_argument("--scaling", type=int, nargs="*", default=[50, 100, 200, 400],
-                        help="pool sizes for the scaling runs (50 100 200 400)")
+    parser.add_argument("--cells", nargs="*",
+                        default=[f"{f}:{n}:{d}" for f, n, d in DEFAULT_CELLS],
+                        help="family table cells as family:candidates:density (default: "
+                             "the issue's goals, " + " ".join(
+                                 f"{f}:{n}:{d}" for f, n, d in DEFAULT_CELLS) + ")")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="family table: skip the branch and cut without product rows "
+                             "and probing")
+    parser.add_argument("--scaling", type=int, nargs="*", default=[],
+                        help="pool sizes for the older scaling runs of the mixed family "
+                             "(none unless given; 50 100 200 400 before the family table)")
     parser.add_argument("--scaling-tightness", type=float, nargs="*", default=[0.4, 0.7],
                         help="budget tightness of the scaling families (0.4: the default "
                              "family; 0.7: where the issue's plain model takes about the "
@@ -253,7 +420,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-plain", action="store_true",
                         help="skip the issue's plain model (PlainMilp) in the scaling runs")
     args = parser.parse_args(argv)
+    cells = []
+    for spec in args.cells:
+        family, n, density = spec.split(":")
+        if family not in FAMILIES:
+            parser.error(f"unknown family {family!r} in {spec!r}; valid: {sorted(FAMILIES)}")
+        cells.append((family, int(n), float(density)))
+    load_start = [round(v, 2) for v in os.getloadavg()]
+    started = time.time()
     result = {
+        "families": {name: text for name, text in FAMILIES.items()},
+        "family_table": [family_cell(f, n, d, args.instances, args.time_limit,
+                                     baseline=not args.no_baseline)
+                         for f, n, d in cells],
         "versus_enumeration": [
             row for tightness in args.versus_tightness
             for row in versus_enumeration(args.versus, args.enumeration_instances, tightness)
@@ -264,10 +443,24 @@ def main(argv: list[str] | None = None) -> int:
                                args.density, not args.no_milp, not args.no_plain)
         ],
         "time_limit_s": args.time_limit,
+        "load_average_start": load_start,
+        "load_average_end": [round(v, 2) for v in os.getloadavg()],
+        "wall_s": round(time.time() - started, 1),
+        "cpus": os.cpu_count(),
     }
     if args.json:
         print(json.dumps(result, indent=2))
     else:
+        for cell in result["family_table"]:
+            print("{family} n={n} density={density}: solver median {median_s}s max {max_s}s "
+                  "optimal {optimal}/{instances}".format(**cell)
+                  + (" | baseline median {baseline_median_s}s max {baseline_max_s}s optimal "
+                     "{baseline_optimal}/{instances}".format(**cell)
+                     if "baseline_median_s" in cell else ""))
+            for name, g in cell["root_bounds"].items():
+                print(f"    root bound {name:17s} median gap {g['median_gap']} worst "
+                      f"{g['worst_gap']} reached {g['reached']}/{cell['instances']} "
+                      f"stopped by the limit {g['stopped']} median cost {g['median_s']}s")
         for row in result["versus_enumeration"]:
             print("n={n:4d} tightness {tightness} enumeration {enumeration_median_s:8.4f}s solver "
                   "{solver_median_s:8.4f}s ratio {ratio:7.1f} | branch and cut "

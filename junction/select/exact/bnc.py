@@ -9,14 +9,23 @@ presolve off, warm-started from the previous LP's basis), and this module does t
 (bench/milp_reference.py hands the same model to HiGHS's own branch and cut instead;
 comparison in bench/README.md.)
 
-1. Root: rounds of LP + exact odd-cycle separation (``kernel.cycle_cuts``; valid
+1. Root: the product rows (``kernel.product_rows``: every limit row times each x_j, the
+   rows behind the quadratic knapsack bounds of Gallo, Hammer & Simeone 1980 and
+   Caprara, Pisinger & Toth 1999) join the model for the whole search (``product_rows``
+   option; the first root LP by interior point from ``_ROOT_IPM_MIN_COLUMNS`` columns
+   up), then rounds of LP + exact odd-cycle separation (``kernel.cycle_cuts``; valid
    for every integer point, so the cuts stay in every node's LP) until the bound falls by
    less than ``_ROOT_STALL`` (relative) or ``_ROOT_WORK_SHARE`` of the work limit is spent; cuts
    slack at the last root LP are deleted. Incumbents: greedy insertion from the empty set
    and the root point rounded at 1/2, each improved by flips and swaps
    (``kernel.local_search``), and RENS (the MILP with the root's integral x fixed, solved by
    HiGHS within ``_RENS_NODES`` nodes). If a limit stops the root LP, the greedy set is
-   returned (gap None).
+   returned (gap None). Unless the root LP's x is integral (then the tie split below
+   settles the tree in a node or two), variable fixing by bounds (``_Tree._probe``, the
+   ``probing`` option): reduced costs first, then one root LP per x that is integral at
+   the root with that x flipped, each stopped at the cutoff or after
+   ``_PROBE_ITERATIONS``; an x whose flipped LP is below the cutoff is fixed for the
+   whole search (the fixing step of Pisinger, Rasmussen & Sandvik 2007, with LP bounds).
 2. Depth-first branch and bound on the x columns. A node is pruned when its LP bound is
    below the cutoff ``z* - OBJECTIVE_TOLERANCE - margin`` (z*: the best exact objective
    found; margin = 1e-6 · max(s, |z*|), HiGHS's optimality tolerance, where s = min(1,
@@ -69,6 +78,7 @@ from junction.select.exact.kernel import (
     ReducingSelector,
     cycle_cuts,
     local_search,
+    product_rows,
 )
 from junction.select.problem import (
     OBJECTIVE_TOLERANCE,
@@ -78,7 +88,7 @@ from junction.select.problem import (
     make_selection,
 )
 
-__all__ = ["BranchAndCutJointSelector", "ROOT_CUT_MIN_CANDIDATES"]
+__all__ = ["BranchAndCutJointSelector", "ROOT_CUT_MIN_CANDIDATES", "root_bounds"]
 
 ROOT_CUT_MIN_CANDIDATES = 0
 """Root odd-cycle separation runs from this many candidates (after removal) up."""
@@ -99,6 +109,14 @@ _HIGHS_INT_MAX = 2**31 - 1
 _RELIABLE = 1
 """Pseudo-costs of an x count as reliable after this many observations per direction
 (HiGHS uses 8; why 1: bench/README.md)."""
+_ROOT_IPM_MIN_COLUMNS = 5000
+"""The first root LP is solved by interior point (with crossover) from this many columns
+up (``gallo`` at 200 candidates, Δ = 0.5, has about 5,200; timings in bench/README.md)."""
+_PROBE_ITERATIONS = 100
+"""Simplex iterations one probing LP may take (``_Tree._probe``); past it the x stays
+free."""
+_PROBE_SHARE = 0.1
+"""Share of the work limit probing may use before the search."""
 _LOOKAHEAD = 8
 """Stop evaluating branching candidates after this many without a better score."""
 
@@ -127,6 +145,8 @@ class _NodeLP:
         self.h = h
         self._cols = np.arange(self.nx, dtype=np.int32)
         self.cuts: list[tuple[np.ndarray, float, float]] = []
+        self.base_rows = model.A.shape[0]
+        """Rows before the first cut: the model's, then ``add_base_rows``'s."""
         self.iterations = 0
         """Simplex iterations of every ``solve`` so far (HiGHS's ``simplex_iteration_count``)."""
 
@@ -142,6 +162,17 @@ class _NodeLP:
                        np.array([r[2] for r in rows], dtype=float), int(mat.nnz),
                        mat.indptr[:-1].astype(np.int32), mat.indices.astype(np.int32),
                        mat.data.astype(float))
+
+    def add_base_rows(self, A, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Append rows given as a sparse matrix (m, nvar), kept for every later solve and
+        never dropped (``drop_slack_cuts`` starts after them); call before any cut."""
+        if A.shape[0] == 0:
+            return
+        A = A.tocsr()
+        self.h.addRows(A.shape[0], np.asarray(lo, dtype=float), np.asarray(hi, dtype=float),
+                       int(A.nnz), A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32),
+                       A.data.astype(float))
+        self.base_rows += A.shape[0]
 
     def delete_last_row(self) -> None:
         last = self.h.getNumRow() - 1
@@ -159,8 +190,8 @@ class _NodeLP:
             self.cuts = [c for c, s in zip(self.cuts, slack) if not s]
 
     def solve(self, lb: np.ndarray, ub: np.ndarray, time_left: float | None,
-              cutoff: float = -math.inf, iterations_left: float = math.inf
-              ) -> tuple[str, float, np.ndarray, np.ndarray]:
+              cutoff: float = -math.inf, iterations_left: float = math.inf,
+              method: str = "simplex") -> tuple[str, float, np.ndarray, np.ndarray]:
         """("optimal" | "infeasible" | "cutoff" | "work_limit" | "time_limit", value,
         point, |reduced cost| of x), value and reduced costs in the objective's units.
         "cutoff": the dual simplex proved the LP value below ``cutoff`` (HiGHS's
@@ -168,8 +199,11 @@ class _NodeLP:
         iterations were spent first (HiGHS's ``simplex_iteration_limit``, deterministic);
         "time_limit": ``time_left`` seconds were (the clock: a safety net). Raises
         ``SelectionError`` if HiGHS fails twice (from the warm basis, then from scratch)
-        in a way other than these."""
+        in a way other than these. ``method="ipm"``: interior point with crossover (a
+        basis for the next warm start; its iterations and the crossover's count as work
+        too, as ``iterations``), for the first root LP of a large model."""
         h = self.h
+        h.setOptionValue("solver", method)
         h.changeColsBounds(self.nx, self._cols, lb.astype(float), ub.astype(float))
         h.setOptionValue("objective_bound", -cutoff / self.scale)
         # HiGHS's time limit is on its own clock, which runs on across ``run`` calls.
@@ -178,7 +212,12 @@ class _NodeLP:
         h.setOptionValue("simplex_iteration_limit",
                          int(min(max(iterations_left, 0), _HIGHS_INT_MAX)))
         h.run()
-        self.iterations += max(int(h.getInfo().simplex_iteration_count), 0)
+        info = h.getInfo()
+        self.iterations += max(int(info.simplex_iteration_count), 0)
+        if method != "simplex":
+            self.iterations += max(int(info.ipm_iteration_count), 0) + max(
+                int(info.crossover_iteration_count), 0)
+            h.setOptionValue("solver", "simplex")
         result = self._result()
         if result is None:  # numerical trouble: once more from scratch
             h.clearSolver()
@@ -228,7 +267,8 @@ class _Tree:
 
     def __init__(self, problem: JointProblem, red: Reduced, max_size: int | None,
                  deadline: float | None, root_cut_min: int,
-                 work_limit: int | None = None) -> None:
+                 work_limit: int | None = None, products: bool = True,
+                 probe_share: float = _PROBE_SHARE) -> None:
         self.problem = problem
         self.red = red
         self.max_size = max_size
@@ -237,6 +277,14 @@ class _Tree:
         self.stopped: str | None = None  # "work_limit" or "stopped_by_clock"
         self.clock_touched = False  # the clock cut a RENS solve short
         self.root_cut_min = root_cut_min
+        self.products = products
+        self.probe_share = probe_share
+        self.probe_fixed = 0
+        self.trace: dict[str, float] = {}
+        """Root bounds and their cost: ``lp`` (the first LP's value), ``lp_s``, then
+        ``cuts`` / ``cuts_s`` after odd-cycle separation (seconds from the root's start),
+        ``cuts_stopped`` 1.0 when a limit stopped a separation round (``cuts`` is then the
+        last finished round's bound)."""
         self.model = Model(red, problem, max_size)
         self.lp = _NodeLP(self.model)
         self.nx = self.model.nx
@@ -253,11 +301,12 @@ class _Tree:
     def _time_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.perf_counter()
 
-    def _solve(self, lb: np.ndarray, ub: np.ndarray, cutoff: float = -math.inf
-               ) -> tuple[str, float, np.ndarray, np.ndarray]:
+    def _solve(self, lb: np.ndarray, ub: np.ndarray, cutoff: float = -math.inf,
+               method: str = "simplex") -> tuple[str, float, np.ndarray, np.ndarray]:
         """``_NodeLP.solve`` within the simplex iterations and the clock left."""
         return self.lp.solve(lb, ub, self._time_left(), cutoff,
-                             iterations_left=self.work_limit - self.lp.iterations)
+                             iterations_left=self.work_limit - self.lp.iterations,
+                             method=method)
 
     def _out_of_work(self) -> bool:
         """Is the work limit spent or the clock run out? Sets ``stopped`` if so."""
@@ -318,8 +367,13 @@ class _Tree:
 
     # -- root --------------------------------------------------------------------------
     def _root(self) -> tuple[str, float, np.ndarray, np.ndarray]:
+        began = time.perf_counter()
         lb, ub = np.zeros(self.nx), np.ones(self.nx)
-        res = self._solve(lb, ub)
+        if self.products and self.red.pairs:
+            self.lp.add_base_rows(*product_rows(self.model, self.problem, self.max_size))
+        res = self._solve(lb, ub, method="ipm" if self.model.nvar >= _ROOT_IPM_MIN_COLUMNS
+                          else "simplex")
+        self.trace.update(lp=res[1], lp_s=time.perf_counter() - began)
         if self.nx < self.root_cut_min or not self.red.pairs or res[0] != "optimal":
             return res
         stop = _ROOT_WORK_SHARE * self.work_limit
@@ -332,12 +386,15 @@ class _Tree:
             self.lp.add_rows(cuts)
             new = self._solve(lb, ub)
             if new[0] != "optimal":
+                self.trace.update(cuts=res[1], cuts_s=time.perf_counter() - began,
+                                  cuts_stopped=1.0)
                 return new
             stalled = new[1] > res[1] - _ROOT_STALL * max(1.0, abs(res[1]))
             res = new
             if stalled:
                 break
-        self.lp.drop_slack_cuts(self.model.A.shape[0])
+        self.trace.update(cuts=res[1], cuts_s=time.perf_counter() - began, cuts_stopped=0.0)
+        self.lp.drop_slack_cuts(self.lp.base_rows)
         return self._solve(lb, ub)
 
     # -- search ------------------------------------------------------------------------
@@ -353,8 +410,16 @@ class _Tree:
             self._heuristic(np.zeros(self.model.nvar))  # greedy from the empty set
             self._heuristic(res[2])
             self._rens(res[2])
-        stack = [_Node(np.zeros(self.nx), np.ones(self.nx), math.inf)]
+        stack = [_Node(np.zeros(self.nx), np.ones(self.nx),
+                       res[1] if res[0] == "optimal" else math.inf)]
         first = res
+        if res[0] == "optimal" and self.probe_share > 0:
+            x = res[2][: self.nx]
+            if np.any((x > _EPS) & (x < 1 - _EPS)):
+                lb, ub = self._probe(res[1], res[2], res[3])
+                if (lb > 0.5).any() or (ub < 0.5).any():
+                    stack = self._restrict(stack, lb, ub)
+                    first = None
         while stack:
             node = stack.pop()
             if node.bound < self._cutoff():
@@ -384,6 +449,53 @@ class _Tree:
             gap = max(bound - self.z, 0.0) / max(abs(self.z), 1e-9)
             return self.best(), self._status(), (None if math.isinf(gap) else gap)
         return self.best(), "optimal", 0.0
+
+    @staticmethod
+    def _restrict(stack: list[_Node], lb: np.ndarray, ub: np.ndarray) -> list[_Node]:
+        """The open nodes with the global fixings (lb, ub) applied; nodes that the fixings
+        leave empty (some lb > ub) are dropped."""
+        out = []
+        for node in stack:
+            nlb, nub = np.maximum(node.lb, lb), np.minimum(node.ub, ub)
+            if np.all(nlb <= nub):
+                out.append(_Node(nlb, nub, node.bound, node.var, node.up, node.frac))
+        return out
+
+    def _probe(self, value: float, point: np.ndarray, d: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Variable fixing by bounds before the search (probing; Savelsbergh 1994, and the
+        fixing step of Pisinger, Rasmussen & Sandvik 2007): x_i is fixed to its root value
+        v when the root LP (McCormick rows, product rows, root cuts, earlier fixings) with
+        x_i = 1 - v is below the cutoff, so no set within the tie tolerance of the best
+        has x_i = 1 - v. First by reduced cost (value - d_i below the cutoff), then by one
+        LP per x integral at the root, largest d_i first, each stopped after
+        ``_PROBE_ITERATIONS`` simplex iterations (then x_i stays free) and all of them
+        after ``probe_share`` of the work limit. Returns the global (lb, ub) of x."""
+        x = point[: self.nx]
+        lb, ub = np.zeros(self.nx), np.ones(self.nx)
+        low, high = x <= _EPS, x >= 1 - _EPS
+        hopeless = value - d < self._cutoff()
+        ub[low & hopeless] = 0.0
+        lb[high & hopeless] = 1.0
+        budget = self.lp.iterations + self.probe_share * min(self.work_limit, _HIGHS_INT_MAX)
+        order = np.flatnonzero((low | high) & ~hopeless)
+        order = order[np.lexsort((order, -d[order]))]
+        for i in order:
+            left = min(budget, self.work_limit) - self.lp.iterations
+            if left <= 0 or self._out_of_work():
+                break
+            t_lb, t_ub = lb.copy(), ub.copy()
+            t_lb[i] = t_ub[i] = 0.0 if high[i] else 1.0
+            status, v, _, _ = self.lp.solve(t_lb, t_ub, self._time_left(), self._cutoff(),
+                                            iterations_left=min(left, _PROBE_ITERATIONS))
+            if status == "time_limit":
+                self._stop(status)
+                break
+            if status in ("infeasible", "cutoff") or (status == "optimal"
+                                                        and v < self._cutoff()):
+                lb[i] = ub[i] = 1.0 if high[i] else 0.0
+        self.probe_fixed = int((lb > 0.5).sum() + (ub < 0.5).sum())
+        return lb, ub
 
     def _status(self) -> str:
         """The status of a search cut short: ``work_limit`` (deterministic) unless the
@@ -566,6 +678,9 @@ class BranchAndCutJointSelector(ReducingSelector):
     a safety net on the clock: a search it cuts short gets status ``stopped_by_clock``
     (the result depends on the machine's speed; reports leave it out of comparisons).
     ``root_cut_min_candidates``: odd-cycle cuts at the root from this many candidates up.
+    ``product_rows``: add ``kernel.product_rows`` to the LP (default on); ``probing``: fix
+    variables by root LP probes before the search (default on); both change the time,
+    never the selection.
     ``subsets_examined`` counts LP nodes. Raises ``ValueError`` on a time limit that is not
     a number >= 0, a work limit that is not an integer >= 0, or a ``max_size`` that is not
     an integer >= 0.
@@ -576,13 +691,16 @@ class BranchAndCutJointSelector(ReducingSelector):
     def __init__(self, max_size: int | None = None,
                  time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
                  root_cut_min_candidates: int = ROOT_CUT_MIN_CANDIDATES,
-                 work_limit: int | None = DEFAULT_WORK_LIMIT) -> None:
+                 work_limit: int | None = DEFAULT_WORK_LIMIT,
+                 product_rows: bool = True, probing: bool = True) -> None:
         check_selector_options(max_size=max_size, time_limit_s=time_limit_s,
                                work_limit=work_limit)
         self.max_size = max_size
         self.time_limit_s = time_limit_s
         self.work_limit = work_limit
         self.root_cut_min_candidates = root_cut_min_candidates
+        self.product_rows = product_rows
+        self.probing = probing
 
     def select_reduced(self, problem: JointProblem, red: Reduced, max_size: int | None,
                        start: float) -> Selection:
@@ -591,10 +709,47 @@ class BranchAndCutJointSelector(ReducingSelector):
         if red.items:
             deadline = None if self.time_limit_s is None else start + self.time_limit_s
             tree = _Tree(problem, red, max_size, deadline, self.root_cut_min_candidates,
-                         self.work_limit)
+                         self.work_limit, self.product_rows,
+                         _PROBE_SHARE if self.probing else 0.0)
             chosen, status, gap = tree.run()
             nodes, iterations = tree.nodes, tree.lp.iterations
         cs, ts = red.ids(chosen)
         return make_selection(self.name, problem, cs, ts, subsets_examined=nodes,
                               lp_iterations=iterations, status=status, gap=gap,
                               solve_time_ms=round((time.perf_counter() - start) * 1000, 3))
+
+
+def root_bounds(problem: JointProblem, product_rows: bool = True, cycle_cuts: bool = True,
+                max_size: int | None = None, work_limit: int | None = DEFAULT_WORK_LIMIT,
+                time_limit_s: float | None = None) -> dict[str, float]:
+    """The branch and cut's root bounds on one problem, for measuring them (no search).
+
+    Returns ``lp`` (the first LP's value: the McCormick rows, plus the product rows of
+    ``kernel.product_rows`` when ``product_rows``) and ``lp_s`` (seconds from the start,
+    the reduction included), then, when ``cycle_cuts``, ``cuts`` and ``cuts_s`` after the
+    root's odd-cycle separation rounds (the same rules as ``BranchAndCutJointSelector``:
+    ``_ROOT_STALL``, ``_ROOT_WORK_SHARE`` of ``work_limit``); ``iterations`` (simplex
+    iterations); ``candidates`` (after ``kernel.reduce``). ``time_limit_s`` (seconds,
+    from the start): an LP it stops leaves its bound out (``lp`` or ``cuts`` absent; a
+    stopped separation round keeps the last finished round's value as ``cuts`` and sets
+    ``cuts_stopped`` to 1.0).
+    Bounds are in the objective's
+    units (an upper bound on the optimum); only ``candidates`` when nothing is left after
+    the reduction."""
+    from junction.select.exact.kernel import reduce
+
+    start = time.perf_counter()
+    size_cap = max_size if max_size is not None else problem.max_size
+    red = reduce(problem, size_cap)
+    out: dict[str, float] = {"candidates": len(red.items)}
+    if not red.items:
+        return out
+    deadline = None if time_limit_s is None else start + time_limit_s
+    tree = _Tree(problem, red, size_cap, deadline, 0 if cycle_cuts else _HIGHS_INT_MAX,
+                 work_limit, product_rows)
+    setup = time.perf_counter() - start
+    tree._root()
+    out.update({k: v + setup if k.endswith("_s") else v for k, v in tree.trace.items()
+                if math.isfinite(v)})
+    out["iterations"] = tree.lp.iterations
+    return out

@@ -39,6 +39,12 @@ Odd-cycle cuts (``cycle_cuts``): the LP above is weak when interactions are dens
 every x near the budget's fraction, earns min(x_c, x_t) on positive pairs and pays nothing
 on negative ones); the odd-cycle inequalities of the Boolean quadric polytope close most
 of that gap (figures in bench/README.md).
+
+Product rows (``product_rows``): each limit row multiplied by one candidate's x, the
+linear constraints behind the quadratic knapsack bounds of Caprara, Pisinger & Toth
+(1999) and Billionnet & Soutif (2004). The McCormick LP lets every y_ct rise to
+min(x_c, x_t), so a context can collect every pair it has as if all its partners fitted;
+the product rows cap the partners a chosen candidate can have by the limits left.
 """
 
 from __future__ import annotations
@@ -73,6 +79,7 @@ __all__ = [
     "ReducingSelector",
     "cycle_cuts",
     "local_search",
+    "product_rows",
     "reduce",
 ]
 
@@ -502,3 +509,71 @@ def cycle_cuts(model: Model, v: np.ndarray, max_cuts: int,
                 coef[k - len(pairs)] += sign
         cuts.append((coef, -np.inf, float(n_flipped - 1)))
     return cuts
+
+
+def product_rows(model: Model, problem: JointProblem, max_size: int | None
+                 ) -> tuple[csr_array, np.ndarray, np.ndarray]:
+    """Limit rows multiplied by one candidate's x: rows ``lo <= A v <= hi`` over the
+    model's columns (nvar); A (m, nvar) sparse, one row per (candidate, limit) that is not
+    implied by the others.
+
+    For a limit Σ_i a_i x_i <= b (a >= 0: visible tokens, tool count, latency ms, cost
+    USD, set size) and a candidate j, multiplying by x_j >= 0 gives
+    Σ_i a_i x_i x_j <= b x_j, valid at every integer point. With x_j² = x_j, x_i x_j = y_k
+    for the pairs k of j that have a y column, and the other products (>= 0, their
+    coefficients >= 0) dropped:
+
+        Σ_{k ∋ j} a_{other end of k} · y_k + (a_j - b) · x_j <= 0.
+
+    This is the first level of the reformulation-linearisation technique (Adams & Sherali
+    1986) for the knapsack rows. For the quadratic knapsack problem (one token row,
+    profits >= 0), the upper-plane bound of Gallo, Hammer & Simeone (1980) and the
+    Lagrangian bound of Caprara, Pisinger & Toth (1999) are built on these rows: each
+    candidate j earns its best pairs under the capacity it leaves (a knapsack per
+    candidate, scaled by x_j), the pair weights shared between the two ends by
+    multipliers on y_ij = y_ji. With continuous inner and outer knapsacks, the best
+    multipliers give exactly the value of this LP (McCormick rows + product rows; LP
+    duality); an outer knapsack solved in integers can only be tighter. Here every limit
+    gets its rows, not only the tokens.
+
+    Negative pair weights (which that literature does not cover): their y_k (pushed down
+    to max(0, x_c + x_t - 1) by the objective) stay in the rows; the row then charges
+    capacity for a negative pair only when the LP point forces its y up, which is valid
+    and never looser. A row is left out when its y coefficients sum to at most b - a_j:
+    it cannot change the LP's value then (y_k <= x_j holds for positive pairs, and a
+    negative pair's y_k can be lowered to max(0, x_c + x_t - 1) <= x_j without lowering
+    the objective, after which the row holds); tools get no tool-count,
+    latency or cost rows (their pairs are with contexts, which use none of those).
+    Rows are divided by b, so HiGHS's absolute tolerances are relative to the limit.
+    """
+    red = model.red
+    nx = model.nx
+    arrays = BudgetArrays.of(red, problem.budget, max_size)
+    use, limits = arrays.use, arrays.limits
+    incident: list[list[tuple[int, int]]] = [[] for _ in range(nx)]  # j -> (y column, other)
+    for k, (c, t, _) in enumerate(red.pairs):
+        incident[c].append((nx + k, t))
+        incident[t].append((nx + k, c))
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    m = 0
+    for r in range(use.shape[1]):
+        b = limits[r]
+        if not math.isfinite(b) or b <= 0:
+            continue
+        for j in range(nx):
+            a = use[:, r]
+            entries = [(col, a[other]) for col, other in incident[j] if a[other] > 0]
+            if not entries or sum(v for _, v in entries) <= b - a[j] + 1e-9 * b:
+                continue
+            for col, v in entries:
+                rows.append(m)
+                cols.append(col)
+                vals.append(v / b)
+            rows.append(m)
+            cols.append(j)
+            vals.append((a[j] - b) / b)
+            m += 1
+    A = csr_array((vals, (rows, cols)), shape=(m, model.nvar))
+    return A, np.full(m, -np.inf), np.zeros(m)
