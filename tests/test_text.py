@@ -76,7 +76,8 @@ MATCHED_ROWS = ["live_multiple_6-3-1", "live_multiple_7-3-2", "live_multiple_14-
 
 @pytest.fixture(scope="module")
 def live_multiple_rows():
-    tasks = build_suite("bfcl-live-multiple", seed=0, size=None).tasks
+    # every row, both parts of the train / evaluation split: the rows above are named by id
+    tasks = build_suite("bfcl-live-multiple", seed=0, size=None, split="all").tasks
     return {t.task_id.removeprefix("bfcl-live-multiple-"): t for t in tasks}
 
 
