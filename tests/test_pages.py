@@ -26,13 +26,7 @@ from junction.strategies.page_admission import (
 )
 from junction.tasks import BenchmarkTask, VerifierSpec
 
-try:
-    import importlib.resources
-
-    DATA = importlib.resources.files("bfcl_eval") / "data"
-except ModuleNotFoundError:  # pragma: no cover - depends on the environment
-    DATA = None
-needs_data = pytest.mark.skipif(DATA is None, reason="bfcl-eval is not installed")
+from tests.test_bfcl import _write_category, needs_data
 
 FILLER = "We talked about the weather and the week ahead in some detail today."
 
@@ -53,7 +47,6 @@ def _fake_data(root, monkeypatch) -> None:
     (root / "memory_prereq_conversation").mkdir()
     (root / "memory_prereq_conversation" / "memory_home.json").write_text(
         "\n".join(json.dumps(c) for c in conversations), encoding="utf-8")
-    (root / "possible_answer").mkdir()
     questions = [
         {"id": "m_ok", "question": [[{"role": "user", "content": "What is my cat called?"}]],
          "scenario": "home"},
@@ -70,9 +63,7 @@ def _fake_data(root, monkeypatch) -> None:
         {"id": "m_nosrc", "ground_truth": ["Rex"], "source": "My dog is Rex."},
         {"id": "m_noans", "ground_truth": ["four"], "source": "she is 4"},
     ]
-    (root / "BFCL_v4_memory.json").write_text("\n".join(json.dumps(q) for q in questions))
-    (root / "possible_answer" / "BFCL_v4_memory.json").write_text(
-        "\n".join(json.dumps(a) for a in answers))
+    _write_category(root, "memory", questions, answers)
     monkeypatch.setattr(bfcl, "_data_root", lambda: root)
 
 
@@ -318,10 +309,7 @@ def _fake_parallel(root, monkeypatch) -> None:
          "function": [{"name": "one"}]},
     ]
     answers = [{"id": r["id"], "ground_truth": [{r["function"][0]["name"]: {}}]} for r in rows]
-    (root / "possible_answer").mkdir()
-    (root / "BFCL_v4_parallel_multiple.json").write_text("\n".join(json.dumps(r) for r in rows))
-    (root / "possible_answer" / "BFCL_v4_parallel_multiple.json").write_text(
-        "\n".join(json.dumps(a) for a in answers))
+    _write_category(root, "parallel_multiple", rows, answers)
     monkeypatch.setattr(bfcl, "_data_root", lambda: root)
 
 
