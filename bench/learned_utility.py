@@ -66,7 +66,8 @@ def _cmp(a: list[bool], b: list[bool]) -> dict:
 
 
 def _candidate_rows(task, pool, model, judge=None):
-    """(labels, BM25 scores, learned p, judge scores or []) over the pool's candidates."""
+    """(labels, BM25 scores, learned p, judge scores or [], p by id) over the pool's
+    candidates."""
     labels = candidate_labels(task, pool)
     p = model.probabilities(task.router_view(), pool)
     y, bm25, learned, js = [], [], [], []
@@ -76,7 +77,7 @@ def _candidate_rows(task, pool, model, judge=None):
         learned.extend(p[c.resource_id] for c in cands)
         if judge is not None:
             js.extend(judge[c.resource_id] for c in cands)
-    return y, bm25, learned, js
+    return y, bm25, learned, js, p
 
 
 def _judge_scores(tasks, pools) -> list[dict[str, float]]:
@@ -131,12 +132,11 @@ def main() -> None:
         y, bm25, learned = [], [], []
         pools = [candidate_pools(t.router_view(), info.pool_limit) for t in tasks]
         for task, pool in zip(tasks, pools):
-            ty, tb, tl, _ = _candidate_rows(task, pool, model)
+            ty, tb, tl, _, p = _candidate_rows(task, pool, model)
             y += ty
             bm25 += tb
             learned += tl
             if info.family == "bfcl-tools" and pool.tools:
-                p = model.probabilities(task.router_view(), pool)
                 tops.append((int(task.verifier.kind != "no_tools"),
                              max(c.score for c in pool.tools),
                              max(p[c.resource_id] for c in pool.tools), None))
@@ -173,13 +173,12 @@ def main() -> None:
             scores = _judge_scores(tasks[:k], pools[:k])
             jy, jb, jl, js = [], [], [], []
             for task, pool, sc in zip(tasks[:k], pools[:k], scores):
+                ty, tb, tl, tj, p = _candidate_rows(task, pool, model, sc)
                 if info.family == "bfcl-tools" and pool.tools:
-                    p = model.probabilities(task.router_view(), pool)
                     tops.append((int(task.verifier.kind != "no_tools"),
                                  max(c.score for c in pool.tools),
                                  max(p[c.resource_id] for c in pool.tools),
                                  max(sc[c.resource_id] for c in pool.tools)))
-                ty, tb, tl, tj = _candidate_rows(task, pool, model, sc)
                 jy += ty
                 jb += tb
                 jl += tl

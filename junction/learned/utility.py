@@ -109,11 +109,13 @@ class LearnedUtility:
         return out
 
     def problem(self, view: RouterView, pools: CandidatePools, pairs: bool = True,
-                lam: float | None = None) -> tuple[JointProblem, dict[str, float]]:
+                lam: float | None = None, p: dict[str, float] | None = None,
+                ) -> tuple[JointProblem, dict[str, float]]:
         """The ``JointProblem`` on expected-value unaries (module docstring) and, with
-        ``pairs``, learned interactions; also returns p(gold) per candidate."""
+        ``pairs``, learned interactions; also returns p(gold) per candidate (``p``: the
+        pools' ``probabilities``, when the caller has them already)."""
         lam = self.lam if lam is None else lam
-        p = self.probabilities(view, pools)
+        p = self.probabilities(view, pools) if p is None else p
         budget = view.budget.max_tokens
         cost = {r.id: r.token_cost for r in (*view.contexts, *view.tools)}
         unary = {rid: round(pr - (lam * cost[rid] / budget if budget else 0.0), 9)
@@ -193,12 +195,14 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     selector = AutoJointSelector()
     taus = TAU_GRID if model.pair is not None else (math.inf,)
     best: tuple[float, float, float] | None = None
+    # p(gold) does not depend on lam or tau: once per task
+    probabilities = [model.probabilities(v, p) for v, p in zip(views, pools)]
     for tau in taus:
         model.tau = tau
         for lam in LAMBDA_GRID:
             per_suite: dict[str, list[bool]] = {}
-            for t, v, p in zip(tasks, views, pools):
-                problem, _ = model.problem(v, p, lam=lam)
+            for t, v, p, pr in zip(tasks, views, pools, probabilities):
+                problem, _ = model.problem(v, p, lam=lam, p=pr)
                 per_suite.setdefault(t.suite, []).append(_success(t, problem, selector))
             score = float(np.mean([np.mean(s) for s in per_suite.values()]))
             model.search.append({"lambda": lam, "tau": None if math.isinf(tau) else tau,
