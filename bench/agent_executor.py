@@ -3,7 +3,7 @@
 For each task of the sample (the first ``--size`` tasks of each suite's seed-0 sample),
 every strategy selects under the task's budget (scale 1; the references ignore it) and the
 ``llm`` executor (embedded Qwen2.5-Coder-0.5B-Instruct, or ``--model``) acts on the exposed
-set; BFCL's checker grades it (``junction.grading``). A row's strategies run back to back
+set; BFCL's checker grades it (``junction.agent.grading``). A row's strategies run back to back
 so llama.cpp reuses the shared prompt prefix, and strategies that expose the same set hit
 the generation cache (a fresh one per run unless ``--cache`` names one).
 
@@ -15,7 +15,7 @@ Prints ``{"sample", "strategies": {name: {"agent_success", "retrieval_success", 
 "best_vs_all_tools": {"difference", "ci95", "p_value", "n"}}``. ``mean_s_per_task`` is the
 executor's wall time over the tasks it generated for (cache hits excluded; their time is
 in ``mean_s_per_task_all``); the interval is Newcombe's paired 95% interval
-(``junction.verdicts.paired_comparison``) over the sample's tasks.
+(``junction.evidence.verdicts.paired_comparison``) over the sample's tasks.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from junction.agent import AgentCache, AgentConfig, LlamaAgent, LLMExecutor  # noqa: E402
+from junction.agent.llm import AgentCache, AgentConfig, LlamaAgent, LLMExecutor  # noqa: E402
 from junction.environment import state_dir  # noqa: E402
 from junction.evaluate import evaluate_batch  # noqa: E402
 from junction.models import file_sha256, resolve_model_path  # noqa: E402
 from junction.strategies import REFERENCE_STRATEGIES, make_strategy  # noqa: E402
-from junction.verdicts import paired_comparison  # noqa: E402
+from junction.evidence.verdicts import paired_comparison  # noqa: E402
 from junction_datasets import build_suite, calibration_tasks, get_suite  # noqa: E402
 
 DEFAULT_SUITES = ("bfcl-multiple", "bfcl-irrelevance")
@@ -118,7 +118,7 @@ def main() -> None:
             result["best_vs_all_tools"] = {
                 "difference": cmp.difference, "ci95": [cmp.ci_low, cmp.ci_high],
                 "p_value": cmp.p_value, "n": cmp.n,
-                "interval": "Newcombe paired 95% (junction.verdicts.paired_comparison)"}
+                "interval": "Newcombe paired 95% (junction.evidence.verdicts.paired_comparison)"}
     print(json.dumps(result, indent=2, sort_keys=True))
     if tmp is not None:
         tmp.cleanup()

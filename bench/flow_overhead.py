@@ -31,7 +31,7 @@ STRATEGIES = ["adaptive_split", "exact", "fixed_split"]
 def run_loop(root: str, n_tasks: int, batch_size: int) -> float:
     from junction_datasets import build_suite, get_suite
     from flows.benchmark import run_unit_now
-    from junction.warehouse import Warehouse
+    from junction.evidence.warehouse import Warehouse
 
     start = time.perf_counter()
     built = build_suite("synthetic", seed=0, size=n_tasks)

@@ -13,7 +13,7 @@ as the benchmark's learned strategies do), then on the evaluation part of each s
 - task-level: verified success of ``exact``, ``adaptive_split``, ``learned_exact`` and
   ``learned_split`` (the retrieval proxy: every gold tool exposed, no tool exposed on
   irrelevance, an answer-bearing context exposed on memory), with Newcombe's paired 95%
-  interval (``junction.verdicts.paired_comparison``) of learned_exact − exact and
+  interval (``junction.evidence.verdicts.paired_comparison``) of learned_exact − exact and
   learned_exact − learned_split; on bfcl-irrelevance success is correct abstention;
 - ``abstention_auc``: over the tool suites' evaluation tasks, the ROC AUC of the best
   tool's BM25 score, learned p (and judge score, on the judged subset) for telling a task
@@ -44,10 +44,10 @@ import numpy as np  # noqa: E402
 from sklearn.calibration import calibration_curve  # noqa: E402
 from sklearn.metrics import brier_score_loss, roc_auc_score  # noqa: E402
 
-from junction.execution import execute, verify  # noqa: E402
+from junction.agent.execution import execute, verify  # noqa: E402
 from junction.learned.features import candidate_labels  # noqa: E402
 from junction.strategies import candidate_pools, make_strategy  # noqa: E402
-from junction.verdicts import paired_comparison  # noqa: E402
+from junction.evidence.verdicts import paired_comparison  # noqa: E402
 from junction_datasets import build_suite, get_suite, suite_family, training_source  # noqa: E402
 
 SUITES = ("bfcl-multiple", "bfcl-live-multiple", "bfcl-parallel-multiple", "bfcl-irrelevance",

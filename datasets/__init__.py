@@ -18,12 +18,19 @@ tool lane, so a model learns abstention from the irrelevance rows beside the oth
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
 from junction.errors import UnknownNameError
 from junction.tasks import BenchmarkTask
 
+from junction_datasets import bfcl as _bfcl
+from junction_datasets.registry import (
+    SUITES,
+    SuiteBuild,
+    SuiteInfo,
+    build_suite,
+    get_suite,
+    register_suite,
+    suite_names,
+)
 from junction_datasets.toy import coupling_suite, synthetic_suite
 
 __all__ = ["SuiteBuild", "SuiteInfo", "SUITES", "build_suite", "suite_names", "register_suite",
@@ -37,86 +44,13 @@ CALIBRATION_SIZE = 8
 """Tasks in the calibration split (64 judged pairs at 4 per lane; scored once, then cached)."""
 
 
-@dataclass(frozen=True)
-class SuiteBuild:
-    """A built suite: its tasks, source rows loaded, and rows skipped per reason."""
-
-    tasks: list[BenchmarkTask]
-    rows_loaded: int
-    rows_skipped: dict[str, int] = field(default_factory=dict)
-    note: str = ""
-    rows_held_out: int = 0
-    """Loaded rows of the other part of a train / evaluation split (not in ``tasks``)."""
-
-
-@dataclass(frozen=True)
-class SuiteInfo:
-    """A registered suite: its builder, default size for the default benchmark, the
-    candidate-pool limit per lane its strategies use (None: the whole pool), whether the
-    default benchmark (no ``--suite``) runs it, and the family whose training part learned
-    strategies fit on (None: no training part; the builder then takes no ``split``)."""
-
-    name: str
-    build: Callable[..., list[BenchmarkTask]]
-    default_size: int | None
-    pool_limit: int | None = 8
-    description: str = ""
-    in_default_run: bool = True
-    family: str | None = None
-
-
-SUITES: dict[str, SuiteInfo] = {}
-
-
-def register_suite(info: SuiteInfo) -> None:
-    """Add a suite to the registry (a later registration of a name replaces it)."""
-    SUITES[info.name] = info
-
-
-def suite_names() -> list[str]:
-    """Registered suite names, sorted."""
-    return sorted(SUITES)
-
-
-def get_suite(name: str) -> SuiteInfo:
-    """The ``SuiteInfo`` for ``name``; ``UnknownNameError`` listing valid names otherwise."""
-    try:
-        return SUITES[name]
-    except KeyError:
-        raise UnknownNameError(
-            f"unknown suite {name!r}; valid suites: {', '.join(suite_names())}"
-        ) from None
-
-
-def build_suite(name: str, seed: int = 0, size: int | None = None,
-                split: str = "eval") -> SuiteBuild:
-    """Build suite ``name`` with ``seed``; ``size`` caps the number of tasks (None: full).
-
-    ``split`` (``"eval"``, ``"train"``, ``"all"``) applies to suites with a family; a suite
-    without one has a single part: asking it for ``"train"`` raises ``ValueError``.
-    """
-    info = get_suite(name)
-    if info.family is not None:
-        built = info.build(seed=seed, size=size, split=split)
-    elif split == "train":
-        raise ValueError(f"suite {name!r} has no training part (only BFCL suites split)")
-    else:
-        built = info.build(seed=seed, size=size)
-    if isinstance(built, SuiteBuild):
-        return built
-    return SuiteBuild(tasks=list(built), rows_loaded=len(built))
-
-
 register_suite(SuiteInfo("coupling", coupling_suite, None, description="hand-made coupling task"))
 register_suite(SuiteInfo(
     "synthetic", lambda seed=0, size=None: synthetic_suite(seed=seed, size=size or 200),
     default_size=20, description="seeded synthetic tasks, 6 contexts + 6 tools, planted coupling",
 ))
 
-# BFCL suites (datasets/bfcl.py). Imported here, after SuiteBuild is defined, since bfcl.py
-# imports it; the data package is read only when a suite is built.
-from junction_datasets import bfcl as _bfcl  # noqa: E402
-
+# BFCL suites (datasets/bfcl.py); the data package is read only when a suite is built.
 for _name, _build, _what, _family in (
     ("bfcl-multiple", _bfcl.multiple_suite, "BFCL multiple: 1 gold tool, row + distractors",
      "bfcl-tools"),

@@ -68,11 +68,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from junction_datasets import SuiteBuild
+from junction_datasets.registry import SuiteBuild
 from junction.budget import Budget
-from junction.chunking import Chunk, chunk_page
+from junction.pages.chunking import Chunk, chunk_page
 from junction.errors import DatasetError
-from junction.execution import normalise_answer
+from junction.agent.execution import normalise_answer
 from junction.resources import ContextResource, SourceKind, ToolResource
 from junction.tasks import BenchmarkTask, VerifierSpec
 
@@ -907,7 +907,7 @@ def memory_pages_suite(
     """``bfcl-memory-pages``: answer a question about the user from one long page.
 
     Per memory row: the scenario's prior conversations rendered as one HTML page
-    (``scenario_page_html``) and chunked (``junction.chunking.chunk_page``, chunks of at
+    (``scenario_page_html``) and chunked (``junction.pages.chunking.chunk_page``, chunks of at
     most ``chunk_tokens``); every chunk is a ``memory`` context (``_scenario_page``); no
     tools; budget ``max_tokens`` visible tokens. Gold contexts: the chunks that overlap a
     turn holding the answer's ``source`` excerpt (``match_source_turns`` over the turns).

@@ -7,7 +7,7 @@ of a file must share one ``suite`` name, and task ids must be unique.
 
 Pages: a context may be an HTML page, ``{"id": "guide", "format": "html", "content":
 "<html>...", "source": "policy", "metadata": {...}}`` (no ``token_cost``). It is chunked at
-load (``junction.chunking.chunk_page``, default chunk limits) and each chunk becomes a
+load (``junction.pages.chunking.chunk_page``, default chunk limits) and each chunk becomes a
 context ``<id>#c<NNN>`` (chunk index, from 000) whose content is the chunk's verbatim text,
 priced by ``DEFAULT_TOKEN_COUNTER`` like every other context, with the page's ``source``
 and its metadata plus ``page_id``, ``heading_path``, ``chunk_index``, ``start``/``end``
@@ -23,11 +23,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from junction.chunking import ChunkingError, chunk_page
+from junction.pages.chunking import ChunkingError, chunk_page
 from junction.errors import DatasetError
 from junction.tasks import BenchmarkTask
 
-from junction_datasets import SuiteBuild
+from junction_datasets.registry import SuiteBuild
 
 __all__ = ["load_suite_file", "expand_html_contexts", "MAX_LINE_BYTES", "CONTEXT_FORMATS"]
 

@@ -45,11 +45,11 @@ from flows.environment import start_temporary_server
 from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError, UnknownNameError
 from junction.evaluate import evaluate_batch
-from junction.params import resume_params
-from junction.reports import run_timings, write_report
-from junction.store import TraceStore, check_name
+from junction.evidence.params import resume_params
+from junction.evidence.reports import run_timings, write_report
+from junction.evidence.store import TraceStore, check_name
 from junction.strategies import REFERENCE_STRATEGIES, make_strategy, strategy_factory
-from junction.warehouse import Warehouse
+from junction.evidence.warehouse import Warehouse
 
 __all__ = ["benchmark", "run_benchmark", "prepare_run", "DEFAULT_STRATEGIES", "default_suites",
            "new_run_id", "params_hash"]
@@ -128,7 +128,7 @@ def new_run_id(now: datetime | None = None) -> str:
 
 def params_hash(params: dict[str, Any]) -> str:
     """SHA-256 of the canonical JSON of the parameters a resumed run must repeat
-    (``junction.params.resume_params``)."""
+    (``junction.evidence.params.resume_params``)."""
     return hashlib.sha256(json.dumps(resume_params(params), sort_keys=True).encode()).hexdigest()
 
 
@@ -161,7 +161,7 @@ _AGENTS: dict[str | None, Any] = {}
 def _agent(model: str | None):
     """One ``llm`` executor per process and model (loaded on first use), sharing the
     persistent generation cache ``state_dir()/agent_cache.sqlite``."""
-    from junction.agent import AgentCache, LlamaAgent, LLMExecutor
+    from junction.agent.llm import AgentCache, LlamaAgent, LLMExecutor
     from junction.environment import state_dir
     from junction.models import file_sha256, resolve_model_path
 
@@ -450,7 +450,7 @@ def _capped(tasks: list, cap: int, sample: Callable[[int], list]) -> list:
 
 def _is_bfcl(tasks: list) -> bool:
     """Whether a suite's tasks are BFCL rows (the agent and the references run on them)."""
-    from junction.grading import gradable
+    from junction.agent.grading import gradable
 
     return bool(tasks) and all(gradable(t) for t in tasks)
 

@@ -38,7 +38,7 @@ app.command("admit")(admit)
 
 def _demo_coupling_result() -> dict:
     from junction_datasets.toy import coupling_task
-    from junction.execution import execute, verify
+    from junction.agent.execution import execute, verify
     from junction.strategies import make_strategy
 
     task = coupling_task()
@@ -207,7 +207,7 @@ def bench(
     for path in suite_file or []:
         load_suite_file(path)  # refuse a malformed file before anything starts
     if run_id:
-        from junction.store import TraceStore
+        from junction.evidence.store import TraceStore
 
         known = TraceStore(root).read_run_meta(run_id) is not None
         typer.echo(f"{'resuming' if known else 'starting new'} run {run_id}")
@@ -228,7 +228,7 @@ def bench(
 @app.command()
 def runs(warehouse: str = WAREHOUSE_OPTION) -> None:
     """List benchmark runs, oldest first."""
-    from junction.store import TraceStore
+    from junction.evidence.store import TraceStore
 
     metas = TraceStore(warehouse or _warehouse_root()).run_metas()
     if not metas:
@@ -250,9 +250,9 @@ def report(
     reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
 ) -> None:
     """(Re)write the report of one run."""
-    from junction.diff import resolve_run
-    from junction.reports import run_timings, write_report
-    from junction.store import TraceStore
+    from junction.evidence.diff import resolve_run
+    from junction.evidence.reports import run_timings, write_report
+    from junction.evidence.store import TraceStore
 
     root = warehouse or _warehouse_root()
     store = TraceStore(root)
@@ -282,9 +282,9 @@ def diff(
 ) -> None:
     """What both runs share, then per suite and strategy each metric before, after, change
     and a paired 95% CI (binary metrics: McNemar/Newcombe, as the report's headline)."""
-    from junction.diff import check_comparable, diff_page, diff_runs, resolve_run, run_scope, \
+    from junction.evidence.diff import check_comparable, diff_page, diff_runs, resolve_run, run_scope, \
         scope_lines
-    from junction.store import TraceStore
+    from junction.evidence.store import TraceStore
 
     store = TraceStore(warehouse or _warehouse_root())
     run_a, run_b = resolve_run(store, a), resolve_run(store, b)
@@ -343,7 +343,7 @@ def sql(
     warehouse: str = WAREHOUSE_OPTION,
 ) -> None:
     """Run one read-only SQL query (SELECT only) against the warehouse views."""
-    from junction.warehouse import Warehouse
+    from junction.evidence.warehouse import Warehouse
 
     result = Warehouse(warehouse or _warehouse_root()).query(query)
     if fmt is SqlFormat.csv:

@@ -1,13 +1,13 @@
 """``junction admit PAGE``: the chunks of one HTML page admitted verbatim for a query.
 
 Reads a local file or standard input (``-``); nothing is fetched. The page is chunked
-(``junction.chunking.chunk_page``), every chunk is judged against the query by the judge
+(``junction.pages.chunking.chunk_page``), every chunk is judged against the query by the judge
 the benchmark uses (``flows.cli_judge._load``: the embedded default model, or ``--model``),
 reading the chunk's heading path then its text, and the best chunks are admitted whole,
-top-K inside the token budget (``junction.chunking.select_top_chunks``; defaults 5 chunks
+top-K inside the token budget (``junction.pages.chunking.select_top_chunks``; defaults 5 chunks
 within 2,048 tokens, the judge issue's). Explore mode keeps each chunk's score against the
 query; ``--exploit --original TASK`` scores each chunk against both and keeps the minimum
-(``junction.admission.exploit_scores``). A degenerate batch (every score within the
+(``junction.pages.admission.exploit_scores``). A degenerate batch (every score within the
 judge's noise floor) admits nothing. Scores are cached in ``state_dir()/judge_scores.sqlite``.
 
 Output: each admitted chunk's rank, score (logits), tokens and heading path, then its
@@ -90,7 +90,7 @@ def admit(
 ) -> None:
     """Admit the best chunks of an HTML page for a query, verbatim, top-K within a budget."""
     from flows.cli_judge import _load
-    from junction.chunking import (
+    from junction.pages.chunking import (
         DEFAULT_MAX_CHUNK_TOKENS,
         ScoredChunk,
         chunk_document,

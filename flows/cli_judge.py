@@ -109,7 +109,7 @@ def score(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Ask the judge directly: each document's score (logits), rank, ties, cuts, skips."""
-    from junction.admission import tie_groups
+    from junction.pages.admission import tie_groups
     from junction.errors import JunctionError
     from junction.judge import RETRIEVAL_INSTRUCTION, RerankInstruction
     from junction.judge.cache import judge_documents

@@ -7,7 +7,7 @@ from junction.candidates import (
     LexicalToolCandidateGenerator,
 )
 from junction.errors import JunctionError
-from junction.execution import ExecutionResult, Outcome, ToolCall, execute, verify, verify_toy
+from junction.agent.execution import ExecutionResult, Outcome, ToolCall, execute, verify, verify_toy
 from junction.resources import ContextResource, SourceKind, ToolResource
 from junction.select import (
     AdaptiveSplitBaseline,

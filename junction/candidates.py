@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import bm25s
 from pydantic import BaseModel, ConfigDict
 
 from junction.resources import ContextResource, ResourceKind, ToolResource
+from junction.tasks import RouterView
 from junction.text import lexical_tokens
 
 # bm25s logs every index build at DEBUG; a benchmark builds thousands.
@@ -27,7 +29,9 @@ logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 __all__ = [
     "Candidate",
+    "CandidatePools",
     "bm25_scores",
+    "candidate_pools",
     "LexicalContextCandidateGenerator",
     "LexicalToolCandidateGenerator",
     "normalise_scores",
@@ -111,3 +115,19 @@ def normalise_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
     if best <= 0:
         return {c.resource_id: 0.0 for c in candidates}
     return {c.resource_id: round(c.score / best, 6) for c in candidates}
+
+
+@dataclass(frozen=True)
+class CandidatePools:
+    """Ranked candidates of both lanes for one view."""
+
+    contexts: list[Candidate]
+    tools: list[Candidate]
+
+
+def candidate_pools(view: RouterView, pool_limit: int | None) -> CandidatePools:
+    """Rank the view's contexts and tools against its objective; keep ``pool_limit`` each."""
+    return CandidatePools(
+        contexts=LexicalContextCandidateGenerator().generate(view.objective, view.contexts, pool_limit),
+        tools=LexicalToolCandidateGenerator().generate(view.objective, view.tools, pool_limit),
+    )

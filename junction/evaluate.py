@@ -11,11 +11,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from junction import metrics as catalog
+from junction.evidence import metrics as catalog
 from junction.candidates import Candidate
-from junction.execution import ExecutionResult, Executor, execute, verify
-from junction.grading import gradable, grade_agent
-from junction.metrics import (
+from junction.agent.execution import ExecutionResult, Executor, execute, verify
+from junction.agent.grading import gradable, grade_agent
+from junction.evidence.metrics import (
     LaneRanking,
     lane_ranking_metrics,
     pair_coverage,
@@ -25,7 +25,7 @@ from junction.metrics import (
 from junction.strategies import Strategy
 from junction.strategies.references import ReferenceStrategy
 from junction.tasks import BenchmarkTask
-from junction.traces import CandidateRecord, TaskTraceRecord, ToolCallRecord
+from junction.evidence.traces import CandidateRecord, TaskTraceRecord, ToolCallRecord
 
 __all__ = ["scale_budget", "evaluate_batch"]
 
@@ -71,7 +71,7 @@ def evaluate_batch(
 
     The toy executor and the suite's verifier give ``success`` (the retrieval proxy on
     BFCL suites) for every task. On the tasks named in ``agent_task_ids`` that
-    ``junction.grading`` can grade, ``agent`` (a model ``Executor``) also acts on the
+    ``junction.agent.grading`` can grade, ``agent`` (a model ``Executor``) also acts on the
     exposed set and BFCL's checker gives ``agent_success``; its calls are the trace's
     ``tool_calls``. A ``ReferenceStrategy`` is given the task, not the router view.
 

@@ -1,7 +1,7 @@
 """Embedded GGUF models: shipped on PyPI as parts, assembled once, checked by size and sha256.
 
 One embedded instruct model serves as both the judge (``junction.judge``) and the agent
-(``junction.agent``). Nothing is downloaded at run time: each model's parts are Python
+(``junction.agent.llm``). Nothing is downloaded at run time: each model's parts are Python
 packages installed at set-up (``make setup`` runs ``junction models assemble``), and
 ``embedded_model_path(name)`` concatenates their data files in order under
 ``state_dir()/models``, writing a temporary file and renaming it (two processes never see a

@@ -2,7 +2,7 @@
 
 WAL mode lets readers run while one writer writes; two processes may share a file, each
 waiting up to ``busy_timeout_s`` for a write lock. Used by the judge's score cache
-(``junction.judge.cache``) and the agent's generation cache (``junction.agent``).
+(``junction.judge.cache``) and the agent's generation cache (``junction.agent.llm``).
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def agent_model():
     Skips when llama-cpp-python is not installed (``make setup`` builds it).
     """
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed; run `make setup`")
-    from junction.agent import LlamaAgent
+    from junction.agent.llm import LlamaAgent
     from junction.models import embedded_model_path, file_sha256
 
     path = embedded_model_path()

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from junction.admission import (
+from junction.pages.admission import (
     AdmissionError,
     ScoredResource,
     admit_above_floor,

@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from junction import bfcl_checker
-from junction.agent import AgentCache, Generation, LLMExecutor, parse_output, render_prompt
+from junction.agent import bfcl_checker
+from junction.agent.llm import AgentCache, Generation, LLMExecutor, parse_output, render_prompt
 from junction.evaluate import evaluate_batch
-from junction.execution import ExecutionResult, ToolCall
-from junction.grading import AGENT_OUTCOMES, bfcl_doc, grade_agent
+from junction.agent.execution import ExecutionResult, ToolCall
+from junction.agent.grading import AGENT_OUTCOMES, bfcl_doc, grade_agent
 from junction.strategies import make_strategy
-from junction.traces import records_to_table
+from junction.evidence.traces import records_to_table
 from junction_datasets.bfcl import irrelevance_suite, memory_suite, multiple_suite, \
     parallel_multiple_suite
 

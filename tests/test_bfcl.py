@@ -16,7 +16,7 @@ from junction_datasets import SUITES, SuiteBuild, build_suite
 from junction_datasets import bfcl
 from junction_datasets.bfcl import bfcl_to_json_schema, gold_function_names, match_source_turns
 from junction.errors import DatasetError
-from junction.execution import execute, verify
+from junction.agent.execution import execute, verify
 from junction.tokens import DEFAULT_TOKEN_COUNTER
 
 BFCL_SUITES = ["bfcl-multiple", "bfcl-live-multiple", "bfcl-parallel-multiple",

@@ -9,7 +9,7 @@ from bs4 import BeautifulSoup
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from junction.chunking import (
+from junction.pages.chunking import (
     Chunk,
     ChunkingError,
     ScoredChunk,

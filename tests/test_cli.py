@@ -235,7 +235,7 @@ def test_admit_page_json_and_stdin(judge, tmp_path):
     from typer.testing import CliRunner
 
     from flows.cli import app
-    from junction.chunking import chunk_page
+    from junction.pages.chunking import chunk_page
 
     page = tmp_path / "guide.html"
     page.write_text(ADMIT_PAGE, encoding="utf-8")

@@ -66,7 +66,7 @@ def test_default_plan_table(given, expected):
 
 def test_default_sizes_and_params_recorded():
     from flows.benchmark import DEFAULT_SIZES, run_params
-    from junction.params import report_params
+    from junction.evidence.params import report_params
 
     p = run_params()
     assert p["budget_scales"] == [0.5, 1.0, 2.0]
@@ -129,7 +129,7 @@ def test_cli_refuses_bad_plan_options_with_one_line(tmp_path, args, message):
 
 def test_capped_strategy_runs_its_plan_and_metrics_stay_identical(prefect_harness, tmp_path):
     from flows.benchmark import benchmark
-    from junction.warehouse import Warehouse
+    from junction.evidence.warehouse import Warehouse
 
     params = dict(suites=["synthetic", "bfcl-multiple"], strategies=FAST, size=10,
                   budget_scales=[0.5, 1.0], strategy_size={"exact": 4},
@@ -168,7 +168,7 @@ def test_capped_strategy_runs_its_plan_and_metrics_stay_identical(prefect_harnes
 
 def test_report_states_the_default_plan():
     from flows.benchmark import run_params
-    from junction.reports import render_markdown
+    from junction.evidence.reports import render_markdown
 
     md = render_markdown({"run_id": "r", "params": run_params()}, [], {}, None)
     assert ("- per-strategy plan: bfcl_listed: at scale 1 only; "

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from junction.diff import NothingComparableError, check_comparable, diff_runs, run_scope
-from junction.store import TraceStore
-from junction.traces import records_to_table
-from junction.verdicts import paired_comparison
+from junction.evidence.diff import NothingComparableError, check_comparable, diff_runs, run_scope
+from junction.evidence.store import TraceStore
+from junction.evidence.traces import records_to_table
+from junction.evidence.verdicts import paired_comparison
 from test_traces import _record
 
 ROOT = Path(__file__).resolve().parents[1]

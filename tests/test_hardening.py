@@ -15,9 +15,9 @@ import duckdb
 import pytest
 
 from junction.errors import TraceError
-from junction.store import TraceStore
-from junction.traces import timings_to_table
-from junction.warehouse import CorruptFileWarning, Warehouse
+from junction.evidence.store import TraceStore
+from junction.evidence.traces import timings_to_table
+from junction.evidence.warehouse import CorruptFileWarning, Warehouse
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -150,7 +150,7 @@ def test_the_wheel_installs_no_datasets_package(installed):
     with zipfile.ZipFile(wheel) as zf:
         top = {name.split("/")[0] for name in zf.namelist() if "dist-info" not in name}
     assert top == {"junction", "flows", "junction_datasets"}
-    assert "junction/views.sql" in zipfile.ZipFile(wheel).namelist()
+    assert "junction/evidence/views.sql" in zipfile.ZipFile(wheel).namelist()
 
 
 @pytest.mark.flow

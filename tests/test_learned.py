@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from junction.execution import execute, verify
+from junction.agent.execution import execute, verify
 from junction.learned import fit_learned_utility, fit_probability_model
 from junction.learned.features import UNARY_FEATURES, pair_features, unary_features
 from junction.learned.model import LearnedModelError
 from junction.select import AutoJointSelector
-from junction.store import TraceStore
+from junction.evidence.store import TraceStore
 from junction.strategies import candidate_pools, make_strategy
 from junction.tasks import VerifierSpec
 from junction_datasets import (

@@ -11,12 +11,12 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from junction import metrics as catalog
-from junction.diff import diff_runs
-from junction.metrics import METRICS, LaneRanking, Metric, lane_ranking_metrics
-from junction.reports import render_markdown, summarise
-from junction.traces import TRACE_SCHEMA, TaskTraceRecord, records_to_table
-from junction.warehouse import view_statement
+from junction.evidence import metrics as catalog
+from junction.evidence.diff import diff_runs
+from junction.evidence.metrics import METRICS, LaneRanking, Metric, lane_ranking_metrics
+from junction.evidence.reports import render_markdown, summarise
+from junction.evidence.traces import TRACE_SCHEMA, TaskTraceRecord, records_to_table
+from junction.evidence.warehouse import view_statement
 from test_traces import _record
 
 # Trace columns that are not per-task metrics: identity, budget, pools, exposed set, token

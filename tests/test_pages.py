@@ -14,9 +14,9 @@ import pytest
 from junction_datasets import SUITES, build_suite
 from junction_datasets import bfcl
 from junction.budget import Budget
-from junction.chunking import chunk_page
+from junction.pages.chunking import chunk_page
 from junction.evaluate import evaluate_batch
-from junction.execution import execute, verify
+from junction.agent.execution import execute, verify
 from junction.resources import ContextResource
 from junction.strategies import make_strategy
 from junction.strategies.page_admission import (
@@ -351,7 +351,7 @@ def test_subtask_admission_follows_the_floors(judge, tmp_path, monkeypatch):
     result = make_subtask_admission_strategy(use_cache=False)(task.router_view(), None)
     decisions = result.extra["subtask_decisions"]
     assert set(decisions) == {c.id for c in task.contexts}
-    for rid, d in decisions.items():  # the rule of junction.admission.admit_subtasks
+    for rid, d in decisions.items():  # the rule of junction.pages.admission.admit_subtasks
         expected = ("does_not_follow" if d["follows"] < FOLLOW_FLOOR else
                     "echo" if d["echo"] >= ECHO_FLOOR else "admitted")
         assert d["reason"] == expected

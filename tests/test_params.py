@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 
-from junction.params import (
+from junction.evidence.params import (
     MACHINE_PATH_PARAMS,
     RESULT_NEUTRAL_PARAMS,
     UNIT_LAYOUT_PARAMS,

@@ -10,10 +10,10 @@ import pyarrow.compute as pc
 import pytest
 
 from junction.errors import JunctionError, TraceError, UnknownNameError
-from junction.store import TraceStore
+from junction.evidence.store import TraceStore
 from junction.select import EnumerationJointSelector
 from junction.strategies import STRATEGY_FACTORIES, run_selector
-from junction.warehouse import CorruptFileWarning, Warehouse, WarehouseError
+from junction.evidence.warehouse import CorruptFileWarning, Warehouse, WarehouseError
 
 pytestmark = pytest.mark.flow
 

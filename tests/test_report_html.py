@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from junction.reports import html_page, write_report
-from junction.traces import records_to_table
+from junction.evidence.reports import html_page, write_report
+from junction.evidence.traces import records_to_table
 from test_traces import _record
 
 _SPEC = importlib.util.spec_from_file_location(

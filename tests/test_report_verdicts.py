@@ -23,10 +23,10 @@ import json
 import pyarrow as pa
 import pytest
 
-from junction import metrics as catalog
-from junction.reports import headline_rows, write_report
-from junction.traces import records_to_table
-from junction.verdicts import paired_comparison
+from junction.evidence import metrics as catalog
+from junction.evidence.reports import headline_rows, write_report
+from junction.evidence.traces import records_to_table
+from junction.evidence.verdicts import paired_comparison
 from test_traces import _record
 
 

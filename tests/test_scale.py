@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from junction.warehouse import Warehouse, WarehouseError
+from junction.evidence.warehouse import Warehouse, WarehouseError
 
 pytestmark = pytest.mark.flow
 

@@ -7,8 +7,8 @@ import pytest
 from pydantic import ValidationError
 
 from junction.errors import TraceError
-from junction.store import TraceStore
-from junction.traces import (
+from junction.evidence.store import TraceStore
+from junction.evidence.traces import (
     TRACE_SCHEMA,
     CandidateRecord,
     TaskTraceRecord,
@@ -91,7 +91,7 @@ def test_corrupt_file_is_named(tmp_path):
 
 
 def test_memory_filesystem_store_and_warehouse_views():
-    from junction.warehouse import Warehouse
+    from junction.evidence.warehouse import Warehouse
 
     root = "memory://junction-test-traces"
     store = TraceStore(root)

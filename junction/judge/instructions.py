@@ -69,7 +69,7 @@ RETRIEVAL_INSTRUCTION = RerankInstruction(
 )
 """Default instruction (immutable): relevance of a document or tool to a request."""
 
-# Sub-task admission (junction.admission.admit_subtasks). Fixtures are "none": no gap was
+# Sub-task admission (junction.pages.admission.admit_subtasks). Fixtures are "none": no gap was
 # measured for them yet, so the start-up gate checks the answers and the tokenisation only.
 FOLLOWS_INSTRUCTION = RerankInstruction(
     text="Given a task, decide whether the document is a step that helps carry out that task.",

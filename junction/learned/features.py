@@ -41,7 +41,7 @@ import numpy as np
 
 from junction.candidates import Candidate
 from junction.resources import SourceKind, ToolResource
-from junction.strategies.base import CandidatePools
+from junction.candidates import CandidatePools
 from junction.tasks import BenchmarkTask, RouterView
 from junction.text import lexical_tokens
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from junction.execution import execute, verify
+from junction.agent.execution import execute, verify
 from junction.learned.features import (
     PAIR_FEATURES,
     UNARY_FEATURES,
@@ -52,7 +52,7 @@ from junction.learned.model import (
     fit_probability_model,
 )
 from junction.select import AutoJointSelector, JointProblem, Selector
-from junction.strategies.base import CandidatePools, candidate_pools
+from junction.candidates import CandidatePools, candidate_pools
 from junction.tasks import BenchmarkTask, RouterView
 
 __all__ = [

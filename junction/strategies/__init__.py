@@ -9,15 +9,8 @@ echo it) and ``references`` (``bfcl_listed``, ``all_tools``: outside the
 budget).
 """
 
-from junction.strategies.base import (
-    CandidatePools,
-    Strategy,
-    StrategyResult,
-    candidate_pools,
-    joint_problem,
-    run_selector,
-    selector_strategy,
-)
+from junction.candidates import CandidatePools, candidate_pools
+from junction.strategies.base import Strategy, StrategyResult, joint_problem, run_selector, selector_strategy
 from junction.strategies.references import REFERENCE_STRATEGIES, ReferenceStrategy
 from junction.strategies.registry import (
     STRATEGY_FACTORIES,

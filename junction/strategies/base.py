@@ -1,7 +1,7 @@
 """What every strategy shares: candidate pools, the joint problem, the result record.
 
 A strategy sees only a ``RouterView``. The candidate pool comes from the lexical lanes
-(``junction.candidates``), cut to ``pool_limit`` per lane; unary utility is the task's
+(``junction.candidates.candidate_pools``), cut to ``pool_limit`` per lane; unary utility is the task's
 prior where the task gives one, else the lane's max-normalised BM25 score
 (``normalise_scores``); interactions are the task's pair scores.
 """
@@ -12,32 +12,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from junction.candidates import (
-    Candidate,
-    LexicalContextCandidateGenerator,
-    LexicalToolCandidateGenerator,
-    normalise_scores,
-)
+from junction.candidates import CandidatePools, candidate_pools, normalise_scores
 from junction.select import JointProblem, Selection, Selector
 from junction.tasks import RouterView
 
 __all__ = [
-    "CandidatePools",
     "StrategyResult",
-    "candidate_pools",
     "joint_problem",
     "run_selector",
     "selector_strategy",
     "Strategy",
 ]
-
-
-@dataclass(frozen=True)
-class CandidatePools:
-    """Ranked candidates of both lanes for one view."""
-
-    contexts: list[Candidate]
-    tools: list[Candidate]
 
 
 @dataclass(frozen=True)
@@ -47,14 +32,6 @@ class StrategyResult:
     selection: Selection
     pools: CandidatePools
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-def candidate_pools(view: RouterView, pool_limit: int | None) -> CandidatePools:
-    """Rank the view's contexts and tools against its objective; keep ``pool_limit`` each."""
-    return CandidatePools(
-        contexts=LexicalContextCandidateGenerator().generate(view.objective, view.contexts, pool_limit),
-        tools=LexicalToolCandidateGenerator().generate(view.objective, view.tools, pool_limit),
-    )
 
 
 def joint_problem(view: RouterView, pools: CandidatePools) -> JointProblem:

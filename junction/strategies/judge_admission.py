@@ -9,7 +9,7 @@ Per task (``RouterView``):
    --tool-rendering`` measured name + description against adding the rendered schema or
    the parameter names, and kept the winner; see ``bench/README.md``), through the
    persistent score cache;
-3. admission (``junction.admission.admit_above_floor``): candidates scoring at least the
+3. admission (``junction.pages.admission.admit_above_floor``): candidates scoring at least the
    calibrated floor, best first, each admitted only if the exposed set still fits every
    limit of the task's shared budget (``Budget.check``). A candidate below the floor is
    never exposed, so a task where no tool fits can expose none (abstention).
@@ -30,7 +30,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 
-from junction.admission import (
+from junction.pages.admission import (
     AdmissionError,
     AdmissionResult,
     FloorCalibration,
@@ -52,7 +52,8 @@ from junction.judge.model import JudgeConfig
 from junction.judge.scorer import load_judge
 from junction.judge.smoke import run_smoke
 from junction.select.problem import make_selection
-from junction.strategies.base import StrategyResult, candidate_pools, joint_problem
+from junction.candidates import candidate_pools
+from junction.strategies.base import StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
 _LOG = logging.getLogger(__name__)

@@ -28,7 +28,8 @@ from typing import Any
 
 from junction.learned.utility import LearnedUtility, fit_learned_utility
 from junction.select import AdaptiveSplitBaseline, AutoJointSelector, JointProblem, Selector
-from junction.strategies.base import StrategyResult, candidate_pools, joint_problem
+from junction.candidates import candidate_pools
+from junction.strategies.base import StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
 __all__ = ["LearnedStrategy", "TrainingSource", "make_learned_strategy"]

@@ -8,19 +8,19 @@ JSON Lines suites with ``"format": "html"`` contexts); both expose contexts only
 - ``judge_top_k``: the BM25 first stage (``pool_limit`` chunks), then every chunk of the
   pool judged against the objective in one batch (explore mode: each chunk keeps the score
   it earned against the query), the judge reading the chunk's heading path then its text
-  (``junction.chunking.heading_document``), cut to ``STRATEGY_JUDGE_CONFIG``'s 64 tokens;
-  scores within the noise floor are tied (``junction.admission.tie_groups``: smaller id,
+  (``junction.pages.chunking.heading_document``), cut to ``STRATEGY_JUDGE_CONFIG``'s 64 tokens;
+  scores within the noise floor are tied (``junction.pages.admission.tie_groups``: smaller id,
   that is earlier chunk, first) and a degenerate batch admits nothing (the project's rule,
   ``junction.judge.cache.JudgedBatch``).
 
-Both admit with ``junction.admission.admit_top_k``: at most ``top_k`` (default
-``junction.chunking.DEFAULT_TOP_K``, 5) chunks, best first, each only if the exposed set
+Both admit with ``junction.pages.admission.admit_top_k``: at most ``top_k`` (default
+``junction.pages.chunking.DEFAULT_TOP_K``, 5) chunks, best first, each only if the exposed set
 still fits every limit of the task's budget (a chunk that does not fit is skipped and the
 next is tried). A chunk is admitted whole, its content unchanged.
 
 ``judge_page_documents`` is the scoring step shared with ``junction admit``: explore
 scores, or in exploit mode min(score against the sub-query, score against the original
-task) per document (``junction.admission.exploit_scores``).
+task) per document (``junction.pages.admission.exploit_scores``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from junction.admission import (
+from junction.pages.admission import (
     AdmissionResult,
     Rejection,
     ScoredResource,
@@ -37,11 +37,12 @@ from junction.admission import (
     exploit_scores,
     tie_groups,
 )
-from junction.chunking import DEFAULT_TOP_K, heading_document
+from junction.pages.chunking import DEFAULT_TOP_K, heading_document
 from junction.judge.cache import judge_documents
 from junction.resources import ContextResource
 from junction.select.problem import make_selection
-from junction.strategies.base import CandidatePools, StrategyResult, candidate_pools, joint_problem
+from junction.candidates import CandidatePools, candidate_pools
+from junction.strategies.base import StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
 __all__ = [

@@ -19,7 +19,8 @@ from collections.abc import Callable
 
 from junction.errors import JunctionError
 from junction.select import Selection
-from junction.strategies.base import StrategyResult, candidate_pools
+from junction.candidates import candidate_pools
+from junction.strategies.base import StrategyResult
 from junction.tasks import BenchmarkTask, RouterView
 
 __all__ = ["REFERENCE_STRATEGIES", "ReferenceStrategy", "listed_tool_ids"]

@@ -1,5 +1,5 @@
 """The ``subtask_admission`` strategy: proposed sub-tasks admitted when they follow from the
-task and do not echo it (``junction.admission.admit_subtasks``).
+task and do not echo it (``junction.pages.admission.admit_subtasks``).
 
 Per task (``RouterView``): the contexts are proposed sub-tasks (``bfcl-subtasks``) and the
 objective is the original task, also the proposals' only ancestor. Each proposal is judged
@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from junction.admission import admit_subtasks
+from junction.pages.admission import admit_subtasks
 from junction.select.problem import make_selection
-from junction.strategies.base import CandidatePools, StrategyResult, candidate_pools, joint_problem
+from junction.candidates import CandidatePools, candidate_pools
+from junction.strategies.base import StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
 __all__ = ["FOLLOW_FLOOR", "ECHO_FLOOR", "make_subtask_admission_strategy"]

@@ -105,7 +105,7 @@ class _StandInMapping(dict):
 def _install_model_config_stand_in() -> None:
     if _MODEL_CONFIG in sys.modules:
         return
-    module = types.ModuleType(_MODEL_CONFIG, "Junction's stand-in (junction.bfcl_checker)")
+    module = types.ModuleType(_MODEL_CONFIG, "Junction's stand-in (junction.agent.bfcl_checker)")
     module.MODEL_CONFIG_MAPPING = _StandInMapping()
     sys.modules[_MODEL_CONFIG] = module
 

@@ -10,7 +10,7 @@
 - every number is finite (``allow_inf_nan=False``), so the JSON form never holds NaN/inf.
 
 The metric fields (``success``, ``context_recall`` ... ``tool_lane_mrr``) are the columns of
-the metric catalog, ``junction.metrics.METRICS``, which says what each means; they are
+the metric catalog, ``junction.evidence.metrics.METRICS``, which says what each means; they are
 spelled out here so the record reads as its Parquet row does, and a test checks that the
 catalog, this record and ``TRACE_SCHEMA`` agree (names, types, which may be None).
 
@@ -110,10 +110,10 @@ class TaskTraceRecord(BaseModel):
     """``toy`` (the scripted executor, or no executor: the outcome depends on the exposed set
     only) or ``llm`` (a model acted: the ``agent_*`` fields are set)."""
     agent_success: bool | None = None
-    """BFCL's checker on the agent's calls or answer (``junction.grading``); None where no
+    """BFCL's checker on the agent's calls or answer (``junction.agent.grading``); None where no
     agent ran."""
     agent_outcome: str | None = None
-    """``junction.grading.AGENT_OUTCOMES`` key (correct, wrong_call, ..., unparseable)."""
+    """``junction.agent.grading.AGENT_OUTCOMES`` key (correct, wrong_call, ..., unparseable)."""
     agent_error_type: str = ""
     agent_prompt_tokens: int | None = None
     agent_generated_tokens: int | None = None

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from junction.errors import JunctionError, TraceError
-from junction.traces import TRACE_SCHEMA, TaskTraceRecord, records_to_table, timings_to_table
+from junction.evidence.traces import TRACE_SCHEMA, TaskTraceRecord, records_to_table, timings_to_table
 
 __all__ = ["TraceStore", "check_name", "RunLockedError", "RUN_FIELDS"]
 

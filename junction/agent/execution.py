@@ -2,7 +2,7 @@
 
 An ``Executor`` plays the agent on an exposed set: ``execute(task, context_ids, tool_ids)
 -> ExecutionResult``. ``ToyExecutor`` (below) is the scripted simulator of the toy suites;
-``junction.agent.LLMExecutor`` runs a local instruct model and reads only the task's router
+``junction.agent.llm.LLMExecutor`` runs a local instruct model and reads only the task's router
 view.
 
 ``execute(task, context_ids, tool_ids)`` plays the agent given an exposed set: for each step
@@ -43,7 +43,7 @@ class ExecutionResult(BaseModel):
     """What the executor did with an exposed set.
 
     The toy executor fills the first three fields. A model executor also gives its
-    ``text``, ``output_kind`` (``junction.agent.parse_output``: calls, empty, text,
+    ``text``, ``output_kind`` (``junction.agent.llm.parse_output``: calls, empty, text,
     unparseable), the decoder's error, prompt/generated token counts (model tokens), the
     model's and the prompt's sha256, whether the generation came from the cache and its
     wall-clock milliseconds (``wall_ms``: timings only, never a trace field).

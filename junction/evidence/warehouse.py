@@ -1,7 +1,7 @@
-"""The DuckDB warehouse: SQL views (``junction/views.sql``) over a ``TraceStore``.
+"""The DuckDB warehouse: SQL views (``junction/evidence/views.sql``) over a ``TraceStore``.
 
 The ``strategy_summary`` view aggregates every metric of the catalog
-(``junction.metrics.METRICS``): its ``{metric_aggregates}`` placeholder is filled from it.
+(``junction.evidence.metrics.METRICS``): its ``{metric_aggregates}`` placeholder is filled from it.
 
 The database file ``<root>/junction.duckdb`` (local roots only) holds the views, so any
 DuckDB client can query them. DuckDB admits one writer per file: ``refresh`` waits for the
@@ -25,14 +25,14 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from junction import metrics as catalog
+from junction.evidence import metrics as catalog
 from junction.errors import JunctionError
-from junction.store import TraceStore
+from junction.evidence.store import TraceStore
 
 __all__ = ["Warehouse", "WarehouseError", "ReadOnlyError", "CorruptFileWarning",
            "VIEWS_SQL", "view_statement", "check_read_only"]
 
-VIEWS_SQL = importlib.resources.files("junction") / "views.sql"
+VIEWS_SQL = importlib.resources.files("junction.evidence") / "views.sql"
 """The view definitions, shipped inside the package (so a non-editable install has them)."""
 
 
@@ -61,14 +61,14 @@ def _metric_aggregates() -> str:
 
 
 def _view_statements() -> list[str]:
-    """The statements of ``junction/views.sql``, the catalog's aggregates in place."""
+    """The statements of ``junction/evidence/views.sql``, the catalog's aggregates in place."""
     aggregates = _metric_aggregates()
     return [statement.replace("{metric_aggregates}", aggregates)
             for statement in _statements(VIEWS_SQL.read_text())]
 
 
 def view_statement(name: str) -> str:
-    """The ``CREATE OR REPLACE VIEW <name>`` statement of ``junction/views.sql``."""
+    """The ``CREATE OR REPLACE VIEW <name>`` statement of ``junction/evidence/views.sql``."""
     for statement in _view_statements():
         if statement.startswith(f"CREATE OR REPLACE VIEW {name} "):
             return statement

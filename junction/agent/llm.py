@@ -1,7 +1,7 @@
 """The ``llm`` executor: a local instruct model acts on an exposed set.
 
 Layout (BFCL's prompting layout for models without a function-calling template, see
-``junction.bfcl_checker.system_prompt``): the system message is BFCL's default system
+``junction.agent.bfcl_checker.system_prompt``): the system message is BFCL's default system
 prompt listing the exposed tools as JSON (``{"name", "description", "parameters"}`` from
 each ``ToolResource``; ids sorted), followed, when contexts are exposed, by a documents
 block (``DOCUMENTS_HEADER`` then ``[document <id>]`` and the content, ids sorted); the user
@@ -28,10 +28,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from junction.bfcl_checker import DecodeError, decode_calls, system_prompt
+from junction.agent.bfcl_checker import DecodeError, decode_calls, system_prompt
 from junction.errors import JunctionError
-from junction.execution import ExecutionResult, ToolCall
-from junction.grading import json_safe
+from junction.agent.execution import ExecutionResult, ToolCall
+from junction.agent.grading import json_safe
 from junction.sqlite_cache import open_wal
 from junction.tasks import BenchmarkTask, RouterView
 

@@ -124,20 +124,20 @@ METRICS: tuple[Metric, ...] = (
            definition="retrieval_success: the task's verifier accepted the outcome (toy "
                       "calls, gold tools exposed, ...): on BFCL suites a retrieval proxy",
            undefined_when=None, unit="boolean", value_type="bool", direction="higher",
-           aggregation="mean_of_bool", source="the suite's verifier (junction.execution)",
+           aggregation="mean_of_bool", source="the suite's verifier (junction.agent.execution)",
            report_table=True, diff=True),
     Metric("agent_success", "agent_success_rate",
            definition="a language-model agent shown the exposed set succeeded, graded by "
                       "BFCL's own checker (calls, abstention on irrelevance, answer on memory)",
            undefined_when="no agent ran on the task (outside the agent sample, or not BFCL)",
            unit="boolean", value_type="bool", direction="higher", aggregation="mean_of_bool",
-           source="BFCL ast_checker / agentic_checker (junction.grading)",
+           source="BFCL ast_checker / agentic_checker (junction.agent.grading)",
            report_table=True, diff=True),
     Metric("agent_prompt_tokens", "agent_prompt_tokens",
            definition="prompt tokens the agent read (model tokenizer): system prompt, "
                       "exposed schemas and documents, the request",
            undefined_when="no agent ran on the task", unit="tokens, >= 0", value_type="int",
-           direction="lower", aggregation="mean", source="llama.cpp usage (junction.agent)",
+           direction="lower", aggregation="mean", source="llama.cpp usage (junction.agent.llm)",
            report_table=True),
     *_set_metrics("context"),
     *_set_metrics("tool"),

@@ -1,7 +1,7 @@
 -- Junction warehouse views over the Parquet traces.
 -- Placeholders {traces} and {timings} are replaced by the list of readable files at refresh
 -- (a corrupt file is left out and named in a warning);
--- {metric_aggregates} by one aggregate per metric of the catalog (junction.metrics.METRICS).
+-- {metric_aggregates} by one aggregate per metric of the catalog (junction.evidence.metrics.METRICS).
 -- Files are read by column name (union_by_name), so a column added in a later schema
 -- version does not break older runs: it reads as NULL there.
 -- run_files is a table the warehouse fills from the run files (TraceStore.run_metas): one

@@ -9,7 +9,7 @@ For each suite, strategy and budget scale, and each metric, over the tasks both 
 after (run B), the change (B − A) and a paired 95% interval of the change:
 
 - binary metrics (catalog ``value_type`` bool, e.g. ``success``): the report headline's
-  test, ``junction.verdicts.paired_comparison`` (Newcombe's paired score interval and the
+  test, ``junction.evidence.verdicts.paired_comparison`` (Newcombe's paired score interval and the
   exact McNemar test); marked significant when it detects a difference;
 - other metrics: a 95% percentile bootstrap interval of the mean paired difference
   (``scipy.stats.bootstrap``, ``paired=True``, 2,000 resamples, seed 0; Efron & Tibshirani
@@ -26,10 +26,10 @@ import numpy as np
 import pyarrow as pa
 from scipy import stats
 
-from junction import metrics as catalog
-from junction import verdicts
+from junction.evidence import metrics as catalog
+from junction.evidence import verdicts
 from junction.errors import JunctionError, UnknownNameError
-from junction.store import TraceStore
+from junction.evidence.store import TraceStore
 
 __all__ = ["resolve_run", "diff_runs", "run_scope", "check_comparable", "scope_lines",
            "diff_page", "NothingComparableError", "BOOTSTRAP_RESAMPLES"]
@@ -191,7 +191,7 @@ def diff_page(run_a: str, run_b: str, scope: dict[str, Any], rows: list[dict[str
     """The diff as a self-contained HTML page: scope first, then changed rows, then the rest."""
     import html
 
-    from junction.reports import html_page
+    from junction.evidence.reports import html_page
 
     header = ("suite", "strategy", "scale", "metric", "tasks", "before", "after", "change",
               "95% CI", "sig")

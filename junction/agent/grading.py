@@ -31,8 +31,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from junction.bfcl_checker import check_answer, check_calls
-from junction.execution import ExecutionResult
+from junction.agent.bfcl_checker import check_answer, check_calls
+from junction.agent.execution import ExecutionResult
 from junction.resources import ToolResource
 from junction.tasks import BenchmarkTask
 

@@ -20,9 +20,9 @@ import duckdb
 import markdown as markdown_lib
 import pyarrow as pa
 
-from junction import metrics as catalog
-from junction import verdicts
-from junction.params import report_params
+from junction.evidence import metrics as catalog
+from junction.evidence import verdicts
+from junction.evidence.params import report_params
 from junction.strategies.references import REFERENCE_STRATEGIES
 from junction.tasks import VERIFIER_MEANINGS
 
@@ -62,7 +62,7 @@ def summarise(traces: pa.Table) -> list[dict[str, Any]]:
 
     Means skip NULLs (a task with no gold has no recall); values rounded to 6 decimals.
     """
-    from junction.warehouse import view_statement
+    from junction.evidence.warehouse import view_statement
 
     con = duckdb.connect(":memory:")
     try:
@@ -261,9 +261,9 @@ def _cell(text: str) -> str:
 
 
 def _definitions_lines(suites: dict[str, Any]) -> list[str]:
-    """Every catalog metric (``junction.metrics.METRICS``) and, per suite, what success means."""
+    """Every catalog metric (``junction.evidence.metrics.METRICS``) and, per suite, what success means."""
     lines = ["## Definitions", "",
-             "Every metric of the catalog (`junction.metrics.METRICS`); the per-suite tables "
+             "Every metric of the catalog (`junction.evidence.metrics.METRICS`); the per-suite tables "
              "show those marked *table*, as the mean over tasks where the metric is defined.",
              "", "| metric | summary column | definition | undefined when | unit and range | "
              "better | shown in | source |", "|---|---|---|---|---|---|---|---|"]
@@ -294,7 +294,7 @@ def _definitions_lines(suites: dict[str, Any]) -> list[str]:
 
 def run_timings(root: str, run_id: str) -> pa.Table | None:
     """The ``timings`` view's rows of one run, or None when the run has none."""
-    from junction.warehouse import Warehouse
+    from junction.evidence.warehouse import Warehouse
 
     table = Warehouse(root).query(
         "SELECT suite, strategy, select_ms, execute_ms, total_ms FROM timings WHERE run_id = ?",

@@ -1,0 +1,86 @@
+"""The suite registry's types: ``SuiteBuild``, ``SuiteInfo`` and the name -> suite table.
+
+Builders (``bfcl``, ``jsonl``, ``toy``) import ``SuiteBuild`` from here, and the package's
+``__init__`` registers them, so no module imports the package it belongs to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from junction.errors import UnknownNameError
+from junction.tasks import BenchmarkTask
+
+__all__ = ["SuiteBuild", "SuiteInfo", "SUITES", "build_suite", "get_suite", "register_suite",
+           "suite_names"]
+
+
+@dataclass(frozen=True)
+class SuiteBuild:
+    """A built suite: its tasks, source rows loaded, and rows skipped per reason."""
+
+    tasks: list[BenchmarkTask]
+    rows_loaded: int
+    rows_skipped: dict[str, int] = field(default_factory=dict)
+    note: str = ""
+    rows_held_out: int = 0
+    """Loaded rows of the other part of a train / evaluation split (not in ``tasks``)."""
+
+
+@dataclass(frozen=True)
+class SuiteInfo:
+    """A registered suite: its builder, default size for the default benchmark, the
+    candidate-pool limit per lane its strategies use (None: the whole pool), whether the
+    default benchmark (no ``--suite``) runs it, and the family whose training part learned
+    strategies fit on (None: no training part; the builder then takes no ``split``)."""
+
+    name: str
+    build: Callable[..., list[BenchmarkTask]]
+    default_size: int | None
+    pool_limit: int | None = 8
+    description: str = ""
+    in_default_run: bool = True
+    family: str | None = None
+
+
+SUITES: dict[str, SuiteInfo] = {}
+
+
+def register_suite(info: SuiteInfo) -> None:
+    """Add a suite to the registry (a later registration of a name replaces it)."""
+    SUITES[info.name] = info
+
+
+def suite_names() -> list[str]:
+    """Registered suite names, sorted."""
+    return sorted(SUITES)
+
+
+def get_suite(name: str) -> SuiteInfo:
+    """The ``SuiteInfo`` for ``name``; ``UnknownNameError`` listing valid names otherwise."""
+    try:
+        return SUITES[name]
+    except KeyError:
+        raise UnknownNameError(
+            f"unknown suite {name!r}; valid suites: {', '.join(suite_names())}"
+        ) from None
+
+
+def build_suite(name: str, seed: int = 0, size: int | None = None,
+                split: str = "eval") -> SuiteBuild:
+    """Build suite ``name`` with ``seed``; ``size`` caps the number of tasks (None: full).
+
+    ``split`` (``"eval"``, ``"train"``, ``"all"``) applies to suites with a family; a suite
+    without one has a single part: asking it for ``"train"`` raises ``ValueError``.
+    """
+    info = get_suite(name)
+    if info.family is not None:
+        built = info.build(seed=seed, size=size, split=split)
+    elif split == "train":
+        raise ValueError(f"suite {name!r} has no training part (only BFCL suites split)")
+    else:
+        built = info.build(seed=seed, size=size)
+    if isinstance(built, SuiteBuild):
+        return built
+    return SuiteBuild(tasks=list(built), rows_loaded=len(built))

@@ -1,0 +1,13 @@
+"""The evidence half of a run: what was decided and what it shows.
+
+- ``traces``: the versioned ``TaskTraceRecord`` schema (one row per task and strategy);
+- ``store``: Parquet trace files, written atomically per unit;
+- ``warehouse`` and ``views.sql``: DuckDB views over the store;
+- ``metrics``: the metric catalog (what each metric is, its column, its direction);
+- ``verdicts``: paired comparisons and the headline;
+- ``reports``: metrics.json, report.md and report.html of a run;
+- ``diff``: the comparison of two runs;
+- ``params``: the run plan's hash and its result-neutral fields.
+
+The outcome half (what an agent did with the exposed set) is ``junction.agent``.
+"""

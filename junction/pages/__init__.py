@@ -1,0 +1,5 @@
+"""Pages: an HTML page chunked on its headings into contexts, and chunk admission.
+
+- ``chunking``: the chunker (BeautifulSoup), nothing lost;
+- ``admission``: top-K admission of scored chunks inside a token budget.
+"""
