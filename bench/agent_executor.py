@@ -35,7 +35,9 @@ from junction.agent.llm import AgentCache, AgentConfig, LlamaAgent, LLMExecutor 
 from junction.environment import state_dir  # noqa: E402
 from junction.evaluate import evaluate_batch  # noqa: E402
 from junction.models import file_sha256, resolve_model_path  # noqa: E402
-from junction.strategies import REFERENCE_STRATEGIES, make_strategy  # noqa: E402
+from junction.strategies import make_strategy, strategies_where  # noqa: E402
+
+REFERENCE_STRATEGIES = strategies_where(respects_budget=False)
 from junction.evidence.verdicts import paired_comparison  # noqa: E402
 from junction_datasets import build_suite, calibration_tasks, get_suite  # noqa: E402
 

@@ -38,12 +38,13 @@ STRATEGY = "exact_enumeration"
 def register_enumeration() -> str:
     """Register the reference selector as a strategy (run here and on every worker)."""
     from junction.select import EnumerationJointSelector
-    from junction.strategies import register_strategy, selector_strategy
+    from junction.strategies import StrategyInfo, register_strategy, selector_strategy
 
-    def factory(calibration_tasks=()):
+    def factory():
         return selector_strategy(EnumerationJointSelector())
 
-    register_strategy(STRATEGY, factory)
+    register_strategy(StrategyInfo(STRATEGY, factory, "joint", "exhaustive enumeration",
+                                   sees_interactions=True, claims_optimal=True))
     import flows.benchmark  # noqa: F401 - import everything a unit needs
 
     return "ok"

@@ -48,18 +48,15 @@ from junction.evaluate import evaluate_batch
 from junction.evidence.params import resume_params
 from junction.evidence.reports import run_timings, write_report
 from junction.evidence.store import TraceStore, check_name
-from junction.strategies import REFERENCE_STRATEGIES, make_strategy, strategy_factory
+from junction.strategies import STRATEGIES, default_strategies, make_strategy, strategy_info
 from junction.evidence.warehouse import Warehouse
 
 __all__ = ["benchmark", "run_benchmark", "prepare_run", "DEFAULT_STRATEGIES", "default_suites",
            "new_run_id", "params_hash"]
 
-DEFAULT_STRATEGIES = ("adaptive_split", "bfcl_listed", "exact", "fixed_split",
-                      "judge_admission")
-"""The default benchmark's strategies. The ``all_tools`` reference (the whole pool, about
-3,000 agent prompt tokens per task) is left out: measured, its agent sample alone took half
-of the default run's agent time and the run past 10 minutes (README). ``--strategy
-all_tools`` adds it; ``make bench-nightly`` runs it."""
+DEFAULT_STRATEGIES = default_strategies()
+"""The default benchmark's strategies: the catalog's ``in_default_run`` records
+(``junction.strategies.catalog``, which says why each one is in or out)."""
 DEFAULT_BUDGET_SCALES = (0.5, 1.0, 2.0)
 """The default benchmark's budget grid (× each task's own budget), when no scale is given."""
 
@@ -72,16 +69,17 @@ DEFAULT_SIZES: dict[str, int] = {
 without a ``strategy_size`` cap; a suite not listed takes its registered ``default_size``.
 Kept here, not in ``junction_datasets``: sized by measuring the default run (README)."""
 
-DEFAULT_STRATEGY_SIZE: dict[str, int] = {"judge_admission": 4}
+DEFAULT_STRATEGY_SIZE: dict[str, int] = {
+    n: i.default_size for n, i in sorted(STRATEGIES.items()) if i.default_size is not None}
 """The default benchmark's per-strategy cap on tasks per suite (no ``size``, no ``full``):
-the judge scores every candidate with a llama.cpp model. 4 since the default judge is
-Qwen2.5-Coder-0.5B-Instruct (measured 7.6 s per task in a loaded default run, against
-3.9 s for Gemma 3 270M at 8 tasks)."""
+the catalog's ``default_size`` (the judge scores every candidate with a llama.cpp model)."""
 
-DEFAULT_STRATEGY_SCALES: dict[str, list[float]] = {"judge_admission": [1.0],
-                                                   "all_tools": [1.0], "bfcl_listed": [1.0]}
-"""The default benchmark's per-strategy budget scales (when no scale is given); the
-references ignore the budget, so one scale says all they can."""
+DEFAULT_STRATEGY_SCALES: dict[str, list[float]] = {
+    n: list(i.default_scales) for n, i in sorted(STRATEGIES.items())
+    if i.default_scales is not None}
+"""The default benchmark's per-strategy budget scales (when no scale is given): the
+catalog's ``default_scales`` (the references ignore the budget, so one scale says all
+they can)."""
 
 DEFAULT_AGENT_SIZE = 1
 """The default benchmark's agent sample: the language-model agent acts on this many tasks
@@ -249,7 +247,7 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
                                           pool_limit, agent=agent, agent_task_ids=ids)
     store.write_unit(run_id, suite, strategy, unit, records, timings)
     learned = [store.write_learned_model(m.family, m.sha256, m.record())
-               for m in getattr(strategy_fn, "fitted_models", list)()]
+               for m in strategy_fn.artifacts()]
     return {"unit": unit, "skipped": False, "tasks": len(tasks),
             "successes": sum(r.success for r in records),
             "learned_models": [p.rsplit("/", 1)[-1] for p in learned]}
@@ -333,7 +331,7 @@ def check_params(suites: list[str], strategies: list[str], budget_scales: list[f
     for name in suites:
         get_suite(name)
     for name in strategies:
-        strategy_factory(name)
+        strategy_info(name)
     if runner not in ("thread", "dask"):
         raise UnknownNameError(f"unknown runner {runner!r}; valid runners: dask, thread")
     if batch_size < 1:
@@ -617,7 +615,7 @@ def _run_units(store: TraceStore, output_root: str, reports_root: str, run_id: s
     for name, info, seed, built, capped, agent_ids in loaded:
         bfcl = _is_bfcl(built.tasks)
         for strategy, step in plan.items():
-            if strategy in REFERENCE_STRATEGIES and not bfcl:
+            if strategy_info(strategy).reads_task and not bfcl:
                 continue  # the references read a BFCL row's listing
             tasks = built.tasks if step["max_tasks"] is None else capped[step["max_tasks"]]
             for scale in step["scales"]:

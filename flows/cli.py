@@ -39,13 +39,13 @@ app.command("admit")(admit)
 def _demo_coupling_result() -> dict:
     from junction_datasets.toy import coupling_task
     from junction.agent.execution import execute, verify
-    from junction.strategies import make_strategy
+    from junction.strategies import make_strategy, strategies_where
 
     task = coupling_task()
     view = task.router_view()
     strategies = {}
-    for name in ("exact", "fixed_split", "adaptive_split"):
-        sel = make_strategy(name)(view, None).selection
+    for name in (*strategies_where(role="joint"), *strategies_where(role="split")):
+        sel = make_strategy(name).select(view, None).selection
         outcome = verify(task, execute(task, sel.context_ids, sel.tool_ids))
         strategies[name] = {
             "context_ids": list(sel.context_ids),
@@ -163,12 +163,13 @@ def bench(
     strategy_size: list[str] = typer.Option(
         None, "--strategy-size", metavar="STRATEGY=N",
         help="At most N tasks per suite for STRATEGY (repeatable). Default without --size/"
-             "--full: judge_admission=8; with either: none. `none` lifts every cap."),
+             "--full: the catalog's caps (`junction strategies`); with either: none. `none` "
+             "lifts every cap."),
     strategy_scale: list[str] = typer.Option(
         None, "--strategy-scale", metavar="STRATEGY=F",
         help="Run STRATEGY at budget scale F only (repeatable; F among --budget-scale). "
-             "Default without --budget-scale: judge_admission=1; with it: none. `none` "
-             "runs every strategy at every scale."),
+             "Default without --budget-scale: the catalog's scales (`junction strategies`); "
+             "with it: none. `none` runs every strategy at every scale."),
     agent_size: int = typer.Option(
         None, "--agent-size", min=0,
         help="BFCL tasks per suite the language-model agent acts on, for every strategy and "
@@ -183,10 +184,11 @@ def bench(
 ) -> None:
     """Run the benchmark flow and write the report.
 
-    With no options: every suite and strategy at budget scales 0.5, 1 and 2 on each suite's
-    default benchmark sample; judge_admission at scale 1 only on at most 8 tasks per suite;
-    the references (bfcl_listed, all_tools) at scale 1 on BFCL suites; the language-model
-    agent on 1 task per BFCL suite for every strategy and reference.
+    With no options: every suite and every strategy of the default plan at budget scales
+    0.5, 1 and 2 on each suite's default benchmark sample, a strategy with a catalog cap or
+    scale (the judge, the references: `junction strategies`) within it; the references on
+    BFCL suites only; the language-model agent on 1 task per BFCL suite for every strategy
+    and reference.
     """
     from junction_datasets.jsonl import load_suite_file
 
@@ -223,6 +225,20 @@ def bench(
     typer.echo(f"run {result['run_id']}: {result['tasks']} task evaluations in "
                f"{result['units']} units ({result['units_skipped']} already done)")
     typer.echo(f"report: {result['report']}")
+
+
+@app.command()
+def strategies() -> None:
+    """List the strategy catalog: role, what it sees, and its place in the default run."""
+    from junction.strategies import STRATEGIES
+
+    rows = [(i.name, i.role, "yes" if i.sees_interactions else "no",
+             "yes" if i.respects_budget else "no", "yes" if i.in_default_run else "no",
+             "-" if i.default_size is None else str(i.default_size),
+             "-" if i.default_scales is None else ",".join(f"{x:g}" for x in i.default_scales),
+             i.description) for i in sorted(STRATEGIES.values(), key=lambda i: i.name)]
+    _print_table(("strategy", "role", "interactions", "budget", "default run", "cap",
+                  "scales", "what it does"), rows)
 
 
 @app.command()

@@ -22,8 +22,7 @@ from junction.evidence.metrics import (
     set_precision,
     set_recall,
 )
-from junction.strategies import Strategy
-from junction.strategies.references import ReferenceStrategy
+from junction.strategies import STRATEGIES, Strategy
 from junction.tasks import BenchmarkTask
 from junction.evidence.traces import CandidateRecord, TaskTraceRecord, ToolCallRecord
 
@@ -73,7 +72,8 @@ def evaluate_batch(
     BFCL suites) for every task. On the tasks named in ``agent_task_ids`` that
     ``junction.agent.grading`` can grade, ``agent`` (a model ``Executor``) also acts on the
     exposed set and BFCL's checker gives ``agent_success``; its calls are the trace's
-    ``tool_calls``. A ``ReferenceStrategy`` is given the task, not the router view.
+    ``tool_calls``. A strategy whose catalog record ``reads_task`` (a reference) is given the task, not
+    the router view.
 
     Timing rows hold wall-clock milliseconds (``select_ms``, ``execute_ms``, ``total_ms``,
     and ``agent_ms``/``agent_cached`` where the agent ran).
@@ -82,13 +82,12 @@ def evaluate_batch(
     partial: list[dict[str, Any]] = []
     timings: list[dict[str, Any]] = []
     lanes: list[LaneRanking] = []
+    info = STRATEGIES.get(strategy_name)
+    reads_task = info is not None and info.reads_task
     for raw_task in tasks:
         task = scale_budget(raw_task, budget_scale)
         t0 = time.perf_counter()
-        if isinstance(strategy, ReferenceStrategy):
-            result = strategy.select(task, pool_limit)
-        else:
-            result = strategy(task.router_view(), pool_limit)
+        result = strategy.select(task if reads_task else task.router_view(), pool_limit)
         t1 = time.perf_counter()
         sel = result.selection
         execution = execute(task, sel.context_ids, sel.tool_ids)

@@ -245,7 +245,7 @@ def test_references_expose_the_listing_or_the_pool_outside_the_budget(multiple_1
     assert (a.selection_status, a.executor, a.agent_success, a.agent_outcome) == (
         "reference", "toy", None, None)
     with pytest.raises(Exception, match="reference strategy"):
-        listed(multiple_123.router_view(), 8)
+        listed.select(multiple_123.router_view(), 8)
 
 
 def test_bfcl_listed_refuses_a_task_without_a_listing():

@@ -327,7 +327,7 @@ def test_coupling_exact_verified_baselines_not():
 
     results = {}
     for name in ("exact", "fixed_split", "adaptive_split"):
-        sel = make_strategy(name)(view, None).selection
+        sel = make_strategy(name).select(view, None).selection
         results[name] = (sel, verify(task, execute(task, sel.context_ids, sel.tool_ids)))
     sel, outcome = results["exact"]
     assert (sel.context_ids, sel.tool_ids) == (("contractor-policy",), ("submit_expense",))

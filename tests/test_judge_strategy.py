@@ -23,7 +23,7 @@ def _run(judge, floor):
         "photosynthesis", "Photosynthesis converts light energy into chemical energy in "
         "plants.", SourceKind.OTHER)
     task = task.model_copy(update={"contexts": (*task.contexts, unrelated)})
-    return task, strategy(task.router_view(), None)
+    return task, strategy.select(task.router_view(), None)
 
 
 def test_admits_within_every_budget_limit_and_records_scores(judge) -> None:
@@ -76,7 +76,7 @@ def _with_contexts(*contexts):
 
 def _run_task(task, floor=-1e9):
     strategy = make_judge_admission_strategy(floor=floor, use_cache=False, pool_per_lane=8)
-    return strategy(task.router_view(), None)
+    return strategy.select(task.router_view(), None)
 
 
 def test_empty_contexts_are_skipped_and_cut_ones_are_recorded(judge) -> None:

@@ -167,3 +167,70 @@ def test_the_installed_package_runs_demo_bench_and_sql(installed):
                     "--format", "json")
     assert sql.returncode == 0, sql.stderr[-2000:]
     assert json.loads(sql.stdout) == [{"n": 1, "one": 1}]
+
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("junction.errors", "junction.text", "junction.environment", "junction.sqlite_cache"),
+    ("junction.tokens", "junction.models"),
+    ("junction.resources",),
+    ("junction.budget",),
+    ("junction.tasks",),
+    ("junction.candidates", "junction.select", "junction.pages", "junction.judge",
+     "junction.agent"),
+    ("junction.learned",),
+    ("junction.strategies",),
+    ("junction.evidence",),
+    ("junction.evaluate",),
+    ("junction",),
+)
+"""The library's layers, lowest first: a unit (a top-level module or a package under
+``junction/``) imports only units of lower layers (DESIGN.md, "Folders")."""
+
+
+def _unit(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def test_every_library_unit_has_a_layer():
+    layered = {u for layer in LAYERS for u in layer}
+    assert {_unit(m) for m in MODULES} == layered
+
+
+def test_no_library_module_imports_upward_or_sideways():
+    layer = {u: i for i, units in enumerate(LAYERS) for u in units}
+    bad = []
+    for name, path in MODULES.items():
+        for imp, line in _imports(path):
+            if imp in MODULES and _unit(imp) != _unit(name) \
+                    and layer[_unit(imp)] >= layer[_unit(name)]:
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {imp}")
+    assert not bad, bad
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path):
+    # an upward import is found: tasks (layer 4) importing the evidence half (layer 8)
+    module = tmp_path / "x.py"
+    module.write_text("from junction.evidence.traces import TaskTraceRecord\n")
+    (imp, _), *_ = _imports(module)
+    layer = {u: i for i, units in enumerate(LAYERS) for u in units}
+    assert layer[_unit(imp)] > layer["junction.tasks"]
+
+
+def _string_literals(path: Path) -> list[tuple[str, int]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [(node.value, node.lineno) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+
+
+def test_no_strategy_name_is_a_literal_outside_the_catalog():
+    # roles come from the strategy catalog; only it, the strategy modules and the selectors
+    # they run (junction/select names each selector) spell a strategy's name
+    from junction.strategies import strategy_names
+
+    names = set(strategy_names())
+    exempt = (LIBRARY / "strategies", LIBRARY / "select")
+    files = [p for p in (*LIBRARY_FILES, *sorted((ROOT / "flows").rglob("*.py")))
+             if not any(p.is_relative_to(e) for e in exempt)]
+    bad = [f"{p.relative_to(ROOT)}:{line}: {value!r}" for p in files
+           for value, line in _string_literals(p) if value in names]
+    assert not bad, bad

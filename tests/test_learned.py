@@ -174,17 +174,17 @@ def test_learned_strategies_trace_their_model(tmp_path, memory_model):
     split_learned = make_strategy("learned_split", training=source)
     tasks = build_suite("bfcl-memory", size=3).tasks
     for task in tasks:
-        a = exact_learned(task.router_view(), 8)
-        b = split_learned(task.router_view(), 8)
+        a = exact_learned.select(task.router_view(), 8)
+        b = split_learned.select(task.router_view(), 8)
         assert a.extra["learned_model"] == b.extra["learned_model"] == memory_model.sha256
         assert a.extra["learned_family"] == "bfcl-memory"
         assert set(a.extra["learned_p"]) == {c.resource_id for c in
                                              (*a.pools.contexts, *a.pools.tools)}
-        again = exact_learned(task.router_view(), 8)
+        again = exact_learned.select(task.router_view(), 8)
         assert again.selection.model_copy(update={"solve_time_ms": None}) == \
             a.selection.model_copy(update={"solve_time_ms": None})
         verify(task, execute(task, a.selection.context_ids, a.selection.tool_ids))
-    (model,) = exact_learned.fitted_models()
+    (model,) = exact_learned.artifacts()
     store = TraceStore(str(tmp_path))
     path = store.write_learned_model(model.family, model.sha256, model.record())
     assert path.endswith(f"learned/bfcl-memory-{model.sha256}.json")
@@ -193,11 +193,11 @@ def test_learned_strategies_trace_their_model(tmp_path, memory_model):
 
 def test_without_a_training_part_learned_exact_selects_as_exact():
     task = build_suite("coupling").tasks[0]
-    learned = make_strategy("learned_exact", training=training_source())(task.router_view(), None)
-    exact = make_strategy("exact")(task.router_view(), None)
+    learned = make_strategy("learned_exact", training=training_source()).select(task.router_view(), None)
+    exact = make_strategy("exact").select(task.router_view(), None)
     assert learned.selection.exposed_ids == exact.selection.exposed_ids
     assert "no training part" in learned.extra["learned_fallback"]
-    bare = make_strategy("learned_split")(task.router_view(), None)
+    bare = make_strategy("learned_split").select(task.router_view(), None)
     assert bare.extra == {"learned_fallback": "no training source"}
 
 

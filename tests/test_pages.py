@@ -176,16 +176,16 @@ def _page_task() -> BenchmarkTask:
 def test_bm25_top_k_admits_matching_chunks_verbatim_within_budget():
     task = _page_task()
     # costs: 14, 12, 13, 12 tokens; budget 30: the two best BM25 matches fit, a third not
-    result = make_bm25_top_k_strategy(top_k=5)(task.router_view(), None)
+    result = make_bm25_top_k_strategy(top_k=5).select(task.router_view(), None)
     sel = result.selection
     assert sel.tool_ids == () and sel.tokens_used <= 30
     assert result.extra["admitted_order"][0] == "p#c000"
     assert len(sel.context_ids) == 2
     assert any(r.startswith("budget") for r in result.extra["rejected"].values())
     # top_k caps first
-    one = make_bm25_top_k_strategy(top_k=1)(task.router_view(), None).selection
+    one = make_bm25_top_k_strategy(top_k=1).select(task.router_view(), None).selection
     assert one.context_ids == ("p#c000",)
-    assert make_strategy("bm25_top_k")(task.router_view(), None).selection == sel
+    assert make_strategy("bm25_top_k").select(task.router_view(), None).selection == sel
 
 
 def test_context_document_puts_the_heading_path_first():
@@ -206,7 +206,7 @@ def test_page_task_traces_chunk_recall_and_admitted_tokens():
 def test_judge_top_k_admits_the_pay_rate_chunks_first(judge):
     task = _page_task()
     strategy = make_judge_top_k_strategy(top_k=2, use_cache=False)
-    result = strategy(task.router_view(), None)
+    result = strategy.select(task.router_view(), None)
     scores = result.extra["judge_scores"]
     assert set(scores) == {c.id for c in task.contexts}
     # measured with the default judge (Qwen2.5-Coder-0.5B-Instruct, q8_0): mileage +0.64,
@@ -348,7 +348,7 @@ def test_subtask_admission_follows_the_floors(judge, tmp_path, monkeypatch):
 
     _fake_parallel(tmp_path, monkeypatch)
     task = bfcl.subtask_suite(size=None).tasks[0]
-    result = make_subtask_admission_strategy(use_cache=False)(task.router_view(), None)
+    result = make_subtask_admission_strategy(use_cache=False).select(task.router_view(), None)
     decisions = result.extra["subtask_decisions"]
     assert set(decisions) == {c.id for c in task.contexts}
     for rid, d in decisions.items():  # the rule of junction.pages.admission.admit_subtasks

@@ -12,7 +12,7 @@ import pytest
 from junction.errors import JunctionError, TraceError, UnknownNameError
 from junction.evidence.store import TraceStore
 from junction.select import EnumerationJointSelector
-from junction.strategies import STRATEGY_FACTORIES, run_selector
+from junction.strategies import STRATEGIES, FunctionStrategy, StrategyInfo, run_selector
 from junction.evidence.warehouse import CorruptFileWarning, Warehouse, WarehouseError
 
 pytestmark = pytest.mark.flow
@@ -28,7 +28,7 @@ def flaky(monkeypatch):
 
     fail = {"on": False}
 
-    def factory(calibration_tasks=(), training=None):
+    def factory():
         selector = EnumerationJointSelector()
 
         def strategy(view, pool_limit):
@@ -36,9 +36,10 @@ def flaky(monkeypatch):
                 raise RuntimeError("unit fails on purpose")
             return run_selector(selector, view, pool_limit)
 
-        return strategy
+        return FunctionStrategy(strategy)
 
-    monkeypatch.setitem(STRATEGY_FACTORIES, "flaky", factory)
+    monkeypatch.setitem(STRATEGIES, "flaky", StrategyInfo("flaky", factory, "joint",
+                                                          "fails on purpose", True))
     monkeypatch.setattr(fb, "_STRATEGIES", {})  # no instance outlives the test
     return fail
 

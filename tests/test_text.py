@@ -89,7 +89,7 @@ def test_cjk_rows_get_lexical_scores_and_exact_exposes_their_gold_tool(
     view = task.router_view()
     scores = {c.resource_id: c.score for c in candidate_pools(view, limit).tools}
     assert all(scores.get(g, 0) > 0 for g in task.gold_tool_ids)
-    exposed = make_exact_strategy()(view, limit).selection.tool_ids
+    exposed = make_exact_strategy().select(view, limit).selection.tool_ids
     assert set(task.gold_tool_ids) <= set(exposed)
 
 

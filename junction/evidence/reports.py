@@ -23,7 +23,7 @@ import pyarrow as pa
 from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
 from junction.evidence.params import report_params
-from junction.strategies.references import REFERENCE_STRATEGIES
+from junction.strategies.catalog import STRATEGIES, strategies_where, strategy_info
 from junction.tasks import VERIFIER_MEANINGS
 
 __all__ = ["ROUND_DIGITS", "comparable_traces", "summarise", "write_report", "render_markdown",
@@ -75,6 +75,11 @@ def summarise(traces: pa.Table) -> list[dict[str, Any]]:
     return [{k: _round(v) for k, v in row.items()} for row in rows]
 
 
+REFERENCE_STRATEGIES = strategies_where(respects_budget=False)
+"""Strategies outside the budget (the catalog's ``respects_budget``): shown apart, never
+named best."""
+
+
 def headline_rows(traces: pa.Table) -> list[dict[str, Any]]:
     """``verdicts.headline`` over the trace rows (only the columns it reads), leaving out
     the reference strategies (``REFERENCE_STRATEGIES``: they do not respect the budget)."""
@@ -107,9 +112,10 @@ def _headline_document(headline: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-LEARNED_STRATEGIES = ("learned_exact", "learned_split")
-"""Strategies whose traces carry ``learned_p`` (p(gold) per candidate); both use the same
-model, so calibration is read from the first that ran."""
+LEARNED_STRATEGIES = strategies_where(role="learned")
+"""Strategies whose traces carry ``learned_p`` (p(gold) per candidate: the catalog's
+``learned`` role); they use the same model, so calibration is read from the first that
+ran."""
 
 
 def learned_calibration(traces: pa.Table) -> list[dict[str, Any]]:
@@ -334,7 +340,7 @@ def _cost_lines(traces: pa.Table, timings: pa.Table | None) -> list[str]:
     lines.append("|---|---|---|---|---|---|---|")
     for strategy in sorted(set(by_strategy) | set(times)):
         counts = by_strategy.get(strategy, {})
-        if "optimal" in counts or strategy == "exact":
+        if "optimal" in counts or (strategy in STRATEGIES and strategy_info(strategy).claims_optimal):
             others = {k: v for k, v in counts.items() if k != "optimal"}
             unproven = str(sum(others.values()))
             if others:

@@ -27,13 +27,16 @@ from typing import Any
 
 from scipy import stats
 
+from junction.strategies.catalog import strategies_where
+
 __all__ = ["ALPHA", "INTERACTION_BLIND", "PRIMARY_OUTCOMES", "PairedComparison",
            "paired_comparison", "wilson_interval", "primary_outcome", "headline"]
 
 ALPHA = 0.05
 CONFIDENCE = 0.95
-INTERACTION_BLIND = ("fixed_split", "adaptive_split", "learned_split")
-"""Strategies that rank each resource type alone and ignore context–tool interactions."""
+INTERACTION_BLIND = strategies_where(ranks_apart=True)
+"""Strategies that rank each resource type alone and ignore context–tool interactions (the
+strategy catalog's ``ranks_apart``)."""
 PRIMARY_OUTCOMES = ("agent_success", "success")
 """Trace columns tried in order for a suite's primary outcome: agent success where the
 column exists and has values, else verified success."""

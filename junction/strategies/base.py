@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from junction.candidates import CandidatePools, candidate_pools, normalise_scores
 from junction.select import JointProblem, Selection, Selector
@@ -21,6 +21,7 @@ __all__ = [
     "joint_problem",
     "run_selector",
     "selector_strategy",
+    "FunctionStrategy",
     "Strategy",
 ]
 
@@ -57,10 +58,37 @@ def run_selector(selector: Selector, view: RouterView, pool_limit: int | None) -
     return StrategyResult(selection=selector.select(joint_problem(view, pools)), pools=pools)
 
 
-Strategy = Callable[[RouterView, "int | None"], StrategyResult]
-"""A ready strategy: ``(view, pool_limit) -> StrategyResult``."""
+@runtime_checkable
+class Strategy(Protocol):
+    """What every strategy is: ``select`` on a router view, and the artifacts it made.
+
+    ``select(view, pool_limit) -> StrategyResult``: ``view`` is the task's ``RouterView``
+    (a reference, ``StrategyInfo.reads_task``, is given the ``BenchmarkTask`` itself: it
+    reads the row's listing); ``pool_limit`` caps each lane's candidate pool (None: the
+    whole lane). ``artifacts()`` lists what the strategy fitted in this process (a learned
+    strategy's ``LearnedUtility`` records, which the benchmark stores once); [] for most.
+    """
+
+    def select(self, view: Any, pool_limit: int | None) -> StrategyResult: ...
+
+    def artifacts(self) -> list[Any]: ...
+
+
+@dataclass(frozen=True)
+class FunctionStrategy:
+    """A ``Strategy`` from a function ``(view, pool_limit) -> StrategyResult``; no artifacts."""
+
+    function: Callable[[RouterView, "int | None"], StrategyResult]
+
+    def select(self, view: RouterView, pool_limit: int | None) -> StrategyResult:
+        """``function(view, pool_limit)``."""
+        return self.function(view, pool_limit)
+
+    def artifacts(self) -> list[Any]:
+        """Nothing: a function strategy fits nothing."""
+        return []
 
 
 def selector_strategy(selector: Selector) -> Strategy:
     """The strategy that runs ``selector`` over the lanes' joint problem (``run_selector``)."""
-    return lambda view, pool_limit: run_selector(selector, view, pool_limit)
+    return FunctionStrategy(lambda view, pool_limit: run_selector(selector, view, pool_limit))

@@ -53,7 +53,7 @@ from junction.judge.scorer import load_judge
 from junction.judge.smoke import run_smoke
 from junction.select.problem import make_selection
 from junction.candidates import candidate_pools
-from junction.strategies.base import StrategyResult, joint_problem
+from junction.strategies.base import FunctionStrategy, StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
 _LOG = logging.getLogger(__name__)
@@ -239,4 +239,4 @@ def make_judge_admission_strategy(
             **floor_info,
         })
 
-    return strategy
+    return FunctionStrategy(strategy)

@@ -49,7 +49,7 @@ _FITTED_LOCK = threading.Lock()
 
 
 class LearnedStrategy:
-    """A ready strategy ``(view, pool_limit) -> StrategyResult`` (module docstring)."""
+    """A ``Strategy`` on learned utilities; its artifacts are the models it used (module docstring)."""
 
     def __init__(self, joint: bool, training: TrainingSource | None = None,
                  seed: int = 0) -> None:
@@ -72,12 +72,13 @@ class LearnedStrategy:
             self._used[key] = _FITTED[key]
             return _FITTED[key]
 
-    def fitted_models(self) -> list[LearnedUtility]:
+    def artifacts(self) -> list[LearnedUtility]:
         """Every model this strategy has used, in first-use order."""
         with _FITTED_LOCK:
             return list(self._used.values())
 
-    def __call__(self, view: RouterView, pool_limit: int | None) -> StrategyResult:
+    def select(self, view: RouterView, pool_limit: int | None) -> StrategyResult:
+        """The selection on the family's learned utilities (module docstring)."""
         pools = candidate_pools(view, pool_limit)
         family = self.training.family(view.suite) if self.training is not None else None
         if family is None:

@@ -42,7 +42,7 @@ from junction.judge.cache import judge_documents
 from junction.resources import ContextResource
 from junction.select.problem import make_selection
 from junction.candidates import CandidatePools, candidate_pools
-from junction.strategies.base import StrategyResult, joint_problem
+from junction.strategies.base import FunctionStrategy, StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
 __all__ = [
@@ -132,7 +132,7 @@ def make_bm25_top_k_strategy(top_k: int = DEFAULT_TOP_K) -> Callable[[RouterView
                  for c in pools.contexts if c.matched]
         return _top_k_result("bm25_top_k", view, pools, items, top_k, 0.0, False, {})
 
-    return strategy
+    return FunctionStrategy(strategy)
 
 
 def make_judge_top_k_strategy(
@@ -187,4 +187,4 @@ def make_judge_top_k_strategy(
                                                      in sorted(judged.truncated.items())},
                              })
 
-    return strategy
+    return FunctionStrategy(strategy)

@@ -21,13 +21,9 @@ from junction.errors import JunctionError
 from junction.select import Selection
 from junction.candidates import candidate_pools
 from junction.strategies.base import StrategyResult
-from junction.tasks import BenchmarkTask, RouterView
+from junction.tasks import BenchmarkTask
 
-__all__ = ["REFERENCE_STRATEGIES", "ReferenceStrategy", "listed_tool_ids"]
-
-REFERENCE_STRATEGIES = ("all_tools", "bfcl_listed")
-"""The reference strategies' names (sorted)."""
-
+__all__ = ["ReferenceStrategy", "listed_tool_ids"]
 
 def listed_tool_ids(task: BenchmarkTask) -> tuple[str, ...]:
     """The row's own listed functions; ``JunctionError`` naming the task if it has none."""
@@ -47,12 +43,13 @@ class ReferenceStrategy:
         self.name = name
         self._choose = choose
 
-    def __call__(self, view: RouterView, pool_limit: int | None) -> StrategyResult:
-        raise JunctionError(f"{self.name} is a reference strategy: it reads the task, call "
-                            "select(task, pool_limit)")
-
     def select(self, task: BenchmarkTask, pool_limit: int | None) -> StrategyResult:
-        """The reference's exposed set for ``task``, with whole-lane candidate pools."""
+        """The reference's exposed set for ``task`` (not its router view: the catalog's
+        ``reads_task``), with whole-lane candidate pools; ``JunctionError`` when given a
+        router view."""
+        if not isinstance(task, BenchmarkTask):
+            raise JunctionError(f"{self.name} is a reference strategy: it reads the task, "
+                                "call select(task, pool_limit)")
         tool_ids = tuple(sorted(self._choose(task)))
         pools = candidate_pools(task.router_view(), None)
         tokens = sum(task.tool(t).token_cost for t in tool_ids)
@@ -61,6 +58,10 @@ class ReferenceStrategy:
                               status="reference")
         return StrategyResult(selection=selection, pools=pools,
                               extra={"reference": True, "respects_budget": False})
+
+    def artifacts(self) -> list:
+        """Nothing: a reference fits nothing."""
+        return []
 
 
 def make_bfcl_listed() -> ReferenceStrategy:

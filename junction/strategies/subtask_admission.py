@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from junction.pages.admission import admit_subtasks
 from junction.select.problem import make_selection
 from junction.candidates import CandidatePools, candidate_pools
-from junction.strategies.base import StrategyResult, joint_problem
+from junction.strategies.base import FunctionStrategy, StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
 __all__ = ["FOLLOW_FLOOR", "ECHO_FLOOR", "make_subtask_admission_strategy"]
@@ -85,4 +85,4 @@ def make_subtask_admission_strategy(
             "echo_instruction_hash": judge.instruction_hash(ECHO_INSTRUCTION),
         })
 
-    return strategy
+    return FunctionStrategy(strategy)

@@ -1,0 +1,196 @@
+"""The strategy catalog: one record per strategy, as the metric catalog is for metrics.
+
+A ``StrategyInfo`` says what a strategy *is*: its name, the factory that builds it, its
+role, whether it sees interaction terms, whether it respects the budget, whether it claims
+an optimal selection, and its place in the default benchmark (in it or not, its per-suite
+task cap and budget scales). Verdicts, reports, the default plan and the CLI read roles
+from here; none of them names a strategy.
+
+Adding a strategy is one module (its factory returns a ``Strategy``:
+``junction.strategies.base``) plus one ``register_strategy(StrategyInfo(...))`` record;
+README "Adding a strategy" shows one.
+
+A factory is called once per worker process; it is imported on first use, since some load
+a language model. ``calibration_tasks`` (tasks of a split the benchmark never evaluates)
+reach the factories with ``needs_calibration``; a ``TrainingSource`` of each suite
+family's training part reaches those with ``needs_training`` (the caller builds both: the
+library holds no suite builders).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from junction.errors import UnknownNameError
+from junction.strategies.base import Strategy
+from junction.tasks import BenchmarkTask
+
+__all__ = [
+    "ROLES",
+    "STRATEGIES",
+    "Role",
+    "StrategyInfo",
+    "default_strategies",
+    "make_strategy",
+    "register_strategy",
+    "strategies_where",
+    "strategy_info",
+    "strategy_names",
+]
+
+Role = Literal["joint", "split", "judge", "learned", "reference", "page"]
+ROLES: dict[str, str] = {
+    "joint": "chooses contexts and tools together on the objective with interaction terms",
+    "split": "ranks contexts and tools each alone and splits the token budget between them",
+    "judge": "admits candidates a language-model judge says yes to",
+    "learned": "selects on utilities (and pairs) learned from a suite family's training rows",
+    "reference": "a fixed exposed set outside the budget that gives agent success a scale",
+    "page": "admits a page's best chunks verbatim, top-K inside the token budget",
+}
+"""What each role means, in one line (reports read it)."""
+
+
+@dataclass(frozen=True)
+class StrategyInfo:
+    """One strategy: what it is, how it is built, and its place in the default run.
+
+    ``factory``: ``"module:function"`` (imported on first use) or a callable; called with
+    ``calibration_tasks=`` when ``needs_calibration``, ``training=`` when ``needs_training``,
+    and ``options`` as keywords; returns a ``Strategy``.
+    ``sees_interactions``: its objective has context–tool interaction terms.
+    ``ranks_apart``: it ranks each type alone (the headline's interaction-blind side).
+    ``claims_optimal``: its selections carry a solver status (the report counts those not
+    proven optimal). ``reads_task``: it is given the ``BenchmarkTask`` (a reference reads
+    the row's listing), not the router view; such strategies run on BFCL suites only.
+    ``default_size``: its cap on tasks per suite in the default run (None: the suite's);
+    ``default_scales``: its budget scales in the default run (None: the run's grid).
+    """
+
+    name: str
+    factory: str | Callable[..., Strategy]
+    role: Role
+    description: str
+    sees_interactions: bool = False
+    respects_budget: bool = True
+    ranks_apart: bool = False
+    claims_optimal: bool = False
+    reads_task: bool = False
+    needs_calibration: bool = False
+    needs_training: bool = False
+    options: tuple[tuple[str, Any], ...] = ()
+    in_default_run: bool = False
+    default_size: int | None = None
+    default_scales: tuple[float, ...] | None = None
+
+    def build(self, calibration_tasks: Sequence[BenchmarkTask] = (),
+              training: Any = None) -> Strategy:
+        """A ready ``Strategy`` (see the class docstring for what the factory is given)."""
+        factory = self.factory
+        if isinstance(factory, str):
+            module, _, attr = factory.partition(":")
+            factory = getattr(importlib.import_module(module), attr)
+        kwargs: dict[str, Any] = dict(self.options)
+        if self.needs_calibration:
+            kwargs["calibration_tasks"] = tuple(calibration_tasks)
+        if self.needs_training:
+            kwargs["training"] = training
+        return factory(**kwargs)
+
+
+STRATEGIES: dict[str, StrategyInfo] = {}
+
+
+def register_strategy(info: StrategyInfo) -> None:
+    """Add a strategy to the catalog (a later record of a name replaces it)."""
+    STRATEGIES[info.name] = info
+
+
+def strategy_names() -> list[str]:
+    """Catalogued strategy names, sorted."""
+    return sorted(STRATEGIES)
+
+
+def strategy_info(name: str) -> StrategyInfo:
+    """The record for ``name``; ``UnknownNameError`` listing the valid names otherwise."""
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise UnknownNameError(
+            f"unknown strategy {name!r}; valid strategies: {', '.join(strategy_names())}"
+        ) from None
+
+
+def strategies_where(**fields: Any) -> tuple[str, ...]:
+    """Sorted names of the strategies whose record has every given field value
+    (``strategies_where(role="reference")``); ``TypeError`` for a field no record has."""
+    for key in fields:
+        if key not in StrategyInfo.__dataclass_fields__:
+            raise TypeError(f"StrategyInfo has no field {key!r}")
+    return tuple(n for n in strategy_names()
+                 if all(getattr(STRATEGIES[n], k) == v for k, v in fields.items()))
+
+
+def default_strategies() -> tuple[str, ...]:
+    """The default benchmark's strategies (``in_default_run``), sorted."""
+    return strategies_where(in_default_run=True)
+
+
+def make_strategy(name: str, calibration_tasks: Sequence[BenchmarkTask] = (),
+                  training: Any = None) -> Strategy:
+    """A ready ``Strategy`` for ``name`` (``StrategyInfo.build``).
+
+    ``training``: a ``junction.strategies.learned.TrainingSource`` or None
+    (``judge_admission`` raises ``AdmissionError`` without calibration tasks unless built
+    with a fixed floor; the learned strategies keep the tasks' own utilities without a
+    training source). Raises ``UnknownNameError`` listing the valid names.
+    """
+    return strategy_info(name).build(calibration_tasks=calibration_tasks, training=training)
+
+
+_M = "junction.strategies."
+for _info in (
+    StrategyInfo("exact", _M + "exact:make_exact_strategy", "joint",
+                 "the joint objective with context–tool interaction terms, solved exactly",
+                 sees_interactions=True, claims_optimal=True, in_default_run=True),
+    StrategyInfo("fixed_split", _M + "splits:make_fixed_split_strategy", "split",
+                 "BM25 rank per type, a fixed share of the budget each",
+                 ranks_apart=True, in_default_run=True),
+    StrategyInfo("adaptive_split", _M + "splits:make_adaptive_split_strategy", "split",
+                 "BM25 rank per type, the budget split where the ranked utilities say",
+                 ranks_apart=True, in_default_run=True),
+    # The judge scores every candidate with a llama.cpp model: a few tasks per suite at one
+    # scale keep the default run inside its time (bench/README.md, "The default run").
+    StrategyInfo("judge_admission", _M + "judge_admission:make_judge_admission_strategy",
+                 "judge", "BM25 first stage, then a yes/no judge on llama.cpp",
+                 needs_calibration=True, in_default_run=True, default_size=4,
+                 default_scales=(1.0,)),
+    StrategyInfo("judge_top_k", _M + "page_admission:make_judge_top_k_strategy", "page",
+                 "a page's chunks the judge scores best, top-K inside the budget",
+                 needs_calibration=True),
+    StrategyInfo("bm25_top_k", _M + "page_admission:make_bm25_top_k_strategy", "page",
+                 "a page's chunks BM25 scores best, top-K inside the budget"),
+    StrategyInfo("subtask_admission", _M + "subtask_admission:make_subtask_admission_strategy",
+                 "judge", "proposed sub-tasks the judge says follow from the task and do "
+                 "not echo it", needs_calibration=True),
+    # References ignore the budget, so one scale says all they can.
+    StrategyInfo("bfcl_listed", _M + "references:make_bfcl_listed", "reference",
+                 "the row's own listed functions: BFCL's setting",
+                 respects_budget=False, reads_task=True, in_default_run=True,
+                 default_scales=(1.0,)),
+    # Not in the default run: its agent sample alone took half of the default run's agent
+    # time (bench/README.md, "The default run"); make bench-nightly runs it.
+    StrategyInfo("all_tools", _M + "references:make_all_tools", "reference",
+                 "every tool of the task's pool", respects_budget=False, reads_task=True,
+                 default_scales=(1.0,)),
+    StrategyInfo("learned_exact", _M + "learned:make_learned_strategy", "learned",
+                 "the exact joint selector on learned unaries and learned pairs",
+                 sees_interactions=True, claims_optimal=True, needs_training=True,
+                 options=(("joint", True),)),
+    StrategyInfo("learned_split", _M + "learned:make_learned_strategy", "learned",
+                 "the adaptive split on the same learned unaries",
+                 ranks_apart=True, needs_training=True, options=(("joint", False),)),
+):
+    register_strategy(_info)
