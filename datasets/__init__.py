@@ -33,7 +33,7 @@ from junction_datasets.registry import (
 )
 from junction_datasets.toy import coupling_suite, synthetic_suite
 
-__all__ = ["SuiteBuild", "SuiteInfo", "SUITES", "build_suite", "suite_names", "register_suite",
+__all__ = ["SuiteBuild", "SuiteInfo", "SUITES", "build_suite", "get_suite", "suite_names", "register_suite",
            "CALIBRATION_SUITE", "CALIBRATION_SEED", "CALIBRATION_SIZE", "calibration_tasks",
            "TRAINING_SEED", "family_training_tasks", "suite_family", "training_source"]
 

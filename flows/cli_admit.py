@@ -4,7 +4,7 @@ Reads a local file or standard input (``-``); nothing is fetched. The page is ch
 (``junction.pages.chunking.chunk_page``), every chunk is judged against the query by the judge
 the benchmark uses (``flows.cli_judge._load``: the embedded default model, or ``--model``),
 reading the chunk's heading path then its text, and the best chunks are admitted whole,
-top-K inside the token budget (``junction.pages.chunking.select_top_chunks``; defaults 5 chunks
+top-K inside the token budget (``junction.pages.admission.admit_chunks``, the page strategies' rule; defaults 5 chunks
 within 2,048 tokens, the judge issue's). Explore mode keeps each chunk's score against the
 query; ``--exploit --original TASK`` scores each chunk against both and keeps the minimum
 (``junction.pages.admission.exploit_scores``). A degenerate batch (every score within the
@@ -90,17 +90,11 @@ def admit(
 ) -> None:
     """Admit the best chunks of an HTML page for a query, verbatim, top-K within a budget."""
     from flows.cli_judge import _load
-    from junction.pages.chunking import (
-        DEFAULT_MAX_CHUNK_TOKENS,
-        ScoredChunk,
-        chunk_document,
-        chunk_page,
-        select_top_chunks,
-    )
-    from junction.environment import state_dir
+    from junction.pages.admission import ScoredChunk, admit_chunks
+    from junction.pages.chunking import DEFAULT_MAX_CHUNK_TOKENS, chunk_document, chunk_page
     from junction.errors import JunctionError
-    from junction.judge import RETRIEVAL_INSTRUCTION, ScoreCache
-    from junction.judge.noise import noise_floor
+    from junction.judge import RETRIEVAL_INSTRUCTION
+    from junction.judge.session import judge_session
     from junction.strategies.page_admission import judge_page_documents
 
     if not query.strip():
@@ -119,14 +113,13 @@ def admit(
     name = "standard input" if page == "-" else page
     if not chunked.chunks:
         raise JunctionError(f"{name}: the page has no visible text")
-    judge = _load(model, template, kv_type)
-    floor = noise_floor(judge).floor
-    cache = ScoreCache(state_dir() / "judge_scores.sqlite")
+    session = judge_session(_load(model, template, kv_type).config, (RETRIEVAL_INSTRUCTION,))
+    judge, cache, floor = session.judge, session.cache, session.noise.floor
     judged = judge_page_documents(judge, cache, query,
                                   [chunk_document(c) for c in chunked.chunks],
                                   RETRIEVAL_INSTRUCTION, floor, original if exploit else None)
     scored = [ScoredChunk(c, s) for c, s in zip(chunked.chunks, judged.scores) if s is not None]
-    admitted = [] if judged.degenerate else select_top_chunks(scored, top_k, budget)
+    admitted = [] if judged.degenerate else admit_chunks(scored, top_k, budget, tie_logits=floor)
     taken = {a.chunk.index for a in admitted}
     ranked = sorted(scored, key=lambda s: (-s.score, s.chunk.index))
     best_rejected = [s for s in ranked if s.chunk.index not in taken][:rejected]

@@ -9,15 +9,16 @@ from bs4 import BeautifulSoup
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from junction.budget import Budget
+from junction.pages.admission import ScoredChunk, ScoredResource, admit_chunks, admit_top_k
 from junction.pages.chunking import (
     Chunk,
     ChunkingError,
-    ScoredChunk,
     chunk_document,
     chunk_html,
     chunk_page,
-    select_top_chunks,
 )
+from junction.resources import ContextResource
 from junction.tokens import DEFAULT_TOKEN_COUNTER
 
 HTML = """
@@ -246,25 +247,26 @@ def _chunk(index: int, text: str) -> Chunk:
     return Chunk(index, f"h{index}", 1, text, DEFAULT_TOKEN_COUNTER.count(text))
 
 
-def test_select_top_chunks_best_first_until_budget() -> None:
+def test_admit_chunks_best_first_until_budget() -> None:
     # token costs (approx counter: one token per short word, "." is one token):
     # a: "alpha beta gamma." = 4, b: "one two." = 3, c: "x y z w v." = 6
     a, b, c = _chunk(0, "alpha beta gamma."), _chunk(1, "one two."), _chunk(2, "x y z w v.")
     scored = [ScoredChunk(a, 0.5), ScoredChunk(b, 2.0), ScoredChunk(c, 1.0)]
     # budget 9: b (3) then c (6) = 9 fits; a would make 13 -> stop.
-    admitted = select_top_chunks(scored, top_k=5, token_budget=9)
+    admitted = admit_chunks(scored, top_k=5, token_budget=9)
     assert [x.chunk.index for x in admitted] == [1, 2]
     assert [x.text for x in admitted] == ["one two.", "x y z w v."]
     assert not any(x.truncated for x in admitted)
     # top_k cuts before the budget does
-    assert [x.chunk.index for x in select_top_chunks(scored, top_k=1, token_budget=100)] == [1]
-    # a worse chunk never jumps a better one: budget 8 admits b (3), c (6) does not fit, stop
-    assert [x.chunk.index for x in select_top_chunks(scored, token_budget=8)] == [1]
+    assert [x.chunk.index for x in admit_chunks(scored, top_k=1, token_budget=100)] == [1]
+    # budget 8 admits b (3); c (6) does not fit and is skipped; a (4) fits after it
+    # (admit_top_k's rule, the one the page strategies use)
+    assert [x.chunk.index for x in admit_chunks(scored, token_budget=8)] == [1, 0]
 
 
-def test_select_top_chunks_ties_break_by_index() -> None:
+def test_admit_chunks_ties_break_by_index() -> None:
     a, b = _chunk(0, "same score here."), _chunk(1, "same score too.")
-    out = select_top_chunks([ScoredChunk(b, 1.0), ScoredChunk(a, 1.0)], token_budget=100)
+    out = admit_chunks([ScoredChunk(b, 1.0), ScoredChunk(a, 1.0)], token_budget=100)
     assert [x.chunk.index for x in out] == [0, 1]
 
 
@@ -272,12 +274,12 @@ def test_first_chunk_over_budget_is_cut_at_paragraph_then_sentence() -> None:
     big = _chunk(0, "First para one. Still first.\n\nSecond para is here.")
     # 1 per word (<= 8 chars), 1 per ".": "First para one." = 4,
     # "First para one. Still first." = 4+3 = 7, the whole text 7+5 = 12.
-    out = select_top_chunks([ScoredChunk(big, 3.0)], token_budget=10)
+    out = admit_chunks([ScoredChunk(big, 3.0)], token_budget=10)
     assert len(out) == 1 and out[0].truncated
     assert out[0].text == "First para one. Still first."
     assert out[0].token_cost == 7
     # budget 5: the first paragraph (7) does not fit; cut at the sentence boundary
-    out = select_top_chunks([ScoredChunk(big, 3.0)], token_budget=5)
+    out = admit_chunks([ScoredChunk(big, 3.0)], token_budget=5)
     assert out[0].text == "First para one." and out[0].truncated
 
 
@@ -285,6 +287,37 @@ def test_first_chunk_over_budget_is_cut_at_paragraph_then_sentence() -> None:
     ({"top_k": -1}, "top_k must be >= 0, got -1"),
     ({"token_budget": -5}, "token_budget must be >= 0, got -5"),
 ])
-def test_select_top_chunks_rejects_bad_arguments(kwargs, message) -> None:
+def test_admit_chunks_rejects_bad_arguments(kwargs, message) -> None:
     with pytest.raises(ChunkingError, match=message):
-        select_top_chunks([], **kwargs)
+        admit_chunks([], **kwargs)
+
+
+def test_admit_and_the_page_strategies_admit_the_same_chunks() -> None:
+    # one rule: `junction admit` (admit_chunks) and judge_top_k (admit_top_k over the page
+    # suite's chunk contexts, ids "<page>#c<index>") admit the same chunks from the same
+    # scores. Costs: 4, 3, 6, 3, 4 tokens; budget 12, top 4, noise floor 0.3 logits.
+    texts = ["alpha beta gamma.", "one two.", "x y z w v.", "red blue.", "up down left."]
+    chunks = [_chunk(i, t) for i, t in enumerate(texts)]
+    scores = [1.0, 2.0, 1.9, 1.8, 1.85]
+    # admission order: tie group {1, 2, 3, 4} within 0.3 of 2.0, in page order, then 0.
+    # 1 (3) -> 3; 2 (6) -> 9; 3 (3) -> 12; 4 (4) does not fit, skipped; 0 (4) does not fit.
+    # Without the floor (exact ties only) the order is 1, 2, 4, 3: 1, 2 fit (9), 4 does not,
+    # 3 fits (12): the same set here, so the floor is checked on its own order below.
+    cli = admit_chunks([ScoredChunk(c, s) for c, s in zip(chunks, scores)], top_k=4,
+                       token_budget=12, tie_logits=0.3)
+    contexts = [ContextResource(id=f"memory-x#c{c.index:03d}", content=c.text,
+                                token_cost=c.token_cost) for c in chunks]
+    strategy = admit_top_k([ScoredResource(r, s) for r, s in zip(contexts, scores)],
+                           Budget(max_tokens=12), k=4, tie_logits=0.3)
+    assert [c.chunk.index for c in cli] == [1, 2, 3]
+    assert [contexts.index(r.resource) for r in strategy.admitted] == [1, 2, 3]
+    # the floor orders a tie group by page order. Budget 7, top 2: 1 (3); 2 (6) does not
+    # fit; then 3 (3, the group's page order) -> 6. Exact ties only: 1, 2 skipped, then 4
+    # (1.85 > 1.8; 4 tokens) -> 7.
+    pairs = [ScoredChunk(c, s) for c, s in zip(chunks, scores)]
+    resources = [ScoredResource(r, s) for r, s in zip(contexts, scores)]
+    for floor, expected in ((0.3, [1, 3]), (0.0, [1, 4])):
+        cli = admit_chunks(pairs, top_k=2, token_budget=7, tie_logits=floor)
+        strategy = admit_top_k(resources, Budget(max_tokens=7), k=2, tie_logits=floor)
+        assert [c.chunk.index for c in cli] == expected
+        assert [contexts.index(r.resource) for r in strategy.admitted] == expected

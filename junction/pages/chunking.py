@@ -32,9 +32,9 @@ one chunk). Rules:
    merged chunk's ``heading_path`` is the longest common prefix of the sections it covers
    (``sections`` lists them all).
 
-``select_top_chunks`` admits whole chunks verbatim, best score first, until the next one
-would exceed the token budget. Token costs use ``junction.tokens.DEFAULT_TOKEN_COUNTER``
-unless another counter is given.
+The module only parses: admission of scored chunks is ``junction.pages.admission``
+(``admit_chunks``). Token costs use ``junction.tokens.DEFAULT_TOKEN_COUNTER`` unless
+another counter is given.
 """
 
 from __future__ import annotations
@@ -61,28 +61,19 @@ from junction.tokens import DEFAULT_TOKEN_COUNTER, TokenCounter
 __all__ = [
     "Chunk",
     "ChunkedPage",
-    "ScoredChunk",
-    "AdmittedChunk",
     "ChunkingError",
     "DEFAULT_MAX_CHUNK_TOKENS",
     "DEFAULT_MIN_CHUNK_TOKENS",
-    "DEFAULT_TOKEN_BUDGET",
-    "DEFAULT_TOP_K",
     "HEADING_SEPARATOR",
     "chunk_html",
     "chunk_page",
     "chunk_document",
     "heading_document",
-    "select_top_chunks",
 ]
 
-DEFAULT_TOP_K = 5
-"""Chunks admitted per page by default (the judge issue: five chunks within 2,048 tokens)."""
-DEFAULT_TOKEN_BUDGET = 2048
-"""Tokens admitted per page by default (the judge issue)."""
 DEFAULT_MAX_CHUNK_TOKENS = 400
-"""Largest chunk (tokens): the page-admission defaults admit 5 chunks within 2,048 tokens
-(the judge issue), and 5 × 400 <= 2,048, so five whole chunks always fit."""
+"""Largest chunk (tokens): page admission's defaults (``junction.pages.admission``) admit 5
+chunks within 2,048 tokens, and 5 × 400 <= 2,048, so five whole chunks always fit."""
 DEFAULT_MIN_CHUNK_TOKENS = 8
 """Smallest chunk kept on its own (tokens): about one short sentence; shorter ones merge."""
 HEADING_SEPARATOR = " > "
@@ -155,25 +146,6 @@ class ChunkedPage:
 
     text: str
     chunks: tuple[Chunk, ...]
-
-
-@dataclass(frozen=True)
-class ScoredChunk:
-    """A chunk with its judge score (logits; comparable only within one query)."""
-
-    chunk: Chunk
-    score: float
-
-
-@dataclass(frozen=True)
-class AdmittedChunk:
-    """A chunk admitted into the budget: its verbatim ``text`` (cut only when ``truncated``)."""
-
-    chunk: Chunk
-    score: float
-    text: str
-    token_cost: int
-    truncated: bool = False
 
 
 @dataclass(frozen=True)
@@ -514,59 +486,3 @@ def heading_document(heading_path: str, text: str) -> str:
 def chunk_document(chunk: Chunk) -> str:
     """``heading_document`` of ``chunk``."""
     return heading_document(chunk.heading_path, chunk.text)
-
-
-def _cut(text: str, budget: int, counter: TokenCounter) -> str:
-    """The longest prefix of ``text`` within ``budget`` tokens, cut at a paragraph boundary,
-    else a sentence boundary, else a word boundary (the last resort for one huge sentence)."""
-    for pieces, joiner in (
-        (text.split("\n\n"), "\n\n"),
-        (_SENTENCE_END.split(text), " "),
-        (text.split(), " "),
-    ):
-        kept: list[str] = []
-        for piece in pieces:
-            candidate = joiner.join([*kept, piece])
-            if counter.count(candidate) > budget:
-                break
-            kept.append(piece)
-        if kept:
-            return joiner.join(kept)
-    return ""
-
-
-def select_top_chunks(
-    scored: Sequence[ScoredChunk],
-    top_k: int = DEFAULT_TOP_K,
-    token_budget: int = DEFAULT_TOKEN_BUDGET,
-    counter: TokenCounter = DEFAULT_TOKEN_COUNTER,
-) -> list[AdmittedChunk]:
-    """Admit at most ``top_k`` whole chunks, best score first, within ``token_budget`` tokens.
-
-    Order: score descending, then chunk index ascending (stable, documented tie rule).
-    Admission stops at the first chunk that would take the total over the budget (a worse
-    chunk never jumps a better one). Exception: when the *best* chunk alone exceeds the
-    budget, it is cut (``_cut``: paragraph, then sentence, then word boundary) and returned
-    with ``truncated=True``. Defaults (5 chunks, 2048 tokens) come from the judge issue.
-    Raises ``ChunkingError`` if ``top_k`` < 0 or ``token_budget`` < 0.
-    """
-    if top_k < 0:
-        raise ChunkingError(f"top_k must be >= 0, got {top_k}")
-    if token_budget < 0:
-        raise ChunkingError(f"token_budget must be >= 0, got {token_budget}")
-    order = sorted(scored, key=lambda s: (-s.score, s.chunk.index))[:top_k]
-    admitted: list[AdmittedChunk] = []
-    used = 0
-    for item in order:
-        cost = counter.count(item.chunk.text)
-        if used + cost <= token_budget:
-            admitted.append(AdmittedChunk(item.chunk, item.score, item.chunk.text, cost))
-            used += cost
-            continue
-        if not admitted:
-            text = _cut(item.chunk.text, token_budget, counter)
-            if text:
-                admitted.append(AdmittedChunk(item.chunk, item.score, text,
-                                              counter.count(text), truncated=True))
-        break
-    return admitted

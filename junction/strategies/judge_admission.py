@@ -31,12 +31,10 @@ import logging
 from collections.abc import Callable
 
 from junction.pages.admission import (
+    reject_degenerate,
     AdmissionError,
-    AdmissionResult,
     FloorCalibration,
-    Rejection,
     ScoredResource,
-    admission_order,
     admit_above_floor,
     calibrate_floor,
     tie_groups,
@@ -44,13 +42,10 @@ from junction.pages.admission import (
 from collections.abc import Sequence
 
 from junction.candidates import Candidate
-from junction.environment import state_dir
 from junction.judge.cache import ScoreCache, judge_documents
-from junction.judge.noise import noise_floor
 from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
 from junction.judge.model import JudgeConfig
-from junction.judge.scorer import load_judge
-from junction.judge.smoke import run_smoke
+from junction.judge.session import judge_session
 from junction.select.problem import make_selection
 from junction.candidates import candidate_pools
 from junction.strategies.base import FunctionStrategy, StrategyResult, joint_problem
@@ -157,7 +152,6 @@ def _precisions(scores: list[float], labels: list[bool]) -> list[float]:
 
 _FLOORS: dict[tuple, FloorCalibration] = {}
 _FLOORS_LOCK = threading.Lock()
-_SMOKED: set[tuple] = set()
 
 
 def make_judge_admission_strategy(
@@ -177,17 +171,10 @@ def make_judge_admission_strategy(
     logit gap), ``instruction_hash``, ``model_hash``, ``judge_floor`` and the rejected ids.
     """
     config = config or STRATEGY_JUDGE_CONFIG
-    judge = load_judge(config)
-    smoke_key = (config, judge.instruction_hash(instruction))
-    with _FLOORS_LOCK:
-        if smoke_key not in _SMOKED:
-            run_smoke(judge, instruction)
-            _SMOKED.add(smoke_key)
-    cache = ScoreCache(state_dir() / "judge_scores.sqlite") if use_cache else None
+    session = judge_session(config, (instruction,), use_cache)
+    judge, cache, noise = session.judge, session.cache, session.noise
     instruction_hash = judge.instruction_hash(instruction)
-    noise = noise_floor(judge)
-    provenance = {**judge.provenance(instruction), "noise_floor": noise.floor,
-                  "noise_floor_source": noise.source}
+    provenance = session.provenance(instruction)
     if floor is None:
         key = (config, instruction_hash, pool_per_lane,
                tuple((t.suite, t.task_id) for t in calibration_tasks))
@@ -212,8 +199,7 @@ def make_judge_admission_strategy(
         items = [ScoredResource(r, judged.scores[r.id]) for r in (*problem.contexts, *problem.tools)
                  if r.id in judged.scores]
         if judged.degenerate:  # scores that tell nothing apart admit nothing
-            result = AdmissionResult(admitted=[], rejected=[
-                Rejection(i, "degenerate") for i in admission_order(items, noise.floor)])
+            result = reject_degenerate(items, noise.floor)
         else:
             result = admit_above_floor(items, floor_value, view.budget, tie_logits=noise.floor)
         admitted = set(result.admitted_ids)

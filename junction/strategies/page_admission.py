@@ -29,15 +29,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from junction.pages.admission import (
-    AdmissionResult,
-    Rejection,
+    reject_degenerate,
+    DEFAULT_TOP_K,
     ScoredResource,
-    admission_order,
     admit_top_k,
     exploit_scores,
     tie_groups,
 )
-from junction.pages.chunking import DEFAULT_TOP_K, heading_document
+from junction.pages.chunking import heading_document
 from junction.judge.cache import judge_documents
 from junction.resources import ContextResource
 from junction.select.problem import make_selection
@@ -108,8 +107,7 @@ def _top_k_result(name: str, view: RouterView, pools, items: list[ScoredResource
                   extra: dict) -> StrategyResult:
     problem = joint_problem(view, pools)
     if degenerate:  # scores that tell nothing apart admit nothing
-        result = AdmissionResult(admitted=[], rejected=[
-            Rejection(i, "degenerate") for i in admission_order(items, tie_logits)])
+        result = reject_degenerate(items, tie_logits)
     else:
         result = admit_top_k(items, view.budget, k=top_k, tie_logits=tie_logits)
     selection = make_selection(name, problem, result.admitted_ids, [], status="heuristic")
@@ -148,22 +146,14 @@ def make_judge_top_k_strategy(
     ``calibration_tasks`` are ignored: top-K needs no floor. ``extra`` of each result holds
     ``judge_scores`` (context id -> logits), the instruction and model hashes, ties, the
     noise floor, truncations and whether the batch was degenerate."""
-    from junction.environment import state_dir
-    from junction.judge.cache import ScoreCache
     from junction.judge.instructions import RETRIEVAL_INSTRUCTION
-    from junction.judge.noise import noise_floor
-    from junction.judge.scorer import load_judge
-    from junction.judge.smoke import run_smoke
+    from junction.judge.session import judge_session
     from junction.strategies.judge_admission import STRATEGY_JUDGE_CONFIG
 
-    config = config or STRATEGY_JUDGE_CONFIG
     instruction = instruction or RETRIEVAL_INSTRUCTION
-    judge = load_judge(config)
-    run_smoke(judge, instruction)
-    cache = ScoreCache(state_dir() / "judge_scores.sqlite") if use_cache else None
-    noise = noise_floor(judge)
-    provenance = {**judge.provenance(instruction), "noise_floor": noise.floor,
-                  "noise_floor_source": noise.source}
+    session = judge_session(config or STRATEGY_JUDGE_CONFIG, (instruction,), use_cache)
+    judge, cache, noise = session.judge, session.cache, session.noise
+    provenance = session.provenance(instruction)
 
     def strategy(view: RouterView, pool_limit: int | None) -> StrategyResult:
         pools = candidate_pools(view, pool_limit)

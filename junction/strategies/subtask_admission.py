@@ -47,17 +47,14 @@ def make_subtask_admission_strategy(
     ignored (the floors are fixed). ``extra`` holds, per proposal id, its follows and echo
     scores (logits) and the decision's reason (``admitted``, ``does_not_follow``, ``echo``).
     """
-    from junction.environment import state_dir
-    from junction.judge.cache import ScoreCache, judge_documents
+    from junction.judge.cache import judge_documents
     from junction.judge.instructions import ECHO_INSTRUCTION, FOLLOWS_INSTRUCTION
-    from junction.judge.scorer import load_judge
-    from junction.judge.smoke import run_smoke
+    from junction.judge.session import judge_session
     from junction.strategies.judge_admission import STRATEGY_JUDGE_CONFIG
 
-    judge = load_judge(config or STRATEGY_JUDGE_CONFIG)
-    for instruction in (FOLLOWS_INSTRUCTION, ECHO_INSTRUCTION):
-        run_smoke(judge, instruction)
-    cache = ScoreCache(state_dir() / "judge_scores.sqlite") if use_cache else None
+    session = judge_session(config or STRATEGY_JUDGE_CONFIG,
+                            (FOLLOWS_INSTRUCTION, ECHO_INSTRUCTION), use_cache)
+    judge, cache = session.judge, session.cache
 
     def follows(query: str, documents: Sequence[str]) -> list[float]:
         return judge_documents(judge, cache, query, documents, FOLLOWS_INSTRUCTION).scores
