@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from exact_solver import SOLVER_FIELDS, random_problem  # noqa: E402
+from exact_solver import SOLVER_FIELDS  # noqa: E402
+from junction.select.instances import random_problem  # noqa: E402
 from junction.select import (  # noqa: E402
     BranchAndCutJointSelector,
     CombinatorialJointSelector,

@@ -9,8 +9,6 @@ candidates, the hand tables and the fuzzed cases of test_milp close the set.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,8 +20,7 @@ from junction.select import EnumerationJointSelector, JointProblem
 from junction.select.exact import COMBINATORIAL_MAX, CombinatorialJointSelector
 from test_milp import FUZZED, TABLE, ctx, problems, same, tool
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from exact_solver import random_problem  # noqa: E402
+from junction.select.instances import random_problem
 
 
 def check(problem: JointProblem) -> None:

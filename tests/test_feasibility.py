@@ -8,8 +8,6 @@ of a random subset of the tools (so running sums and ``math.fsum`` disagree near
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,8 +25,7 @@ from junction.select import (
 from junction.select.exact.kernel import BudgetArrays, Reduced
 from junction.select.problem import FloatBand, exceeded_limit
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from exact_solver import random_problem  # noqa: E402
+from junction.select.instances import random_problem
 
 
 @st.composite

@@ -2,7 +2,7 @@
 
 Both LP-based solvers are checked: ``BranchAndCutJointSelector`` (the ``exact``
 strategy's above 32 candidates, through ``AutoJointSelector``) and ``MilpJointSelector``
-(bench/milp_reference.py: HiGHS's own branch and cut on the shared kernel's model);
+(junction/select/exact/milp_reference.py: HiGHS's own branch and cut on the shared kernel's model);
 ``CombinatorialJointSelector`` (the ``exact`` strategy's on small pools) has its own
 file, tests/test_combinatorial.py.
 
@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import random
 import re
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -35,8 +33,7 @@ from junction.select import (
 )
 from junction.select.exact import DEFAULT_WORK_LIMIT
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from milp_reference import MilpJointSelector  # noqa: E402
+from junction.select.exact.milp_reference import MilpJointSelector
 
 # What may differ between two exact selectors' answers: the bookkeeping, and ``strategy``
 # (each names its own algorithm; see test_each_selector_names_its_algorithm).

@@ -15,8 +15,6 @@
 from __future__ import annotations
 
 import itertools
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,8 +25,7 @@ from junction.select.exact.bnc import root_bounds
 from junction.select.exact.kernel import BudgetArrays, Model, product_rows, reduce
 from test_milp import problems, same
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from exact_solver import family_problem, gallo_problem  # noqa: E402
+from junction.select.instances import family_problem, gallo_problem
 
 
 def _point(model: Model, chosen: tuple[int, ...]) -> np.ndarray:

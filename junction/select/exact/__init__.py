@@ -6,7 +6,7 @@
 - ``AutoJointSelector`` (auto.py): the cheaper of the two for the pool's size
 
 kernel.py (reduction, arrays, local search, MILP model, cycle cuts) and highs.py (HiGHS
-glue) are shared by bnb/bnc and by bench/milp_reference.py.
+glue) are shared by bnb/bnc and by junction/select/exact/milp_reference.py.
 """
 
 from junction.select.exact.auto import AUTO_COMBINATORIAL_MAX, AutoJointSelector

@@ -6,7 +6,7 @@ one y_ct per context–tool pair with W_ct != 0, McCormick rows by the sign of W
 budget rows, the optional size row; candidates that never fit or never pay removed first
 by ``kernel.reduce``). HiGHS solves only linear programs here (``_NodeLP``: dual simplex,
 presolve off, warm-started from the previous LP's basis), and this module does the rest.
-(bench/milp_reference.py hands the same model to HiGHS's own branch and cut instead;
+(junction/select/exact/milp_reference.py hands the same model to HiGHS's own branch and cut instead;
 comparison in bench/README.md.)
 
 1. Root: the product rows (``kernel.product_rows``: every limit row times each x_j, the

@@ -46,7 +46,7 @@ NO_HEURISTICS: dict[str, object] = {
     "mip_heuristic_run_root_reduced_cost": False,
 }
 """HiGHS options that switch its primal heuristics off, for solves that are almost always
-infeasibility proofs (bench/milp_reference.py's tie pass; timings in bench/README.md)."""
+infeasibility proofs (junction/select/exact/milp_reference.py's tie pass; timings in bench/README.md)."""
 
 _HIGHS_BANNER_SHOWN = False
 

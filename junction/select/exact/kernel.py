@@ -1,7 +1,7 @@
 """The shared numeric kernel of the LP-based exact solvers and the branch and bound.
 
 Everything here serves more than one solver (``bnb``, ``bnc``, and the MILP reference in
-bench/milp_reference.py): the reduction of a ``JointProblem`` to the candidates that can
+junction/select/exact/milp_reference.py): the reduction of a ``JointProblem`` to the candidates that can
 be selected, dense arrays and the vectorised feasibility check, a local search for
 incumbents, the MILP model and odd-cycle cuts.
 
