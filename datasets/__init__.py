@@ -65,7 +65,7 @@ for _name, _build, _what, _family in (
 ):
     register_suite(SuiteInfo(_name, _build, _bfcl.DEFAULT_SIZE, _bfcl.POOL_LIMIT, _what,
                              family=_family))
-# Pages (issue 18): run by name (`--suite bfcl-memory-pages`) with the page strategies
+# Pages: run by name (`--suite bfcl-memory-pages`) with the page strategies
 # (judge_top_k, bm25_top_k); the default benchmark's strategies admit whole turns, not pages.
 register_suite(SuiteInfo(
     "bfcl-memory-pages", _bfcl.memory_pages_suite, _bfcl.DEFAULT_SIZE, _bfcl.PAGE_POOL_LIMIT,

@@ -816,7 +816,8 @@ def memory_suite(
 # --------------------------------------------------------------------------- memory pages
 
 PAGE_TOP_K = 5
-"""Chunks the page strategies admit per task (the judge issue's five chunks)."""
+"""Chunks the page strategies admit per task (``junction.pages.admission.DEFAULT_TOP_K``'s
+five)."""
 
 PAGE_CHUNK_TOKENS = DEFAULT_MAX_TOKENS // PAGE_TOP_K
 """Largest chunk of a memory page (tokens): 1024 // 5 = 204, so ``PAGE_TOP_K`` whole chunks

@@ -104,8 +104,8 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
 """The embedded models by name (module docstring)."""
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b-instruct"
-"""The default judge and agent model: the judge issue's measured candidate (negation pairs
-16/16 against Gemma's 8/16; see ``bench/judge_quality.py``)."""
+"""The default judge and agent model: the best of the embedded candidates on the negation
+pairs (bench/README.md, "Judge quality"; ``bench/judge_quality.py``)."""
 
 
 def file_sha256(path: Path) -> str:

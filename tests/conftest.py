@@ -17,6 +17,22 @@ from flows.environment import configure_prefect_env  # noqa: E402
 
 configure_prefect_env(logging_level="WARNING")
 
+_MODEL_FIXTURES = {"judge", "agent_model"}
+_FLOW_FIXTURES = {"prefect_harness", "cli_env", "installed"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark by what a test uses, so ``make test-fast`` (``-m "not model and not flow and not
+    slow"``) can leave the expensive parts out: a test using a loaded model is ``model``,
+    one using the Prefect harness, the CLI subprocess environment or the installed wheel is
+    ``flow``; ``slow`` is set by hand on the few pure tests that take tens of seconds."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & _MODEL_FIXTURES:
+            item.add_marker(pytest.mark.model)
+        if used & _FLOW_FIXTURES:
+            item.add_marker(pytest.mark.flow)
+
 
 @pytest.fixture(scope="session")
 def prefect_harness():

@@ -53,9 +53,8 @@ class RerankInstruction(BaseModel):
         return value
 
 
-# min_gap: measured on the embedded Gemma 3 270M (few-shot layout, q8_0 KV cache) the
-# France fixture separates by 1.01 logits (`junction judge smoke`; the judge issue measured
-# ~1.6 with its own 4-shot prompt). 0.5 logit (odds ratio e^0.5 ≈ 1.6) is half the measured
+# min_gap: the France fixture's measured gap (`junction judge smoke`; bench/README.md,
+# "Judge quality"). 0.5 logit (odds ratio e^0.5 ≈ 1.6) is half the measured
 # gap, above the batch-vs-naive noise floor (bench/judge_throughput.py), while a swapped
 # yes/no (gap ≈ -1.0) or a broken template still fails.
 RETRIEVAL_INSTRUCTION = RerankInstruction(

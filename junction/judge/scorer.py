@@ -52,14 +52,11 @@ __all__ = ["Truncation", "ScoreBatch", "LlamaJudge", "NOISE_FLOOR_LOGITS", "is_e
            "load_judge"]
 
 NOISE_FLOOR_LOGITS = {"f16": 0.44, "q8_0": 0.22, "q4_0": 1.06}
-"""Noise floor per KV cache type (logits), measured by ``bench/judge_throughput.py`` on the
-embedded Gemma 3 270M (28 candidates, 2 threads, two runs: documents cut to 96 and to 64
-tokens): the larger of the spread of one passage scored in every slot of a batch
-(f16 0.436 / 0.348, q8_0 0.0 / 0.071, q4_0 0.0 / 0.0) and the largest |batch - naive| gap
-(f16 0.218 / 0.287, q8_0 0.217 / 0.098, q4_0 0.583 / 1.055), maximum over both runs,
-rounded up to 0.01. q8_0 (the default) is the quietest; q4_0 is not worth its memory saving
-on a model this small. Score
-differences below it mean nothing."""
+"""Shipped noise floor per KV cache type (logits) of the embedded Gemma 3 270M only, so that
+model needs no measurement: the larger of one passage's spread across batch slots and the
+largest batch-vs-naive gap (bench/README.md, "Judge throughput"). Any other model, the
+default Qwen included, is measured once by ``junction judge noise`` (``noise.noise_floor``).
+Score differences below the floor mean nothing."""
 
 _GGML_TYPES = {"f16": 1, "q4_0": 2, "q8_0": 8}  # enum ggml_type values (ggml.h)
 _PREFIX_SEQ = 0

@@ -16,8 +16,8 @@ Two layouts:
   (Qwen team, 2025), for reranker and instruct models.
 - ``few_shot``: a completion layout for base models: an instruction line and four worked
   examples in the shared prefix (free per candidate), then ``Query:``/``Document:``/``Answer:``.
-  The judge issue measured the base Gemma 3 270M gap on "capital of France" rising from
-  -0.3..+0.4 logits with a plain prompt to about 1.6 with four examples.
+  Worked examples widen a base model's yes/no gap on the smoke fixture (bench/README.md,
+  "Judge quality").
 
 ``choose_template`` picks from GGUF metadata by model family (``general.architecture``)
 from ``TEMPLATE_BY_FAMILY``, a table measured by ``bench/judge_quality.py --layouts``
@@ -180,9 +180,8 @@ TEMPLATE_BY_FAMILY: dict[str, str] = {
     "qwen2": "few_shot",
     "qwen3": "few_shot",
 }
-"""Layout per GGUF ``general.architecture``, as measured (module docstring). The judge issue
-measured Qwen2.5-Coder-0.5B-Instruct at 12/16 negation pairs and AUC 0.40 with the reranker
-layout against 16/16 and 0.83 with few-shot; ``bench/judge_quality.py --layouts`` re-measures."""
+"""Layout per GGUF ``general.architecture``, the best measured per family (bench/README.md,
+"Judge quality"; ``bench/judge_quality.py --layouts`` re-measures)."""
 
 
 def choose_template(metadata: Mapping[str, str]) -> PromptTemplate:

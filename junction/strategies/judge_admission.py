@@ -63,15 +63,13 @@ __all__ = [
 ]
 
 DEFAULT_POOL_PER_LANE = 4
-"""Judged candidates per lane: 8 per task keep the default benchmark (about 100 tasks)
-within its 10-minute budget on 2 cores (one ``llama_decode`` group per task)."""
+"""Judged candidates per lane: 8 per task are one ``llama_decode`` group, which keeps the
+default benchmark inside its time (bench/README.md, "Judge throughput")."""
 
 STRATEGY_JUDGE_CONFIG = JudgeConfig(max_document_tokens=64)
 """Documents cut to 64 tokens in the strategy: the head of a passage or a tool's description
-carries most of its topic. Measured on 2 shared cores, 8 candidates of about 93 tokens cost
-6-8 s per task uncached, too slow for the default benchmark's 10 minutes; 64 tokens cuts
-the candidate tokens by about a third (the judge's AUC, bench/judge_quality.py, did not
-depend on it: it is near chance at 96 and 192 tokens alike)."""
+carries most of its topic, and the cut keeps the judge inside the default run's time
+without changing its AUC (bench/README.md, "Judge quality")."""
 
 TARGET_PRECISION = 0.5
 """Floor calibration target: at least half of what passes the floor is gold."""

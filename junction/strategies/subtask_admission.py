@@ -12,8 +12,8 @@ twice through the persistent score cache:
 
 A proposal is admitted when follows >= ``FOLLOW_FLOOR`` and echo < ``ECHO_FLOOR``; no
 tool is exposed. Both floors are 0 logits, the judge's own yes/no boundary
-(logit("yes") = logit("no")): nothing is calibrated yet (issue 18 leaves calibrating them
-on a training split to a later change).
+(logit("yes") = logit("no")): nothing is calibrated yet (calibrating them on a training
+split is left to a later change).
 """
 
 from __future__ import annotations
