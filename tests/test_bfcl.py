@@ -325,7 +325,7 @@ def test_skipped_rows_counted_per_reason(tmp_path, monkeypatch):
         {"id": "unlisted", "ground_truth": [{"h": {}}]},
     ]
     _write_category(tmp_path, "fake", rows, answers)
-    monkeypatch.setattr(bfcl, "_data_root", lambda: tmp_path)
+    monkeypatch.setattr(bfcl.rows, "_data_root", lambda: tmp_path)
     category = bfcl.load_category("fake")
     assert [r.id for r in category.rows] == ["ok_0"]
     assert category.rows[0].gold_names == ("g",)
@@ -370,7 +370,7 @@ def test_memory_skips_counted_per_reason(tmp_path, monkeypatch):
         {"id": "m_bad", "ground_truth": "Biscuit", "source": "Biscuit"},
     ]
     _write_category(tmp_path, "memory", questions, answers)
-    monkeypatch.setattr(bfcl, "_data_root", lambda: tmp_path)
+    monkeypatch.setattr(bfcl.rows, "_data_root", lambda: tmp_path)
     build = bfcl.memory_suite(size=None, pool_size=2, split="all")
     assert build.rows_loaded == 1
     assert build.rows_skipped == {"answer_not_in_source_turn": 1, "malformed_answer": 1,

@@ -64,7 +64,7 @@ def _fake_data(root, monkeypatch) -> None:
         {"id": "m_noans", "ground_truth": ["four"], "source": "she is 4"},
     ]
     _write_category(root, "memory", questions, answers)
-    monkeypatch.setattr(bfcl, "_data_root", lambda: root)
+    monkeypatch.setattr(bfcl.rows, "_data_root", lambda: root)
 
 
 def test_page_is_the_dataset_words_in_our_markup(tmp_path, monkeypatch):
@@ -310,7 +310,7 @@ def _fake_parallel(root, monkeypatch) -> None:
     ]
     answers = [{"id": r["id"], "ground_truth": [{r["function"][0]["name"]: {}}]} for r in rows]
     _write_category(root, "parallel_multiple", rows, answers)
-    monkeypatch.setattr(bfcl, "_data_root", lambda: root)
+    monkeypatch.setattr(bfcl.rows, "_data_root", lambda: root)
 
 
 def test_subtask_suite_proposals_gold_and_verifier(tmp_path, monkeypatch):
