@@ -20,7 +20,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export DO_NOT_TRACK := 1
 
-.PHONY: setup bench bench-nightly test clean
+.PHONY: setup bench bench-nightly test test-fast clean
 
 setup: $(VENV)/.installed
 
@@ -55,6 +55,11 @@ bench-nightly: setup
 
 test: setup
 	$(PY) -m pytest
+
+# the edit loop: no loaded model, no Prefect flow or CLI subprocess, no slow property run
+# (tests/conftest.py marks them); `make test` runs everything and is what CI runs
+test-fast: setup
+	$(PY) -m pytest -m "not model and not flow and not slow"
 
 clean:
 	rm -rf $(VENV) .state

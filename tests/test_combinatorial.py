@@ -30,6 +30,7 @@ def check(problem: JointProblem) -> None:
     assert got.status == "optimal"
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(problem=problems())
@@ -71,6 +72,7 @@ def tie_problems(draw, max_candidates: int = 14) -> JointProblem:
     return JointProblem(contexts, tools, budget, unary, interactions, max_size)
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(problem=tie_problems())

@@ -229,6 +229,7 @@ def test_time_limit_is_reported_never_optimal(solver: str, status: str) -> None:
     assert _fits(problem, got)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("work_limit", [0, 50, 3000])
 def test_work_limit_stops_the_same_way_every_time(work_limit: int) -> None:
     # 300 candidates, limits at 40%: far more than 3000 simplex iterations to prove; the
@@ -247,6 +248,7 @@ def test_work_limit_stops_the_same_way_every_time(work_limit: int) -> None:
     assert got.gap is None or got.gap > 0
 
 
+@pytest.mark.slow
 def test_default_work_limit_proves_a_200_candidate_instance() -> None:
     problem = _large(200, seed=0)
     got = AutoJointSelector(time_limit_s=None).select(problem)

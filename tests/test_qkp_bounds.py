@@ -71,6 +71,7 @@ def test_product_rows_tighten_the_root_bound_on_a_gallo_instance() -> None:
     assert best.objective - 1e-6 <= tight < plain - 50.0
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(problems())
