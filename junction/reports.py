@@ -21,7 +21,7 @@ import markdown as markdown_lib
 import pyarrow as pa
 
 from junction import metrics as catalog
-from junction import verdicts
+from junction import plots, verdicts
 from junction.params import report_params
 from junction.strategies.references import REFERENCE_STRATEGIES
 from junction.tasks import VERIFIER_MEANINGS
@@ -481,56 +481,6 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     return "\n".join(lines)
 
 
-def _plot(summary: list[dict[str, Any]], path: Path) -> str:
-    """Small multiples of success rate against budget scale (one panel per suite, one line
-    per strategy, Wilson 95% intervals). Returns a note on anything left out ("" if none)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    suites = sorted({r["suite"] for r in summary})
-    strategies = sorted({r["strategy"] for r in summary})
-    cols = min(3, len(suites))
-    nrows = math.ceil(len(suites) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows + 0.6),
-                             squeeze=False, sharey=True)
-    offsets = {s: (i - (len(strategies) - 1) / 2) * 0.015 for i, s in enumerate(strategies)}
-    for ax, suite in zip(axes.flat, suites):
-        for strategy in strategies:
-            rows = sorted((r for r in summary if r["suite"] == suite and r["strategy"] == strategy
-                           and r["success_rate"] is not None), key=lambda r: r["budget_scale"])
-            if not rows:
-                continue
-            xs = [r["budget_scale"] * (1 + offsets[strategy]) for r in rows]
-            ys = [r["success_rate"] for r in rows]
-            cis = [verdicts.wilson_interval(round(r["success_rate"] * r["tasks"]), r["tasks"])
-                   for r in rows]
-            err = [[y - lo for y, (lo, _) in zip(ys, cis)], [hi - y for y, (_, hi) in zip(ys, cis)]]
-            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=strategy)
-        scales = sorted({r["budget_scale"] for r in summary if r["suite"] == suite})
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(scales, [f"{x:g}" for x in scales])
-        ax.set_xlim(scales[0] / 1.6, scales[-1] * 1.6)
-        ax.minorticks_off()
-        ax.set_ylim(-0.05, 1.05)
-        ax.set_title(suite, fontsize=9)
-        ax.set_xlabel("budget scale", fontsize=8)
-    for ax in list(axes.flat)[len(suites):]:
-        ax.set_visible(False)
-    axes[0][0].set_ylabel("verified success rate")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(strategies), fontsize=8)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    fig.savefig(path, dpi=80, metadata={"Software": None})
-    plt.close(fig)
-    scales = sorted({r["budget_scale"] for r in summary})
-    if len(scales) == 1:
-        return (f"Only budget scale {scales[0]:g} ran, so each panel has one point per "
-                "strategy; `--budget-scale 0.5 --budget-scale 1 --budget-scale 2` draws curves.")
-    return ""
-
-
 def strategy_times(timings: pa.Table) -> list[tuple[str, float, float]]:
     """(strategy, selection s, execution s) per strategy from ``timings`` rows, by name."""
     con = duckdb.connect(":memory:")
@@ -609,9 +559,10 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
     plot_path = out_dir / "plot.png"
     plot_note = ""
     if summary:
-        tmp_plot = out_dir / ".plot.tmp.png"
-        plot_note = _plot(summary, tmp_plot)
+        tmp_plot, tmp_lines = out_dir / ".plot.tmp.png", out_dir / ".plot.tmp.json"
+        plot_note = plots.success_plot(summary, tmp_plot, tmp_lines, plot_path.name)
         tmp_plot.replace(plot_path)
+        tmp_lines.replace(plots.sidecar_path(plot_path))
         limited = (run.get("params") or {}).get("strategy_scales") or {}
         if limited:  # a strategy the plan runs at fewer scales has fewer points, by design
             plot_note = (plot_note + " " if plot_note else "Every budget scale that ran is "
@@ -648,6 +599,7 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
         paths[name] = out_dir / name
     if summary:
         paths["plot.png"] = plot_path
+        paths["plot.json"] = plots.sidecar_path(plot_path)
     if has_times:
         paths["time.png"] = time_path
     return paths
