@@ -141,8 +141,9 @@ def test_report_opens_with_the_headline_and_defines_every_catalog_metric(tmp_pat
         assert f"| {m.name} | {m.column} | {definition} |" in definitions
     assert "**s** (verifier `no_tools`): success when no tool is exposed" in definitions
     # 1 of exact's 16 selections stopped at a work limit
-    # exact: 4.0 s selection, 0.8 s execution, 4.8 of the 6.4 s total = 75%
-    assert "| exact | 16 | 4.00 | 250.0 | 0.80 | 75% | 1 (work_limit 1) |" in md
+    # exact: 4.0 s selection, 0.8 s execution, 4.8 of the 6.4 s total = 75%; times with
+    # three significant digits, in ms below 1 s
+    assert "| exact | 16 | 4.00 s | 250 ms | 800 ms | 75% | 1 (work_limit 1) |" in md
     assert "| – (heuristic) |" in md[md.index("## Cost"):]
 
 
