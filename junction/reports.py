@@ -157,7 +157,7 @@ def verdict_lines(headline: list[dict[str, Any]]) -> list[dict[str, Any]]:
         points = (f"{_pct(cmp.difference)} points [{_pct(cmp.ci_low)}, {_pct(cmp.ci_high)}]")
         rates = f"{best} {_percent(cmp.rate_a)} against {c['other']} {_percent(cmp.rate_b)}"
         if cmp.n < verdicts.MIN_DECIDING_TASKS:
-            status, verdict = "too few", f"{verdicts.too_few(cmp.n)}: {rates}, {points}"
+            status, verdict = "too few", f"too few tasks to decide: {rates}, {points}"
         elif cmp.detected:
             status, verdict = "detected", f"{best} beats {c['other']} by {points} ({rates})"
         else:
