@@ -7,7 +7,8 @@ Fails (exit 1, one line per problem) when:
 - an image does not load, runs off the page, or is drawn at less than half its natural
   size (its text would be unreadable);
 - the first ``FIRST_SCREEN_PX`` (800) px of the page do not hold the verdict lines (the
-  ``<div id="verdicts">`` block the report writes first);
+  ``<div id="verdicts">`` block the report writes first) and the top edge of the first
+  image (the plot);
 - a plot's legend names a strategy that has no line: read from the JSON sidecar the report
   writes beside the image (``plot.json`` beside ``plot.png``: ``junction.plots``).
 
@@ -151,6 +152,10 @@ def problems(measured: dict, first_screen: int = FIRST_SCREEN_PX) -> list[str]:
     elif verdicts["bottom"] > first_screen:
         out.append(f"verdict lines end at {verdicts['bottom']:.0f} px, below the first "
                    f"{first_screen} px")
+    if verdicts is not None and measured["images"] and \
+            measured["images"][0]["top"] > first_screen:
+        out.append(f"the first image starts at {measured['images'][0]['top']:.0f} px, below "
+                   f"the first {first_screen} px")
     if measured["scroll_width"] > measured["viewport"]:
         out.append(f"page overflows horizontally: {measured['scroll_width']} px wide in a "
                    f"{measured['viewport']} px window (widest: "

@@ -67,6 +67,7 @@ def test_check_fails_on_verdicts_below_the_fold_and_a_shrunk_image(tmp_path):
     found = check.problems(check.measure(page))
     assert found[0].startswith("verdict lines end at ") and "below the first 800 px" in found[0]
     assert found[1].startswith("image drawn at under half its size: plot.png is 100 px wide")
+    assert len(found) == 2  # the image is above the fold
 
 
 def test_legend_check_reads_the_plot_sidecar(tmp_path):
