@@ -81,6 +81,8 @@ def _order(strategies: Sequence[str]) -> list[str]:
 def success_figure(summary: Sequence[Mapping[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
     """(matplotlib figure, lines drawn) of verified success rate against budget scale.
 
+    Figure: 4.2 in per panel wide (up to 3 panels a row), 3.2 in per row high plus 0.6 in,
+    the one legend on top.
     ``summary``: ``strategy_summary`` rows (suite, strategy, budget_scale, tasks,
     success_rate). One panel per suite (sorted), one line per strategy with a rate, Wilson
     95% error bars (``verdicts.wilson_interval``, scipy), x on a log2 axis. Lines of
@@ -136,10 +138,12 @@ def success_figure(summary: Sequence[Mapping[str, Any]]) -> tuple[Any, list[dict
     drawn = _order({line["strategy"] for line in lines})
     handles = [Line2D([], [], color=strategy_style(s).colour, marker=strategy_style(s).marker,
                       linestyle=strategy_style(s).linestyle) for s in drawn]
+    # the legend above the panels, so the first screen of a report shows it
+    height = fig.get_size_inches()[1]
     if drawn:
-        fig.legend(handles, [strategy_label(s) for s in drawn], loc="lower center",
-                   ncol=len(drawn), fontsize=8)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+        fig.legend(handles, [strategy_label(s) for s in drawn], loc="upper center",
+                   ncol=len(drawn), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / height))
     return fig, lines
 
 

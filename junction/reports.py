@@ -144,30 +144,33 @@ def verdict_lines(headline: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for suite, cells in sorted(by_suite.items()):
         scale = primary_scale(sorted(cells))
         h = cells[scale]
-        where = f"**{suite}** (budget × {scale:g}, {_OUTCOME_WORDS.get(h['outcome'], h['outcome'])}"
-        best = " = ".join(h["best"])
+        words = _OUTCOME_WORDS.get(h["outcome"], h["outcome"])
         if not h["comparisons"]:
             rate, n = h["rates"][h["best"][0]]
             out.append({"suite": suite, "budget_scale": scale, "outcome": h["outcome"], "n": n,
                         "status": "alone",
-                        "text": f"{where}, n = {n}): only {best} ran ({_percent(rate)})."})
+                        "text": f"**{suite}** (budget × {scale:g}, {words}, n = {n}): only "
+                                f"{' = '.join(h['best'])} ran ({_percent(rate)})."})
             continue
         c = h["comparisons"][0]
         cmp = c["comparison"]
+        best = h["best"][0]
         points = (f"{_pct(cmp.difference)} points [{_pct(cmp.ci_low)}, {_pct(cmp.ci_high)}]")
         rates = f"{best} {_percent(cmp.rate_a)} against {c['other']} {_percent(cmp.rate_b)}"
         if cmp.n < verdicts.MIN_DECIDING_TASKS:
-            status, verdict = "too few", f"too few tasks to decide: {rates}, {points}"
+            status, verdict = "too few", f"too few tasks to decide; {rates}, {points}"
         elif cmp.detected:
             status, verdict = "detected", f"{best} beats {c['other']} by {points} ({rates})"
         else:
             status, verdict = "none", (f"no detectable difference between {best} and "
                                        f"{c['other']}, {points} ({rates})")
-        passed = "".join(f"; {_OUTCOME_WORDS.get(k, k)}: {verdicts.too_few(v)}"
+        tie = (f" Tied for best: {', '.join(h['best'])}." if len(h["best"]) > 1 else "")
+        passed = "".join(f" Not decided on {_OUTCOME_WORDS.get(k, k)}: {verdicts.too_few(v)}."
                          for k, v in sorted(h.get("passed_over", {}).items()))
         out.append({"suite": suite, "budget_scale": scale, "outcome": h["outcome"], "n": cmp.n,
                     "status": status,
-                    "text": f"{where}, n = {cmp.n}{passed}): {verdict}."})
+                    "text": f"**{suite}** (budget × {scale:g}, {words}, n = {cmp.n}): "
+                            f"{verdict}.{tie}{passed}"})
     return out
 
 

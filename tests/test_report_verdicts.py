@@ -237,10 +237,10 @@ def test_first_screen_verdicts_summary_then_plot_and_a_closed_full_table(tmp_pat
     # [0.862, 1], Wilson(0/24) = [0, 0.138], phi = 0: low = 1 − √2 · 0.138 = 0.805;
     # McNemar 2 · 0.5²⁴: detected. 1 agent task: passed over.
     # s: 3 tasks: Wilson(3/3) low 3 / (3 + z²) = 0.439, low = 1 − √2 · 0.561 = 0.206.
-    verdict_b = ("- **b** (budget × 1, verified success, n = 24; agent success: too few tasks "
-                 "to decide (n = 1)): exact beats fixed_split by +100 points [+80, +100] "
-                 "(exact 100% against fixed_split 0%).")
-    verdict_s = ("- **s** (budget × 1, verified success, n = 3): too few tasks to decide: "
+    verdict_b = ("- **b** (budget × 1, verified success, n = 24): exact beats fixed_split by "
+                 "+100 points [+80, +100] (exact 100% against fixed_split 0%). Not decided on "
+                 "agent success: too few tasks to decide (n = 1).")
+    verdict_s = ("- **s** (budget × 1, verified success, n = 3): too few tasks to decide; "
                  "exact 100% against fixed_split 0%, +100 points [+21, +100].")
     summary = ("Of 2 suites at the primary budget scale: a difference is detected on b; too few "
                "tasks to decide (under 20 shared) on s.")
@@ -281,3 +281,27 @@ def test_suite_tables_print_each_metric_at_its_display_precision(tmp_path):
     cells = dict(zip(columns, (c.strip() for c in row.strip("|").split("|"))))
     assert (cells["tasks"], cells["success_rate"], cells["tokens_used"],
             cells["objective"]) == ("8", "75%", "40", "1.50")
+
+
+def test_verdict_lines_name_ties_pick_scale_one_and_summarise_the_run():
+    from junction.reports import primary_scale, run_summary, verdict_lines
+
+    n = 20
+    rows = headline_rows(records_to_table(
+        _traces({"exact": [True] * n, "fixed_split": [True] * 8 + [False] * 12}, suite="a")
+        + _traces({"exact": [True] * n, "adaptive_split": [True] * n}, suite="b")
+        + _traces({"exact": [True] * n, "fixed_split": [False] * n}, suite="b", scale=2.0)
+        + _traces({"exact": [True]}, suite="c", scale=0.5)))
+    lines = verdict_lines(rows)
+    assert [(v["suite"], v["budget_scale"], v["status"], v["n"]) for v in lines] == [
+        ("a", 1.0, "detected", 20), ("b", 1.0, "none", 20), ("c", 0.5, "alone", 1)]
+    assert lines[1]["text"] == (
+        "**b** (budget × 1, verified success, n = 20): no detectable difference between exact "
+        "and adaptive_split, +0 points [-16, +16] (exact 100% against adaptive_split 100%). "
+        "Tied for best: exact, adaptive_split.")
+    assert lines[2]["text"] == "**c** (budget × 0.5, verified success, n = 1): only exact ran (100%)."
+    assert run_summary(lines) == ("Of 3 suites at the primary budget scale: a difference is "
+                                  "detected on a; no detectable difference on b; a single "
+                                  "strategy on c.")
+    assert (primary_scale([0.5, 2.0]), primary_scale([0.25, 2.0]), primary_scale([2.0, 0.5, 1.0])
+            ) == (0.5, 2.0, 1.0)
