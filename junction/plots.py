@@ -166,7 +166,8 @@ def success_plot(summary: Sequence[Mapping[str, Any]], path: Path,
     fig.savefig(path, dpi=80, metadata={"Software": None})
     plt.close(fig)
     drawn = _order({line["strategy"] for line in lines})
-    doc = {"image": image_name or path.name, "legend": [strategy_label(s) for s in drawn], "lines": lines}
+    doc = {"image": image_name or path.name, "legend": [strategy_label(s) for s in drawn],
+           "lines": lines}
     (sidecar or sidecar_path(path)).write_text(
         json.dumps(doc, sort_keys=True, indent=1, allow_nan=False) + "\n")
     scales = sorted({r["budget_scale"] for r in summary})

@@ -359,9 +359,9 @@ def _headline_lines(headline: list[dict[str, Any]]) -> list[str]:
         best = " = ".join(h["best"])
         rate = h["rates"][h["best"][0]][0]
         if not h["comparisons"]:
+            n = h["rates"][h["best"][0]][1]
             lines.append(f"| {h['suite']} | {h['budget_scale']:g} | {h['outcome']} | {best} "
-                         f"({_percent(rate)}) | – | {h['rates'][h['best'][0]][1]} | – | – | – | "
-                         "only strategy |")
+                         f"({_percent(rate)}) | – | {n} | – | – | – | only strategy |")
         for c in h["comparisons"]:
             cmp = c["comparison"]
             tag = " (best interaction-blind)" if c["role"] == "interaction-blind best" else ""

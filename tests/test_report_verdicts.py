@@ -299,7 +299,8 @@ def test_verdict_lines_name_ties_pick_scale_one_and_summarise_the_run():
         "**b** (budget × 1, verified success, n = 20): no detectable difference between exact "
         "and adaptive_split, +0 points [-16, +16] (exact 100% against adaptive_split 100%). "
         "Tied for best: exact, adaptive_split.")
-    assert lines[2]["text"] == "**c** (budget × 0.5, verified success, n = 1): only exact ran (100%)."
+    assert lines[2]["text"] == ("**c** (budget × 0.5, verified success, n = 1): only exact ran "
+                                "(100%).")
     assert run_summary(lines) == ("Of 3 suites at the primary budget scale: a difference is "
                                   "detected on a; no detectable difference on b; a single "
                                   "strategy on c.")
