@@ -298,8 +298,8 @@ def diff(
 ) -> None:
     """What both runs share, then per suite and strategy each metric before, after, change
     and a paired 95% CI (binary metrics: McNemar/Newcombe, as the report's headline)."""
-    from junction.evidence.diff import check_comparable, diff_page, diff_runs, resolve_run, run_scope, \
-        scope_lines
+    from junction.evidence.diff import check_comparable, diff_page, diff_runs, format_row, resolve_run, \
+        run_scope, scope_lines
     from junction.evidence.store import TraceStore
 
     store = TraceStore(warehouse or _warehouse_root())
@@ -324,14 +324,11 @@ def diff(
     for line in scope_lines(scope):
         typer.echo(line)
 
-    def ci(r: dict) -> str:
-        return "–" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
-
     header = ("suite", "strategy", "scale", "metric", "tasks", "before", "after", "change",
               "95% CI", "sig")
     cells = [(r["suite"], r["strategy"], f"{r['budget_scale']:g}", r["metric"], str(r["tasks"]),
-              f"{r['before']:.3f}", f"{r['after']:.3f}", f"{r['change']:+.3f}", ci(r),
-              "*" if r["significant"] else "") for r in rows]
+              f["before"], f["after"], f["change"], f["ci"], "*" if r["significant"] else "")
+             for r, f in ((r, format_row(r)) for r in rows)]
     if fmt is DiffFormat.markdown:
         typer.echo(f"\nDiff {run_a} -> {run_b} (* = significant by the paired test)\n")
         typer.echo("| " + " | ".join(header) + " |")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from junction.evidence.diff import NothingComparableError, check_comparable, diff_runs, run_scope
+from junction.evidence.diff import (NothingComparableError, changed_verdicts, check_comparable, diff_page,
+                           diff_runs, format_row, run_scope)
 from junction.evidence.store import TraceStore
 from junction.evidence.traces import records_to_table
 from junction.evidence.verdicts import paired_comparison
@@ -91,3 +92,19 @@ def test_cli_diff_prints_scope_first_and_writes_html_changed_first(tmp_path):
     # success changed (0.0 -> 0.5); objective did not: the changed row comes first
     assert text.index("<td>success</td>") < text.index("<td>objective</td>")
     assert "overflow-x:auto" in text and "https://" not in text
+
+
+def test_diff_page_opens_with_one_line_per_changed_verdict():
+    # 20 paired tasks: success 8 -> 20 (detected, as above); objective unchanged
+    before = records_to_table(_records("a", [True] * 8 + [False] * 12))
+    after = records_to_table(_records("b", [True] * 20))
+    rows = diff_runs(before, after)
+    (line,) = changed_verdicts(rows)
+    assert line.startswith("s · exact · budget × 1 · success: 40% → 100%, +60 points [+")
+    assert line.endswith("] points over 20 shared tasks")
+    page = diff_page("a", "b", run_scope(before, after), rows)
+    assert page.index("<div id='verdicts'>") < page.index("<table>")
+    assert "<td>40%</td><td>100%</td><td>+60 points</td>" in page
+    (objective,) = [r for r in rows if r["metric"] == "objective"]
+    assert format_row(objective) == {"before": "1.50", "after": "1.50", "change": "+0.00",
+                                     "ci": "[+0.00, +0.00]"}

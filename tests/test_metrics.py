@@ -138,3 +138,32 @@ def test_lane_ranking_metrics_worked_example():
     assert out["q"] == pytest.approx({"R@5": 1.0, "RR": 0.5, "nDCG@5": 0.6309297535714575})
     assert out["none"] == {"R@5": None, "nDCG@5": None, "RR": None}
     assert out["empty"] == {"R@5": 0.0, "nDCG@5": 0.0, "RR": 0.0}
+
+
+@pytest.mark.parametrize(("display", "value", "text", "change"), [
+    ("percent", 0.625, "62%", "+62 points"),      # round half to even: 62.5 -> 62
+    ("percent", None, "–", "–"),
+    ("integer", 1002.275, "1002", "+1002"),
+    ("decimals2", 2.247, "2.25", "+2.25"),
+    ("decimals2", -0.004, "-0.00", "-0.00"),
+])
+def test_display_precision(display, value, text, change):
+    assert catalog.format_value(display, value) == text
+    assert catalog.format_change(display, value) == change
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (4.0, "4.00 s"), (123.4, "123 s"), (1234.5, "1234 s"), (0.25, "250 ms"), (0.0005, "0.500 ms"),
+    (0.99999, "1.00 s"), (0.0, "0 s"), (None, "–"),
+])
+def test_durations_have_three_significant_digits(seconds, text):
+    assert catalog.format_duration(seconds) == text
+
+
+def test_every_metric_states_its_display_and_a_bad_one_is_refused():
+    shown = {m.name: m.display for m in METRICS}
+    assert (shown["success"], shown["tokens_used"], shown["objective"]) == (
+        "percent", "integer", "decimals2")
+    with pytest.raises(ValueError, match="display must be percent, integer or decimals2, "
+                                         "got 'sci'"):
+        dataclasses.replace(METRICS[0], display="sci")

@@ -24,7 +24,8 @@ import pyarrow as pa
 import pytest
 
 from junction.evidence import metrics as catalog
-from junction.evidence.reports import headline_rows, write_report
+from junction.evidence import verdicts
+from junction.evidence.reports import REFERENCE_NOTE, headline_rows, write_report
 from junction.evidence.traces import records_to_table
 from junction.evidence.verdicts import paired_comparison
 from test_traces import _record
@@ -141,8 +142,9 @@ def test_report_opens_with_the_headline_and_defines_every_catalog_metric(tmp_pat
         assert f"| {m.name} | {m.column} | {definition} |" in definitions
     assert "**s** (verifier `no_tools`): success when no tool is exposed" in definitions
     # 1 of exact's 16 selections stopped at a work limit
-    # exact: 4.0 s selection, 0.8 s execution, 4.8 of the 6.4 s total = 75%
-    assert "| exact | 16 | 4.00 | 250.0 | 0.80 | 75% | 1 (work_limit 1) |" in md
+    # exact: 4.0 s selection, 0.8 s execution, 4.8 of the 6.4 s total = 75%; times with
+    # three significant digits, in ms below 1 s
+    assert "| exact | 16 | 4.00 s | 250 ms | 800 ms | 75% | 1 (work_limit 1) |" in md
     assert "| – (heuristic) |" in md[md.index("## Cost"):]
 
 
@@ -163,3 +165,144 @@ def test_page_scales_images_wraps_tables_and_loads_nothing_remote(tmp_path):
     # a metric definition with literal bars (|exposed ∩ gold|) stays in one cell
     assert "<td>|exposed ∩ gold| / |gold| over contexts</td>" in page
     assert "http://" not in page and "https://" not in page
+
+
+# --- which outcome decides, the first screen, references and display precision ---------
+
+def _rows(outcomes: dict[str, list[bool | None]], agent: dict[str, list[bool | None]]):
+    """Plain trace rows for ``verdicts.headline``: verified success and agent success."""
+    return [{"suite": "s", "budget_scale": 1.0, "strategy": strategy, "seed": 0,
+             "task_id": f"t{i}", "success": ok, "agent_success": agent[strategy][i]}
+            for strategy, values in outcomes.items() for i, ok in enumerate(values)]
+
+
+@pytest.mark.parametrize(("agent_tasks", "outcome", "passed_over"), [
+    (1, "success", {"agent_success": 1}),     # the default run: 1 agent task per suite
+    (19, "success", {"agent_success": 19}),   # one short of MIN_DECIDING_TASKS
+    (20, "agent_success", {}),                # enough: the agent decides
+])
+def test_agent_success_decides_only_on_enough_shared_tasks(agent_tasks, outcome, passed_over):
+    n = 25
+    agent = [True] * agent_tasks + [None] * (n - agent_tasks)
+    rows = _rows({"exact": [True] * n, "fixed_split": [False] * n},
+                 {"exact": agent, "fixed_split": [a if a is None else False for a in agent]})
+    assert verdicts.MIN_DECIDING_TASKS == 20
+    (h,) = verdicts.headline(rows)
+    assert (h["outcome"], h["passed_over"]) == (outcome, passed_over)
+    assert h["comparisons"][0]["comparison"].n == (agent_tasks if outcome == "agent_success"
+                                                   else n)
+
+
+def test_outcome_tasks_counts_the_best_shared_pair():
+    # exact and fixed_split share t0, t1; judge_admission has t0 only
+    rows = _rows({"exact": [True, True, True], "fixed_split": [True, True, True],
+                  "judge_admission": [True, True, True]},
+                 {"exact": [True, True, None], "fixed_split": [False, True, None],
+                  "judge_admission": [True, None, None]})
+    assert verdicts.outcome_tasks(rows, "agent_success") == 2
+    assert verdicts.outcome_tasks(rows, "success") == 3
+
+
+def test_outcome_table_has_n_wilson_and_too_few():
+    rows = _rows({"exact": [True], "bfcl_listed": [True]},
+                 {"exact": [True], "bfcl_listed": [False]})
+    table = verdicts.outcome_table(rows, "agent_success")
+    assert [(r["strategy"], r["n"], r["successes"], r["decides"]) for r in table] == [
+        ("bfcl_listed", 1, 0, False), ("exact", 1, 1, False)]
+    # Wilson(1/1) = [0.2065, 1], Wilson(0/1) = [0, 0.7935]
+    assert (table[1]["ci_low"], table[1]["ci_high"]) == pytest.approx((0.2065, 1.0), abs=1e-4)
+    assert verdicts.too_few(1) == "too few tasks to decide (n = 1)"
+
+
+def _agent_records(n: int) -> list:
+    """n tasks of suite "b": exact right on all (verified and agent), fixed_split on none;
+    bfcl_listed (a reference) right on all; the agent ran on the first task only."""
+    out = []
+    for strategy, ok in (("exact", True), ("fixed_split", False), ("bfcl_listed", True)):
+        for i in range(n):
+            agent = {"agent_success": ok, "agent_outcome": "correct" if ok else "wrong_call",
+                     "executor": "llm"} if i == 0 else {}
+            out.append(_record(suite="b", strategy=strategy, task_id=f"t{i}", success=ok,
+                               failure_reason="" if ok else "x", **agent))
+    return out
+
+
+def test_first_screen_verdicts_summary_then_plot_and_a_closed_full_table(tmp_path):
+    paths = write_report(tmp_path / "r", {"run_id": "r"},
+                         records_to_table(_agent_records(24) + _traces(
+                             {"exact": [True] * 3, "fixed_split": [False] * 3})),
+                         {"b": {"tasks": 24}, "s": {"tasks": 3}})
+    md = paths["report.md"].read_text()
+    # b: 24 verified tasks, all discordant one way: Wilson(24/24) = [24 / (24 + z²), 1] =
+    # [0.862, 1], Wilson(0/24) = [0, 0.138], phi = 0: low = 1 − √2 · 0.138 = 0.805;
+    # McNemar 2 · 0.5²⁴: detected. 1 agent task: passed over.
+    # s: 3 tasks: Wilson(3/3) low 3 / (3 + z²) = 0.439, low = 1 − √2 · 0.561 = 0.206.
+    verdict_b = ("- **b** (budget × 1, verified success, n = 24): exact beats fixed_split by "
+                 "+100 points [+80, +100] (exact 100% against fixed_split 0%). Not decided on "
+                 "agent success: too few tasks to decide (n = 1).")
+    verdict_s = ("- **s** (budget × 1, verified success, n = 3): too few tasks to decide; "
+                 "exact 100% against fixed_split 0%, +100 points [+21, +100].")
+    summary = ("Of 2 suites at the primary budget scale: a difference is detected on b; too few "
+               "tasks to decide (under 20 shared) on s.")
+    order = [md.index(x) for x in ("## Headline", verdict_b, verdict_s, summary,
+                                   "![success against budget](plot.png)", "## Run",
+                                   "## Full comparison", "## Agent outcome", "## Suites")]
+    assert order == sorted(order)
+    assert "<details>" not in md  # printed open in the Markdown
+    # the agent table: n, rate, Wilson interval, too few
+    assert ("| b | 1 | bfcl_listed | 1 | 1/1 = 100% | [21%, 100%] | too few tasks to decide "
+            "(n = 1) |") in md
+    assert "`junction.evidence.verdicts.MIN_DECIDING_TASKS`" in md[md.index("## Definitions"):]
+    page = paths["report.html"].read_text()
+    assert page.index("<div id='verdicts'>") < page.index("<img") < page.index("<details>")
+    assert "<details><summary>the full comparison table</summary>" in page  # closed
+    assert "<details open" not in page
+    head = json.loads(paths["metrics.json"].read_text())["headline"]["b"]["budget_scale=1"]
+    assert (head["outcome"], head["passed_over"]) == ("success", {"agent_success": 1})
+    assert head["comparisons"]["fixed_split"]["decides"] is True
+
+
+def test_references_follow_the_strategies_in_one_table_said_once(tmp_path):
+    paths = write_report(tmp_path / "r", {"run_id": "r"}, records_to_table(_agent_records(2)),
+                         {"b": {"tasks": 2}})
+    md = paths["report.md"].read_text()
+    table = md[md.index("## b\n"):].split("\n\n")[1].splitlines()
+    assert [line.split(" | ")[0] for line in table[2:]] == [
+        "| exact", "| fixed_split", "| *references*", "| bfcl_listed"]
+    assert md.count(REFERENCE_NOTE) == 1 and "References, outside the budget" not in md
+
+
+def test_suite_tables_print_each_metric_at_its_display_precision(tmp_path):
+    # exact at scale 1: 6 of 8 succeed -> "75%", tokens_used 40 (whole), objective 1.5 -> "1.50"
+    md = _write(tmp_path)["report.md"].read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| strategy | budget"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    row = next(line for line in md.splitlines() if line.startswith("| exact | 1 |"))
+    cells = dict(zip(columns, (c.strip() for c in row.strip("|").split("|"))))
+    assert (cells["tasks"], cells["success_rate"], cells["tokens_used"],
+            cells["objective"]) == ("8", "75%", "40", "1.50")
+
+
+def test_verdict_lines_name_ties_pick_scale_one_and_summarise_the_run():
+    from junction.evidence.reports import primary_scale, run_summary, verdict_lines
+
+    n = 20
+    rows = headline_rows(records_to_table(
+        _traces({"exact": [True] * n, "fixed_split": [True] * 8 + [False] * 12}, suite="a")
+        + _traces({"exact": [True] * n, "adaptive_split": [True] * n}, suite="b")
+        + _traces({"exact": [True] * n, "fixed_split": [False] * n}, suite="b", scale=2.0)
+        + _traces({"exact": [True]}, suite="c", scale=0.5)))
+    lines = verdict_lines(rows)
+    assert [(v["suite"], v["budget_scale"], v["status"], v["n"]) for v in lines] == [
+        ("a", 1.0, "detected", 20), ("b", 1.0, "none", 20), ("c", 0.5, "alone", 1)]
+    assert lines[1]["text"] == (
+        "**b** (budget × 1, verified success, n = 20): no detectable difference between exact "
+        "and adaptive_split, +0 points [-16, +16] (exact 100% against adaptive_split 100%). "
+        "Tied for best: exact, adaptive_split.")
+    assert lines[2]["text"] == ("**c** (budget × 0.5, verified success, n = 1): only exact ran "
+                                "(100%).")
+    assert run_summary(lines) == ("Of 3 suites at the primary budget scale: a difference is "
+                                  "detected on a; no detectable difference on b; a single "
+                                  "strategy on c.")
+    assert (primary_scale([0.5, 2.0]), primary_scale([0.25, 2.0]), primary_scale([2.0, 0.5, 1.0])
+            ) == (0.5, 2.0, 1.0)

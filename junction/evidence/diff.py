@@ -32,7 +32,8 @@ from junction.errors import JunctionError, UnknownNameError
 from junction.evidence.store import TraceStore
 
 __all__ = ["resolve_run", "diff_runs", "run_scope", "check_comparable", "scope_lines",
-           "diff_page", "NothingComparableError", "BOOTSTRAP_RESAMPLES"]
+           "diff_page", "changed_verdicts", "format_row", "NothingComparableError",
+           "BOOTSTRAP_RESAMPLES"]
 
 
 class NothingComparableError(JunctionError):
@@ -187,8 +188,47 @@ def scope_lines(scope: dict[str, Any]) -> list[str]:
     return lines
 
 
+def format_row(row: dict[str, Any]) -> dict[str, str]:
+    """A ``diff_runs`` row's numbers as the catalog's ``display`` prints them: before,
+    after, change and 95% CI ("43%", "+12 points", "[+3, +20] points"; tokens whole,
+    objectives to 2 decimals). Metrics outside the catalog print with 3 decimals."""
+    metric = next((m for m in catalog.METRICS if m.name == row["metric"]), None)
+    if metric is None:
+        value = lambda v: "–" if v is None else f"{v:.3f}"  # noqa: E731
+        change = lambda v: "–" if v is None else f"{v:+.3f}"  # noqa: E731
+    else:
+        value = lambda v: catalog.format_value(metric.display, v)  # noqa: E731
+        change = lambda v: catalog.format_change(metric.display, v)  # noqa: E731
+    if row["ci_low"] is None:
+        ci = "–"
+    elif metric is not None and metric.display == "percent":
+        ci = f"[{100 * row['ci_low']:+.0f}, {100 * row['ci_high']:+.0f}] points"
+    else:
+        ci = f"[{change(row['ci_low'])}, {change(row['ci_high'])}]"
+    return {"before": value(row["before"]), "after": value(row["after"]),
+            "change": change(row["change"]), "ci": ci}
+
+
+def changed_verdicts(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per row whose paired test detects a change (``significant``), in
+    ``diff_runs`` order: "synthetic · exact · budget × 1 · success: 43% → 78%, +35 points
+    [+20, +50] points over 40 shared tasks"."""
+    out = []
+    for r in rows:
+        if not r["significant"]:
+            continue
+        f = format_row(r)
+        out.append(f"{r['suite']} · {r['strategy']} · budget × {r['budget_scale']:g} · "
+                   f"{r['metric']}: {f['before']} → {f['after']}, {f['change']} {f['ci']} over "
+                   f"{r['tasks']} shared task{'s' if r['tasks'] != 1 else ''}")
+    return out
+
+
 def diff_page(run_a: str, run_b: str, scope: dict[str, Any], rows: list[dict[str, Any]]) -> str:
-    """The diff as a self-contained HTML page: scope first, then changed rows, then the rest."""
+    """The diff as a self-contained HTML page. First screen: one line per changed verdict
+    (``changed_verdicts``, inside ``<div id="verdicts">``) and one sentence on the rest;
+    then the scope, then the table (changed rows first), numbers as the catalog prints
+    them (``format_row``)."""
     import html
 
     from junction.evidence.reports import html_page
@@ -198,18 +238,27 @@ def diff_page(run_a: str, run_b: str, scope: dict[str, Any], rows: list[dict[str
     ordered = sorted(rows, key=lambda r: (not r["significant"], r["change"] == 0))
     cells = []
     for r in ordered:
-        ci = "–" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+        f = format_row(r)
         values = (r["suite"], r["strategy"], f"{r['budget_scale']:g}", r["metric"],
-                  str(r["tasks"]), f"{r['before']:.3f}", f"{r['after']:.3f}",
-                  f"{r['change']:+.3f}", ci, "*" if r["significant"] else "")
+                  str(r["tasks"]), f["before"], f["after"], f["change"], f["ci"],
+                  "*" if r["significant"] else "")
         cells.append("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in values) + "</tr>")
     n_changed = sum(r["change"] != 0 for r in rows)
-    body = (f"<h1>Diff {html.escape(run_a)} &rarr; {html.escape(run_b)}</h1><ul>"
+    n_significant = sum(r["significant"] for r in rows)
+    verdict_items = changed_verdicts(rows)
+    verdict_html = ("<ul>" + "".join(f"<li>{html.escape(v)}</li>" for v in verdict_items)
+                    + "</ul>") if verdict_items else (
+        "<p>No metric changed detectably (by the paired test below).</p>")
+    body = (f"<h1>Diff {html.escape(run_a)} &rarr; {html.escape(run_b)}</h1>"
+            "<h2>What changed</h2><div id='verdicts'>" + verdict_html + "</div>"
+            f"<p>{n_changed} of {len(rows)} metric rows changed, {n_significant} "
+            "detectably (* : binary metrics by the exact McNemar test with Newcombe's paired "
+            "interval, others by a paired bootstrap interval excluding 0); "
+            f"{scope['tasks']} task evaluations in both runs.</p>"
+            "<h2>Scope</h2><ul>"
             + "".join(f"<li>{html.escape(line)}</li>" for line in scope_lines(scope))
-            + f"</ul><p>{n_changed} of {len(rows)} metric rows changed, "
-            f"{sum(r['significant'] for r in rows)} significantly (* : binary metrics by the "
-            "exact McNemar test with Newcombe's paired interval, others by a paired bootstrap "
-            "interval excluding 0). Significant and changed rows first.</p><table><thead><tr>"
+            + "</ul><h2>Every metric row</h2><p>Significant and changed rows first.</p>"
+            "<table><thead><tr>"
             + "".join(f"<th>{h}</th>" for h in header) + "</tr></thead><tbody>"
             + "".join(cells) + "</tbody></table>")
     return html_page(f"Junction diff {run_a} -> {run_b}", body)

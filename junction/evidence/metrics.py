@@ -22,12 +22,17 @@ from typing import Literal
 
 import ir_measures
 
-__all__ = ["Metric", "METRICS", "set_recall", "set_precision", "pair_coverage",
-           "LaneRanking", "lane_ranking_metrics"]
+__all__ = ["Metric", "METRICS", "Display", "format_value", "format_change", "format_duration",
+           "set_recall", "set_precision", "pair_coverage", "LaneRanking", "lane_ranking_metrics"]
 
 Direction = Literal["higher", "lower", "neither"]
 Aggregation = Literal["mean", "mean_of_bool"]
 ValueType = Literal["bool", "int", "float"]
+Display = Literal["percent", "integer", "decimals2"]
+"""How a report prints a metric's mean: ``percent`` (a rate or fraction, 100·x with no
+decimals: "62%"; a change in points: "+12 points"), ``integer`` (tokens: "1002"), or
+``decimals2`` (an objective or a ranking score: "2.25"). ``metrics.json`` keeps full
+precision; only the Markdown, HTML and diff output round."""
 
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
 
@@ -47,6 +52,7 @@ class Metric:
     - ``lane`` and ``measure``: for a candidate lane's ranking metric, the lane and the
       ``ir_measures`` measure name (``ir_measures.parse_measure`` reads it)
     - ``report_table``/``diff``: shown in the report's per-suite table / the run diff
+    - ``display``: how the report and the diff print its mean (``Display``)
 
     Raises ``ValueError`` when a name or column is not a lower-case identifier (they are
     spliced into SQL) or a lane metric lacks its measure.
@@ -65,12 +71,16 @@ class Metric:
     measure: str | None = None
     report_table: bool = False
     diff: bool = False
+    display: Display = "percent"
 
     def __post_init__(self) -> None:
         for field in ("name", "column"):
             value = getattr(self, field)
             if not _IDENTIFIER.fullmatch(value):
                 raise ValueError(f"metric {field} must be a lower-case identifier, got {value!r}")
+        if self.display not in ("percent", "integer", "decimals2"):
+            raise ValueError(f"metric {self.name!r}: display must be percent, integer or "
+                             f"decimals2, got {self.display!r}")
         if (self.lane is None) != (self.measure is None):
             raise ValueError(f"metric {self.name!r}: lane and measure go together, "
                              f"got lane={self.lane!r}, measure={self.measure!r}")
@@ -113,7 +123,7 @@ def _lane_metrics() -> tuple[Metric, ...]:
             undefined_when=f"the task has no gold {lane}",
             unit=_FRACTION, value_type="float", direction="higher", aggregation="mean",
             source=_IR_MEASURES.format(measure=measure), lane=lane, measure=measure,
-            report_table=shown,
+            report_table=shown, display="percent" if measure == "R@5" else "decimals2",
         )
         for lane in ("context", "tool") for suffix, measure, what, shown in _LANE_MEASURES
     )
@@ -138,7 +148,7 @@ METRICS: tuple[Metric, ...] = (
                       "exposed schemas and documents, the request",
            undefined_when="no agent ran on the task", unit="tokens, >= 0", value_type="int",
            direction="lower", aggregation="mean", source="llama.cpp usage (junction.agent.llm)",
-           report_table=True),
+           report_table=True, display="integer"),
     *_set_metrics("context"),
     *_set_metrics("tool"),
     Metric("pair_coverage", "pair_coverage",
@@ -156,17 +166,51 @@ METRICS: tuple[Metric, ...] = (
            definition="visible tokens of the exposed set: context + tool schema tokens",
            undefined_when=None, unit="tokens, >= 0", value_type="int", direction="neither",
            aggregation="mean", source="Junction (each resource's token_cost, junction.tokens)",
-           report_table=True),
+           report_table=True, display="integer"),
     Metric("objective", "objective",
            definition="Σ u(r) over the exposed set + Σ [w(c,t) + w(t,c)] over its pairs",
            undefined_when=None, unit="utility units, unbounded", value_type="float",
            direction="higher", aggregation="mean",
            source="the joint objective (junction.select.problem module docstring)",
-           report_table=True, diff=True),
+           report_table=True, diff=True, display="decimals2"),
     *_lane_metrics(),
 )
 """Every per-task metric, in trace-column order; ``strategy_summary`` keeps this order."""
 
+
+def format_value(display: Display, value: float | int | None) -> str:
+    """``value`` printed as ``display`` says ("62%", "1002", "2.25"); "–" for None."""
+    if value is None:
+        return "–"
+    if display == "percent":
+        return f"{100 * value:.0f}%"
+    if display == "integer":
+        return f"{value:.0f}"
+    return f"{value:.2f}"
+
+
+def format_change(display: Display, change: float | None) -> str:
+    """A change (after − before) printed as ``display`` says, signed: "+12 points" for a
+    percent metric (percentage points), "+35" tokens, "+0.12"; "–" for None."""
+    if change is None:
+        return "–"
+    if display == "percent":
+        return f"{100 * change:+.0f} points"
+    if display == "integer":
+        return f"{change:+.0f}"
+    return f"{change:+.2f}"
+
+
+def format_duration(seconds: float | None) -> str:
+    """A time with three significant digits, in s from 1 s up ("4.80 s", "123 s"; whole
+    seconds from 1000 s) and in ms below ("250 ms", "0.500 ms"); "–" for None."""
+    if seconds is None:
+        return "–"
+    if seconds == 0 or abs(seconds) >= 999.5:
+        return f"{seconds:.0f} s"
+    if abs(seconds) >= 0.9995:
+        return f"{seconds:#.3g} s".replace(". s", " s")
+    return f"{seconds * 1000:#.3g} ms".replace(". ms", " ms")
 
 
 def set_recall(exposed: Iterable[str], gold: Iterable[str]) -> float | None:

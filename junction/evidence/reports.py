@@ -21,14 +21,15 @@ import markdown as markdown_lib
 import pyarrow as pa
 
 from junction.evidence import metrics as catalog
-from junction.evidence import verdicts
+from junction.evidence import plots, verdicts
 from junction.evidence.params import report_params
 from junction.strategies.catalog import STRATEGIES, strategies_where, strategy_info
 from junction.tasks import VERIFIER_MEANINGS
 
 __all__ = ["ROUND_DIGITS", "comparable_traces", "summarise", "write_report", "render_markdown",
            "headline_rows", "run_timings", "html_page", "PAGE_STYLE", "plan_sentence",
-           "strategy_times"]
+           "strategy_times", "agent_rows", "primary_scale", "verdict_lines", "run_summary",
+           "REFERENCE_NOTE"]
 
 ROUND_DIGITS = 6
 
@@ -96,7 +97,7 @@ def _headline_document(headline: list[dict[str, Any]]) -> dict[str, Any]:
     """The headline as ``metrics.json`` holds it: suite -> scale -> best and comparisons."""
     out: dict[str, Any] = {}
     for h in headline:
-        out.setdefault(h["suite"], {})[f"budget_scale={h['budget_scale']:g}"] = {
+        cell = out.setdefault(h["suite"], {})[f"budget_scale={h['budget_scale']:g}"] = {
             "outcome": h["outcome"], "best": h["best"],
             "comparisons": {
                 c["other"]: {
@@ -106,10 +107,98 @@ def _headline_document(headline: list[dict[str, Any]]) -> dict[str, Any]:
                     "ci_high": _round(c["comparison"].ci_high),
                     "mcnemar_p": _round(c["comparison"].p_value),
                     "detected": c["comparison"].detected,
+                    "decides": c["comparison"].n >= verdicts.MIN_DECIDING_TASKS,
                 } for c in h["comparisons"]
             },
         }
+        if h.get("passed_over"):
+            cell["passed_over"] = dict(sorted(h["passed_over"].items()))
     return out
+
+
+def agent_rows(traces: pa.Table) -> list[dict[str, Any]]:
+    """``verdicts.outcome_table`` of ``agent_success`` over every strategy, references
+    included; [] when the traces have no agent outcome."""
+    if "agent_success" not in traces.column_names or traces.num_rows == 0:
+        return []
+    rows = traces.select(["suite", "budget_scale", "strategy", "seed", "task_id",
+                          "agent_success"]).to_pylist()
+    return verdicts.outcome_table(rows, "agent_success")
+
+
+def primary_scale(scales: list[float]) -> float:
+    """The budget scale a first screen reports: 1 when it ran, else the one nearest to 1
+    on a log scale (the smaller on a tie)."""
+    if 1.0 in scales:
+        return 1.0
+    return min(scales, key=lambda x: (abs(math.log(x)) if x > 0 else math.inf, x))
+
+
+_OUTCOME_WORDS = {"agent_success": "agent success", "success": "verified success"}
+
+
+def verdict_lines(headline: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One verdict per suite at its ``primary_scale``, from ``verdicts.headline``'s rows:
+    {suite, budget_scale, outcome, n, status, text}. ``status``: "detected", "none" (no
+    detectable difference), "too few" (the first comparison shares fewer than
+    ``verdicts.MIN_DECIDING_TASKS`` tasks) or "alone" (nothing to compare with)."""
+    by_suite: dict[str, dict[float, dict[str, Any]]] = {}
+    for h in headline:
+        by_suite.setdefault(h["suite"], {})[h["budget_scale"]] = h
+    out = []
+    for suite, cells in sorted(by_suite.items()):
+        scale = primary_scale(sorted(cells))
+        h = cells[scale]
+        words = _OUTCOME_WORDS.get(h["outcome"], h["outcome"])
+        if not h["comparisons"]:
+            rate, n = h["rates"][h["best"][0]]
+            out.append({"suite": suite, "budget_scale": scale, "outcome": h["outcome"], "n": n,
+                        "status": "alone",
+                        "text": f"**{suite}** (budget × {scale:g}, {words}, n = {n}): only "
+                                f"{' = '.join(h['best'])} ran ({_percent(rate)})."})
+            continue
+        c = h["comparisons"][0]
+        cmp = c["comparison"]
+        best = h["best"][0]
+        points = (f"{_pct(cmp.difference)} points [{_pct(cmp.ci_low)}, {_pct(cmp.ci_high)}]")
+        rates = f"{best} {_percent(cmp.rate_a)} against {c['other']} {_percent(cmp.rate_b)}"
+        if cmp.n < verdicts.MIN_DECIDING_TASKS:
+            status, verdict = "too few", f"too few tasks to decide; {rates}, {points}"
+        elif cmp.detected:
+            status, verdict = "detected", f"{best} beats {c['other']} by {points} ({rates})"
+        else:
+            status, verdict = "none", (f"no detectable difference between {best} and "
+                                       f"{c['other']}, {points} ({rates})")
+        tie = (f" Tied for best: {', '.join(h['best'])}." if len(h["best"]) > 1 else "")
+        passed = "".join(f" Not decided on {_OUTCOME_WORDS.get(k, k)}: {verdicts.too_few(v)}."
+                         for k, v in sorted(h.get("passed_over", {}).items()))
+        out.append({"suite": suite, "budget_scale": scale, "outcome": h["outcome"], "n": cmp.n,
+                    "status": status,
+                    "text": f"**{suite}** (budget × {scale:g}, {words}, n = {cmp.n}): "
+                            f"{verdict}.{tie}{passed}"})
+    return out
+
+
+def run_summary(lines: list[dict[str, Any]]) -> str:
+    """One sentence over ``verdict_lines``: where a difference was detected, where not, and
+    which suites are too small to decide."""
+    if not lines:
+        return "No task was evaluated."
+    groups = {status: [v["suite"] for v in lines if v["status"] == status]
+              for status in ("detected", "none", "too few", "alone")}
+    parts = []
+    if groups["detected"]:
+        parts.append(f"a difference is detected on {', '.join(groups['detected'])}")
+    if groups["none"]:
+        parts.append(f"no detectable difference on {', '.join(groups['none'])}")
+    if groups["too few"]:
+        parts.append(f"too few tasks to decide (under {verdicts.MIN_DECIDING_TASKS} shared) "
+                     f"on {', '.join(groups['too few'])}")
+    if groups["alone"]:
+        parts.append(f"a single strategy on {', '.join(groups['alone'])}")
+    text = "; ".join(parts)
+    return (f"Of {len(lines)} suite{'s' if len(lines) != 1 else ''} at the primary budget "
+            f"scale: {text}.")
 
 
 LEARNED_STRATEGIES = strategies_where(role="learned")
@@ -214,6 +303,18 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _percent(rate: float) -> str:
+    return catalog.format_value("percent", rate)
+
+
+def _table_cell(column: str, value: Any) -> str:
+    """A per-suite table cell, printed as the catalog's ``display`` for that column says."""
+    display = {m.column: m.display for m in catalog.METRICS}.get(column)
+    if display is None:
+        return _fmt(value)
+    return catalog.format_value(display, value)
+
+
 def _table_columns() -> tuple[str, ...]:
     """The per-suite table's columns: task count, then the catalog's ``report_table`` metrics."""
     return ("tasks", *(m.column for m in catalog.METRICS if m.report_table))
@@ -223,40 +324,82 @@ def _pct(x: float) -> str:
     return f"{100 * x:+.0f}"
 
 
-def _headline_lines(headline: list[dict[str, Any]]) -> list[str]:
-    """The headline table and one sentence per suite and budget scale."""
+def _first_screen_lines(headline: list[dict[str, Any]]) -> list[str]:
+    """The report's first screen: one verdict line per suite (``verdict_lines``) inside
+    ``<!-- verdicts -->`` markers (the HTML page turns them into ``<div id="verdicts">``),
+    then the one-sentence ``run_summary``."""
     lines = ["## Headline", ""]
+    found = verdict_lines(headline)
+    if not found:
+        return lines + ["No task was evaluated.", ""]
+    lines += ["<!-- verdicts -->", ""]
+    lines += [f"- {v['text']}" for v in found]
+    lines += ["", "<!-- /verdicts -->", "", run_summary(found), ""]
+    return lines
+
+
+def _headline_lines(headline: list[dict[str, Any]]) -> list[str]:
+    """The full comparison table: every suite, budget scale and comparison. In the HTML
+    page it sits in a closed ``<details>`` block (``<!-- details -->`` markers)."""
+    lines = ["## Full comparison", ""]
     if not headline:
         return lines + ["No task was evaluated.", ""]
     lines.append(
-        "Per suite: the best strategy by the primary outcome (agent success where the trace "
-        "has it, else verified success), compared with the best strategy that ignores "
-        f"interactions ({', '.join(verdicts.INTERACTION_BLIND)}) and with every other "
-        "strategy, on the tasks both ran. Differences are in points (percentage points of "
-        "success rate), with Newcombe's paired-difference 95% score interval (1998, "
-        "method 10) and the exact McNemar test (two-sided binomial test on the discordant "
-        f"pairs, scipy's `binomtest`). A difference counts only if its interval excludes 0 "
-        f"and p < {verdicts.ALPHA:g}; otherwise it is \"no detectable difference\".")
-    lines.append("")
-    lines.append("| suite | budget scale | best (rate) | compared with (rate) | tasks | "
+        "Per suite: the best strategy by the primary outcome, compared with the best strategy "
+        "that ignores interactions "
+        f"({', '.join(verdicts.INTERACTION_BLIND)}) and with every other "
+        "strategy, on the tasks both ran. The primary outcome is agent success where the "
+        f"compared strategies share at least {verdicts.MIN_DECIDING_TASKS} tasks with an agent "
+        "outcome, else verified success (see Definitions). Differences are in points "
+        "(percentage points of success rate), with Newcombe's paired-difference 95% score "
+        "interval (1998, method 10) and the exact McNemar test (two-sided binomial test on "
+        "the discordant pairs, scipy's `binomtest`). A difference counts only if its "
+        f"interval excludes 0 and p < {verdicts.ALPHA:g}; otherwise it is \"no detectable "
+        f"difference\"; on fewer than {verdicts.MIN_DECIDING_TASKS} shared tasks it is "
+        "\"too few tasks to decide\".")
+    lines += ["", "<!-- details -->", ""]
+    lines.append("| suite | budget scale | outcome | best (rate) | compared with (rate) | tasks | "
                  "difference, points | 95% CI | McNemar p | verdict |")
-    lines.append("|---|---|---|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for h in headline:
         best = " = ".join(h["best"])
         rate = h["rates"][h["best"][0]][0]
         if not h["comparisons"]:
-            lines.append(f"| {h['suite']} | {h['budget_scale']:g} | {best} ({rate:.2f}) | – | "
-                         f"{h['rates'][h['best'][0]][1]} | – | – | – | only strategy |")
+            n = h["rates"][h["best"][0]][1]
+            lines.append(f"| {h['suite']} | {h['budget_scale']:g} | {h['outcome']} | {best} "
+                         f"({_percent(rate)}) | – | {n} | – | – | – | only strategy |")
         for c in h["comparisons"]:
             cmp = c["comparison"]
             tag = " (best interaction-blind)" if c["role"] == "interaction-blind best" else ""
             verdict = ("difference" if cmp.detected else "no detectable difference")
+            if cmp.n < verdicts.MIN_DECIDING_TASKS:
+                verdict += f"; {verdicts.too_few(cmp.n)}"
             lines.append(
-                f"| {h['suite']} | {h['budget_scale']:g} | {best} ({cmp.rate_a:.2f}) | "
-                f"{c['other']}{tag} ({cmp.rate_b:.2f}) | {cmp.n} | {_pct(cmp.difference)} | "
-                f"[{_pct(cmp.ci_low)}, {_pct(cmp.ci_high)}] | {cmp.p_value:.3g} | {verdict} |")
-    lines.append("")
-    lines.extend(f"- {h['sentence']}" for h in headline)
+                f"| {h['suite']} | {h['budget_scale']:g} | {h['outcome']} | {best} "
+                f"({_percent(cmp.rate_a)}) | {c['other']}{tag} ({_percent(cmp.rate_b)}) | "
+                f"{cmp.n} | {_pct(cmp.difference)} | [{_pct(cmp.ci_low)}, {_pct(cmp.ci_high)}] "
+                f"| {cmp.p_value:.2g} | {verdict} |")
+    lines += ["", "<!-- /details -->", ""]
+    return lines
+
+
+def _agent_table_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Agent success per suite, scale and strategy (references too): n, rate, Wilson 95%
+    interval, and whether n reaches ``verdicts.MIN_DECIDING_TASKS``."""
+    if not rows:
+        return []
+    lines = ["## Agent outcome", "",
+             "`agent_success` per strategy on the agent sample, with its Wilson 95% interval "
+             "(scipy). It decides a headline cell only where the compared strategies share at "
+             f"least {verdicts.MIN_DECIDING_TASKS} tasks with an agent outcome; below that "
+             "it is shown here only.", "",
+             "| suite | budget scale | strategy | n | agent success | 95% CI | decides |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        decides = "yes" if r["decides"] else verdicts.too_few(r["n"])
+        lines.append(f"| {r['suite']} | {r['budget_scale']:g} | {r['strategy']} | {r['n']} | "
+                     f"{r['successes']}/{r['n']} = {_percent(r['rate'])} | "
+                     f"[{_percent(r['ci_low'])}, {_percent(r['ci_high'])}] | {decides} |")
     lines.append("")
     return lines
 
@@ -266,21 +409,35 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+_DISPLAY_WORDS = {"percent": "percent, no decimals", "integer": "whole number",
+                  "decimals2": "2 decimals"}
+
+
 def _definitions_lines(suites: dict[str, Any]) -> list[str]:
     """Every catalog metric (``junction.evidence.metrics.METRICS``) and, per suite, what success means."""
     lines = ["## Definitions", "",
              "Every metric of the catalog (`junction.evidence.metrics.METRICS`); the per-suite tables "
              "show those marked *table*, as the mean over tasks where the metric is defined.",
              "", "| metric | summary column | definition | undefined when | unit and range | "
-             "better | shown in | source |", "|---|---|---|---|---|---|---|---|"]
+             "better | shown in | source | printed as |", "|---|---|---|---|---|---|---|---|---|"]
     for m in catalog.METRICS:
         shown = ", ".join(w for w, on in (("table", m.report_table), ("diff", m.diff)) if on)
         cells = (m.name, m.column, m.definition, m.undefined_when or "–", m.unit, m.direction,
-                 shown or "metrics.json", m.source)
+                 shown or "metrics.json", m.source, _DISPLAY_WORDS[m.display])
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     lines.append("")
     lines.append("The lane metrics (`*_lane_*`) rank the first-stage BM25 candidate lanes, "
                  "before any strategy selects, not a strategy's selection.")
+    lines.append("")
+    lines.append(f"Which outcome decides a verdict: agent success decides a (suite, budget "
+                 f"scale) cell only when two of its compared strategies share at least "
+                 f"{verdicts.MIN_DECIDING_TASKS} tasks with an agent outcome "
+                 f"(`junction.evidence.verdicts.MIN_DECIDING_TASKS`); otherwise the cell is decided on "
+                 "verified success and the agent numbers appear in the Agent outcome table "
+                 "only. Below that many shared tasks a verdict reads \"too few tasks to decide "
+                 "(n = …)\": at 20 tasks a Wilson 95% interval of a 50% rate is already "
+                 "[30%, 70%], and the exact McNemar test needs 6 discordant pairs all one way "
+                 "to reach p < 0.05.")
     lines.append("")
     lines.append("What verified success (`success`) means per suite:")
     lines.append("")
@@ -335,7 +492,7 @@ def _cost_lines(traces: pa.Table, timings: pa.Table | None) -> list[str]:
                  "`optimal`, for strategies that claim optimality (any `optimal` status); "
                  "heuristic strategies show –.")
     lines.append("")
-    lines.append("| strategy | tasks | selection s | selection ms/task | execution s | "
+    lines.append("| strategy | tasks | selection | selection per task | execution | "
                  "share of run time | not proven optimal |")
     lines.append("|---|---|---|---|---|---|---|")
     for strategy in sorted(set(by_strategy) | set(times)):
@@ -349,8 +506,8 @@ def _cost_lines(traces: pa.Table, timings: pa.Table | None) -> list[str]:
             unproven = "– (" + ", ".join(sorted(counts)) + ")"
         t = times.get(strategy)
         cells = (("–",) * 5 if t is None else
-                 (str(t[0]), f"{t[1]:.2f}", f"{t[2]:.1f}", f"{t[3]:.2f}",
-                  f"{t[4] / grand:.0%}" if grand else "–"))
+                 (str(t[0]), catalog.format_duration(t[1]), catalog.format_duration(t[2] / 1000),
+                  catalog.format_duration(t[3]), f"{t[4] / grand:.0%}" if grand else "–"))
         lines.append(f"| {strategy} | " + " | ".join(cells) + f" | {unproven} |")
     if timings is None:
         lines.append("")
@@ -396,15 +553,36 @@ def _agent_lines(params: dict[str, Any]) -> list[str]:
             "(`agent_success`, graded by BFCL's checker; the model's sha256 is in the traces)."]
 
 
+REFERENCE_NOTE = ("References (bfcl_listed: the row's own listed functions, BFCL's setting; "
+                  "all_tools: the whole pool) sit outside the budget: they frame the "
+                  "strategies and are never named best. In each suite's table they follow "
+                  "the strategies, below the *references* row.")
+"""What the references are, said once per report."""
+
+
 def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                     suites: dict[str, Any], plot_name: str | None, *,
                     headline: list[dict[str, Any]] | None = None,
                     cost: list[str] | None = None,
                     plot_note: str = "", time_plot_name: str | None = None,
-                    calibration: list[dict[str, Any]] | None = None) -> str:
-    """The Markdown report: run header, headline, suites, one table per suite, budget
-    curves, learned calibration, cost and definitions."""
+                    calibration: list[dict[str, Any]] | None = None,
+                    agent: list[dict[str, Any]] | None = None) -> str:
+    """The Markdown report. First screen: the verdict line per suite, the run in one
+    sentence and the success-against-budget plot; then the run header, the full comparison
+    table, the agent outcome table, suites, one table per suite (strategies, then
+    references), learned calibration, cost and definitions."""
     lines = [f"# Junction benchmark report: run `{run['run_id']}`", ""]
+    if headline is not None:
+        lines.extend(_first_screen_lines(headline))
+    if plot_name:
+        lines.append(f"![success against budget]({plot_name})")
+        lines.append("")
+        lines.append("Verified success rate per strategy against the token-budget scale, one "
+                     "panel per suite; bars are Wilson 95% intervals (scipy); references "
+                     "dashed. " + (plot_note or "Every budget scale that ran is shown."))
+        lines.append("")
+    lines.append("## Run")
+    lines.append("")
     lines.append(f"- commit: `{run.get('git_commit') or 'unknown'}`"
                  + (" (dirty working tree)" if run.get("git_dirty") else ""))
     params = run.get("params", {})
@@ -416,12 +594,15 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     lines.append("")
     if headline is not None:
         lines.extend(_headline_lines(headline))
+    lines.extend(_agent_table_lines(agent or []))
     lines.append("Every strategy ran on the same tasks under the same budget. "
                  "Means skip tasks where a metric is undefined (–); see Definitions. "
                  "`success_rate` is the retrieval proxy (`retrieval_success`); "
                  "`agent_success_rate` is a language-model agent acting on the exposed set, "
                  "graded by BFCL's checker, on the agent sample of each BFCL suite only "
-                 "(Suites: `agent`) at budget scale 1.")
+                 "(Suites: `agent`) at budget scale 1. Rates and fractions are in percent, "
+                 "tokens whole, objectives and ranking scores to 2 decimals (each metric's "
+                 "`display` in the catalog); `metrics.json` keeps full precision.")
     lines.append("")
     lines.append("## Suites")
     lines.append("")
@@ -443,36 +624,25 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     for row in summary:
         by_suite.setdefault(row["suite"], []).append(row)
     columns = _table_columns()
+    if any(r["strategy"] in REFERENCE_STRATEGIES for r in summary):
+        lines.append(REFERENCE_NOTE)
+        lines.append("")
     for suite in sorted(by_suite):
         lines.append(f"## {suite}")
         lines.append("")
         lines.append("| strategy | budget scale | " + " | ".join(columns) + " |")
         lines.append("|---|---|" + "---|" * len(columns))
         rows = by_suite[suite]
-        for row in (r for r in rows if r["strategy"] not in REFERENCE_STRATEGIES):
-            cells = " | ".join(_fmt(row[c]) for c in columns)
-            lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
-        lines.append("")
+        strategies = [r for r in rows if r["strategy"] not in REFERENCE_STRATEGIES]
         references = [r for r in rows if r["strategy"] in REFERENCE_STRATEGIES]
+        for row in strategies:
+            cells = " | ".join(_table_cell(c, row[c]) for c in columns)
+            lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
         if references:
-            lines.append("References, outside the budget (bfcl_listed: the row's own listed "
-                         "functions, BFCL's setting; all_tools: the whole pool); never "
-                         "named best:")
-            lines.append("")
-            lines.append("| reference | budget scale | " + " | ".join(columns) + " |")
-            lines.append("|---|---|" + "---|" * len(columns))
+            lines.append("| *references* | |" + " |" * len(columns))
             for row in references:
-                cells = " | ".join(_fmt(row[c]) for c in columns)
+                cells = " | ".join(_table_cell(c, row[c]) for c in columns)
                 lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
-            lines.append("")
-    if plot_name:
-        lines.append("## Success against budget")
-        lines.append("")
-        lines.append("Verified success rate per strategy against the token-budget scale, one "
-                     "panel per suite; bars are Wilson 95% intervals (scipy). "
-                     + (plot_note or "Every budget scale that ran is shown."))
-        lines.append("")
-        lines.append(f"![success against budget]({plot_name})")
         lines.append("")
     lines.extend(_calibration_lines(calibration or []))
     if cost:
@@ -485,56 +655,6 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
         lines.append("")
     lines.extend(_definitions_lines(suites))
     return "\n".join(lines)
-
-
-def _plot(summary: list[dict[str, Any]], path: Path) -> str:
-    """Small multiples of success rate against budget scale (one panel per suite, one line
-    per strategy, Wilson 95% intervals). Returns a note on anything left out ("" if none)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    suites = sorted({r["suite"] for r in summary})
-    strategies = sorted({r["strategy"] for r in summary})
-    cols = min(3, len(suites))
-    nrows = math.ceil(len(suites) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows + 0.6),
-                             squeeze=False, sharey=True)
-    offsets = {s: (i - (len(strategies) - 1) / 2) * 0.015 for i, s in enumerate(strategies)}
-    for ax, suite in zip(axes.flat, suites):
-        for strategy in strategies:
-            rows = sorted((r for r in summary if r["suite"] == suite and r["strategy"] == strategy
-                           and r["success_rate"] is not None), key=lambda r: r["budget_scale"])
-            if not rows:
-                continue
-            xs = [r["budget_scale"] * (1 + offsets[strategy]) for r in rows]
-            ys = [r["success_rate"] for r in rows]
-            cis = [verdicts.wilson_interval(round(r["success_rate"] * r["tasks"]), r["tasks"])
-                   for r in rows]
-            err = [[y - lo for y, (lo, _) in zip(ys, cis)], [hi - y for y, (_, hi) in zip(ys, cis)]]
-            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=strategy)
-        scales = sorted({r["budget_scale"] for r in summary if r["suite"] == suite})
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(scales, [f"{x:g}" for x in scales])
-        ax.set_xlim(scales[0] / 1.6, scales[-1] * 1.6)
-        ax.minorticks_off()
-        ax.set_ylim(-0.05, 1.05)
-        ax.set_title(suite, fontsize=9)
-        ax.set_xlabel("budget scale", fontsize=8)
-    for ax in list(axes.flat)[len(suites):]:
-        ax.set_visible(False)
-    axes[0][0].set_ylabel("verified success rate")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(strategies), fontsize=8)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    fig.savefig(path, dpi=80, metadata={"Software": None})
-    plt.close(fig)
-    scales = sorted({r["budget_scale"] for r in summary})
-    if len(scales) == 1:
-        return (f"Only budget scale {scales[0]:g} ran, so each panel has one point per "
-                "strategy; `--budget-scale 0.5 --budget-scale 1 --budget-scale 2` draws curves.")
-    return ""
 
 
 def strategy_times(timings: pa.Table) -> list[tuple[str, float, float]]:
@@ -588,9 +708,17 @@ PAGE_STYLE = ("body{font-family:sans-serif;max-width:70em;margin:2em auto;paddin
 
 
 def html_page(title: str, body: str) -> str:
-    """A self-contained HTML page (no remote fonts or scripts); tables wrapped to scroll."""
+    """A self-contained HTML page (no remote fonts or scripts); tables wrapped to scroll.
+
+    The Markdown report's markers become HTML: ``<!-- verdicts -->`` … ``<!-- /verdicts -->``
+    a ``<div id="verdicts">`` (the browser check looks for it), ``<!-- details -->`` …
+    ``<!-- /details -->`` a ``<details>`` block, closed by default."""
     body = body.replace("<table>", "<div class='table-wrap'><table>").replace(
         "</table>", "</table></div>")
+    body = body.replace("<!-- verdicts -->", "<div id='verdicts'>").replace(
+        "<!-- /verdicts -->", "</div>")
+    body = body.replace("<!-- details -->", "<details><summary>the full comparison table"
+                        "</summary>").replace("<!-- /details -->", "</details>")
     return ("<!doctype html><html><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{html.escape(title)}</title><style>{PAGE_STYLE}</style></head><body>"
@@ -615,9 +743,10 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
     plot_path = out_dir / "plot.png"
     plot_note = ""
     if summary:
-        tmp_plot = out_dir / ".plot.tmp.png"
-        plot_note = _plot(summary, tmp_plot)
+        tmp_plot, tmp_lines = out_dir / ".plot.tmp.png", out_dir / ".plot.tmp.json"
+        plot_note = plots.success_plot(summary, tmp_plot, tmp_lines, plot_path.name)
         tmp_plot.replace(plot_path)
+        tmp_lines.replace(plots.sidecar_path(plot_path))
         limited = (run.get("params") or {}).get("strategy_scales") or {}
         if limited:  # a strategy the plan runs at fewer scales has fewer points, by design
             plot_note = (plot_note + " " if plot_note else "Every budget scale that ran is "
@@ -635,7 +764,7 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
     md = render_markdown(run, summary, suites, plot_path.name if summary else None,
                          headline=headline, cost=cost, plot_note=plot_note,
                          time_plot_name=time_path.name if has_times and cost else None,
-                         calibration=calibration)
+                         calibration=calibration, agent=agent_rows(traces))
     body = markdown_lib.markdown(md, extensions=["tables"])
     page = html_page("Junction run " + run["run_id"], body)
     metrics = metrics_document(summary, report_params(run.get("params", {})), suites, headline,
@@ -654,6 +783,7 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
         paths[name] = out_dir / name
     if summary:
         paths["plot.png"] = plot_path
+        paths["plot.json"] = plots.sidecar_path(plot_path)
     if has_times:
         paths["time.png"] = time_path
     return paths

@@ -16,6 +16,12 @@ shared tasks with a = both succeed, b = only A, c = only B, d = neither (n = a +
 
 A difference is *detected* only when the interval excludes 0 and p < ``ALPHA``; otherwise
 the verdict is "no detectable difference", never a win.
+
+An outcome column decides a (suite, budget scale) cell only when two of the compared
+strategies share at least ``MIN_DECIDING_TASKS`` tasks with a value in it
+(``outcome_tasks``); otherwise the cell falls back to the next of ``PRIMARY_OUTCOMES``
+(verified success), and the passed-over column is reported on its own (``outcome_table``:
+rates with Wilson intervals and n, "too few tasks to decide (n = 1)").
 """
 
 from __future__ import annotations
@@ -29,8 +35,9 @@ from scipy import stats
 
 from junction.strategies.catalog import strategies_where
 
-__all__ = ["ALPHA", "INTERACTION_BLIND", "PRIMARY_OUTCOMES", "PairedComparison",
-           "paired_comparison", "wilson_interval", "primary_outcome", "headline"]
+__all__ = ["ALPHA", "INTERACTION_BLIND", "MIN_DECIDING_TASKS", "PRIMARY_OUTCOMES",
+           "PairedComparison", "paired_comparison", "wilson_interval", "primary_outcome",
+           "outcome_tasks", "outcome_table", "too_few", "headline"]
 
 ALPHA = 0.05
 CONFIDENCE = 0.95
@@ -39,7 +46,14 @@ INTERACTION_BLIND = strategies_where(ranks_apart=True)
 strategy catalog's ``ranks_apart``)."""
 PRIMARY_OUTCOMES = ("agent_success", "success")
 """Trace columns tried in order for a suite's primary outcome: agent success where the
-column exists and has values, else verified success."""
+compared strategies share at least ``MIN_DECIDING_TASKS`` tasks with a value, else
+verified success."""
+MIN_DECIDING_TASKS = 20
+"""The fewest shared tasks on which an outcome column may decide a cell. Why 20: below it
+the exact McNemar test and Newcombe's interval can only detect near-total differences (at
+n = 20 a 95% Wilson interval of a 50% rate is already [30%, 70%], and McNemar needs at
+least 6 discordant pairs, all one way, for p < 0.05: 2 · 0.5⁶ = 0.031), so a verdict on
+fewer tasks says almost nothing either way. A choice of this project, not a standard."""
 
 
 @dataclass(frozen=True)
@@ -103,12 +117,62 @@ def paired_comparison(a: Sequence[bool], b: Sequence[bool]) -> PairedComparison:
                             p_value=min(1.0, p_value))
 
 
+def _values(rows: Sequence[Mapping[str, Any]], column: str) -> dict[str, dict[tuple, bool]]:
+    """strategy -> {(seed, task_id): outcome} over the rows with a value in ``column``."""
+    by_strategy: dict[str, dict[tuple, bool]] = {}
+    for row in rows:
+        if row.get(column) is not None:
+            by_strategy.setdefault(row["strategy"], {})[(row["seed"], row["task_id"])] = \
+                bool(row[column])
+    return by_strategy
+
+
+def outcome_tasks(rows: Sequence[Mapping[str, Any]], column: str) -> int:
+    """The most tasks (seed, task_id) that any two strategies of ``rows`` share with a
+    non-NULL ``column``; 0 when fewer than two strategies have a value."""
+    by_strategy = list(_values(rows, column).values())
+    return max((len(a.keys() & b.keys()) for i, a in enumerate(by_strategy)
+                for b in by_strategy[i + 1:]), default=0)
+
+
 def primary_outcome(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The first of ``PRIMARY_OUTCOMES`` that some row holds a non-NULL value for."""
-    for column in PRIMARY_OUTCOMES:
-        if any(row.get(column) is not None for row in rows):
+    """The first of ``PRIMARY_OUTCOMES`` whose ``outcome_tasks`` reaches
+    ``MIN_DECIDING_TASKS``; else the last one that some row holds a value for (verified
+    success), whose verdict then says it has too few tasks.
+
+    Raises ``ValueError`` when no row has a value in any of them."""
+    present = [c for c in PRIMARY_OUTCOMES if any(row.get(c) is not None for row in rows)]
+    if not present:
+        raise ValueError(f"no row has any of the outcome columns {PRIMARY_OUTCOMES}")
+    for column in present:
+        if outcome_tasks(rows, column) >= MIN_DECIDING_TASKS:
             return column
-    raise ValueError(f"no row has any of the outcome columns {PRIMARY_OUTCOMES}")
+    return present[-1]
+
+
+def too_few(n: int) -> str:
+    """The words for a cell below ``MIN_DECIDING_TASKS``: "too few tasks to decide (n = 1)"."""
+    return f"too few tasks to decide (n = {n})"
+
+
+def outcome_table(rows: Sequence[Mapping[str, Any]], column: str) -> list[dict[str, Any]]:
+    """Per suite, budget scale and strategy with a value in ``column`` (a 0/1 outcome):
+    {suite, budget_scale, strategy, n, successes, rate, ci_low, ci_high, decides}, sorted.
+
+    ``rate`` is successes / n over the tasks with a value; ``ci_low``/``ci_high`` its Wilson
+    95% interval (``wilson_interval``); ``decides`` is n >= ``MIN_DECIDING_TASKS``."""
+    groups: dict[tuple[str, float], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["suite"], float(row["budget_scale"])), []).append(row)
+    out = []
+    for (suite, scale), group in sorted(groups.items()):
+        for strategy, values in sorted(_values(group, column).items()):
+            n, k = len(values), sum(values.values())
+            low, high = wilson_interval(k, n)
+            out.append({"suite": suite, "budget_scale": scale, "strategy": strategy, "n": n,
+                        "successes": k, "rate": k / n, "ci_low": low, "ci_high": high,
+                        "decides": n >= MIN_DECIDING_TASKS})
+    return out
 
 
 def _verdict(best: str, other: str, cmp: PairedComparison) -> str:
@@ -127,7 +191,9 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     paired on (seed, task_id) and rows with a NULL outcome are left out. The best strategy
     has the highest rate (ties: every tied strategy is listed, one that uses interactions
     first, then by name; the first is compared).
-    Returns one dict per (suite, budget scale): suite, budget_scale, outcome, rates
+    Returns one dict per (suite, budget scale): suite, budget_scale, outcome,
+    passed_over ({column: ``outcome_tasks``} for each earlier column of
+    ``PRIMARY_OUTCOMES`` that had values but too few shared tasks), rates
     {strategy: (rate, tasks)}, best (tied names), comparisons [{other, role, comparison,
     verdict}] (role "interaction-blind best" for the best of ``INTERACTION_BLIND`` unless
     the best is one of them, else "reference"; that one first) and sentence (on the first
@@ -139,11 +205,10 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for (suite, scale), group in sorted(groups.items()):
         outcome = primary_outcome(group)
-        by_strategy: dict[str, dict[tuple, bool]] = {}
-        for row in group:
-            if row.get(outcome) is not None:
-                by_strategy.setdefault(row["strategy"], {})[(row["seed"], row["task_id"])] = \
-                    bool(row[outcome])
+        passed_over = {c: outcome_tasks(group, c)
+                       for c in PRIMARY_OUTCOMES[:PRIMARY_OUTCOMES.index(outcome)]
+                       if any(row.get(c) is not None for row in group)}
+        by_strategy = _values(group, outcome)
         rates = {s: (sum(v.values()) / len(v), len(v)) for s, v in sorted(by_strategy.items())}
         if not rates:
             continue
@@ -170,7 +235,8 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "role": "interaction-blind best" if other == blind_best else "reference",
                 "comparison": cmp, "verdict": _verdict(best, other, cmp),
             })
-        out.append({"suite": suite, "budget_scale": scale, "outcome": outcome, "rates": rates,
+        out.append({"suite": suite, "budget_scale": scale, "outcome": outcome,
+                    "passed_over": passed_over, "rates": rates,
                     "best": tied, "comparisons": comparisons,
                     "sentence": _sentence(suite, scale, outcome, tied, rates, comparisons)})
     return out

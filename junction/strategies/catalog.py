@@ -67,6 +67,8 @@ class StrategyInfo:
     the row's listing), not the router view; such strategies run on BFCL suites only.
     ``default_size``: its cap on tasks per suite in the default run (None: the suite's);
     ``default_scales``: its budget scales in the default run (None: the run's grid).
+    ``colour`` and ``marker``: how every figure draws it (a matplotlib colour name and
+    marker; a reference is drawn dashed), the same in every panel.
     """
 
     name: str
@@ -84,6 +86,8 @@ class StrategyInfo:
     in_default_run: bool = False
     default_size: int | None = None
     default_scales: tuple[float, ...] | None = None
+    colour: str | None = None
+    marker: str | None = None
 
     def build(self, calibration_tasks: Sequence[BenchmarkTask] = (),
               training: Any = None) -> Strategy:
@@ -154,43 +158,54 @@ _M = "junction.strategies."
 for _info in (
     StrategyInfo("exact", _M + "exact:make_exact_strategy", "joint",
                  "the joint objective with context–tool interaction terms, solved exactly",
-                 sees_interactions=True, claims_optimal=True, in_default_run=True),
+                 sees_interactions=True, claims_optimal=True, in_default_run=True,
+                 colour="tab:blue", marker="o"),
     StrategyInfo("fixed_split", _M + "splits:make_fixed_split_strategy", "split",
                  "BM25 rank per type, a fixed share of the budget each",
-                 ranks_apart=True, in_default_run=True),
+                 ranks_apart=True, in_default_run=True,
+                 colour="tab:orange", marker="s"),
     StrategyInfo("adaptive_split", _M + "splits:make_adaptive_split_strategy", "split",
                  "BM25 rank per type, the budget split where the ranked utilities say",
-                 ranks_apart=True, in_default_run=True),
+                 ranks_apart=True, in_default_run=True,
+                 colour="tab:green", marker="^"),
     # The judge scores every candidate with a llama.cpp model: a few tasks per suite at one
-    # scale keep the default run inside its time (bench/README.md, "The default run").
+    # scale keep the default run inside its time (bench/README.md, "Overview figures").
     StrategyInfo("judge_admission", _M + "judge_admission:make_judge_admission_strategy",
                  "judge", "BM25 first stage, then a yes/no judge on llama.cpp",
                  needs_calibration=True, in_default_run=True, default_size=4,
-                 default_scales=(1.0,)),
+                 default_scales=(1.0,),
+                 colour="tab:red", marker="D"),
     StrategyInfo("judge_top_k", _M + "page_admission:make_judge_top_k_strategy", "page",
                  "a page's chunks the judge scores best, top-K inside the budget",
-                 needs_calibration=True),
+                 needs_calibration=True,
+                 colour="tab:pink", marker=">"),
     StrategyInfo("bm25_top_k", _M + "page_admission:make_bm25_top_k_strategy", "page",
-                 "a page's chunks BM25 scores best, top-K inside the budget"),
+                 "a page's chunks BM25 scores best, top-K inside the budget",
+                 colour="tab:olive", marker="p"),
     StrategyInfo("subtask_admission", _M + "subtask_admission:make_subtask_admission_strategy",
                  "judge", "proposed sub-tasks the judge says follow from the task and do "
-                 "not echo it", needs_calibration=True),
+                 "not echo it", needs_calibration=True,
+                 colour="tab:cyan", marker="h"),
     # References ignore the budget, so one scale says all they can.
     StrategyInfo("bfcl_listed", _M + "references:make_bfcl_listed", "reference",
                  "the row's own listed functions: BFCL's setting",
                  respects_budget=False, reads_task=True, in_default_run=True,
-                 default_scales=(1.0,)),
+                 default_scales=(1.0,),
+                 colour="black", marker="x"),
     # Not in the default run: its agent sample alone took half of the default run's agent
-    # time (bench/README.md, "The default run"); make bench-nightly runs it.
+    # time (bench/README.md, "Overview figures"); make bench-nightly runs it.
     StrategyInfo("all_tools", _M + "references:make_all_tools", "reference",
                  "every tool of the task's pool", respects_budget=False, reads_task=True,
-                 default_scales=(1.0,)),
+                 default_scales=(1.0,),
+                 colour="tab:gray", marker="+"),
     StrategyInfo("learned_exact", _M + "learned:make_learned_strategy", "learned",
                  "the exact joint selector on learned unaries and learned pairs",
                  sees_interactions=True, claims_optimal=True, needs_training=True,
-                 options=(("joint", True),)),
+                 options=(("joint", True),),
+                 colour="tab:purple", marker="v"),
     StrategyInfo("learned_split", _M + "learned:make_learned_strategy", "learned",
                  "the adaptive split on the same learned unaries",
-                 ranks_apart=True, needs_training=True, options=(("joint", False),)),
+                 ranks_apart=True, needs_training=True, options=(("joint", False),),
+                 colour="tab:brown", marker="<"),
 ):
     register_strategy(_info)

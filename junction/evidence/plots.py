@@ -1,0 +1,171 @@
+"""The report's success-against-budget figure, with one fixed style per strategy.
+
+Each strategy is drawn in the same colour and marker in every panel, from
+``STRATEGY_STYLES``, read from the strategy catalog (colours: matplotlib's ``tab10``
+palette, whose entries are named ``tab:blue`` ...). References (``REFERENCE_STRATEGIES``) are drawn dashed and labelled
+"<name> (reference)". The one legend is built from the strategies actually drawn, in any
+panel, so it names exactly the lines on the figure.
+
+``success_plot`` also writes a JSON sidecar beside the image (``plot.json`` beside
+``plot.png``) that lists every line drawn (suite, strategy, label, colour, marker, line
+style, budget scales, rates) and the legend's labels, so a check can compare the legend
+with the lines without reading pixels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from junction.evidence import verdicts
+from junction.strategies.catalog import STRATEGIES, strategies_where
+
+__all__ = ["LineStyle", "STRATEGY_STYLES", "strategy_style", "strategy_label",
+           "success_figure", "success_plot", "sidecar_path"]
+
+
+@dataclass(frozen=True)
+class LineStyle:
+    """How one strategy is drawn: matplotlib colour name, marker and line style."""
+
+    colour: str
+    marker: str
+    linestyle: str
+
+
+REFERENCE_STRATEGIES = strategies_where(respects_budget=False)
+"""Strategies outside the budget (the catalog's ``respects_budget``): drawn dashed."""
+
+STRATEGY_STYLES: Mapping[str, LineStyle] = {
+    name: LineStyle(info.colour, info.marker, "-" if info.respects_budget else "--")
+    for name, info in sorted(STRATEGIES.items()) if info.colour and info.marker}
+"""Strategy name -> style, fixed for every figure: the catalog's ``colour`` and ``marker``
+(``strategy_style`` covers strategies without one)."""
+
+_SPARE_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02")
+_SPARE_MARKERS = ("*", "P", "X", "d", "1", "2")
+
+
+def strategy_style(strategy: str) -> LineStyle:
+    """The strategy's style: ``STRATEGY_STYLES``, else one chosen by a sha256 of its name
+    (stable across runs and processes; dashed when it is a reference)."""
+    if strategy in STRATEGY_STYLES:
+        return STRATEGY_STYLES[strategy]
+    digest = int(hashlib.sha256(strategy.encode()).hexdigest(), 16)
+    return LineStyle(_SPARE_COLOURS[digest % len(_SPARE_COLOURS)],
+                     _SPARE_MARKERS[(digest // 7) % len(_SPARE_MARKERS)],
+                     "--" if strategy in REFERENCE_STRATEGIES else "-")
+
+
+def strategy_label(strategy: str) -> str:
+    """The legend label: the name, with " (reference)" after a reference strategy."""
+    return f"{strategy} (reference)" if strategy in REFERENCE_STRATEGIES else strategy
+
+
+def _order(strategies: Sequence[str]) -> list[str]:
+    """Strategies first, references last, each by name."""
+    return sorted(strategies, key=lambda s: (s in REFERENCE_STRATEGIES, s))
+
+
+def success_figure(summary: Sequence[Mapping[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
+    """(matplotlib figure, lines drawn) of verified success rate against budget scale.
+
+    Figure: 4.2 in per panel wide (up to 3 panels a row), 3.2 in per row high plus 0.6 in,
+    the one legend on top.
+    ``summary``: ``strategy_summary`` rows (suite, strategy, budget_scale, tasks,
+    success_rate). One panel per suite (sorted), one line per strategy with a rate, Wilson
+    95% error bars (``verdicts.wilson_interval``, scipy), x on a log2 axis. Lines of
+    different strategies are nudged apart on x by up to ±1.5% per strategy so that their
+    bars do not hide each other; the recorded ``x`` is the unshifted budget scale.
+    Each line: {suite, strategy, label, colour, marker, linestyle, reference, x, y}.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    suites = sorted({r["suite"] for r in summary})
+    strategies = _order({r["strategy"] for r in summary})
+    cols = max(1, min(3, len(suites)))
+    nrows = max(1, math.ceil(len(suites) / cols))
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows + 0.6),
+                             squeeze=False, sharey=True)
+    offsets = {s: (i - (len(strategies) - 1) / 2) * 0.015 for i, s in enumerate(strategies)}
+    lines: list[dict[str, Any]] = []
+    for ax, suite in zip(axes.flat, suites):
+        for strategy in strategies:
+            rows = sorted((r for r in summary if r["suite"] == suite and r["strategy"] == strategy
+                           and r["success_rate"] is not None), key=lambda r: r["budget_scale"])
+            if not rows:
+                continue
+            style = strategy_style(strategy)
+            xs = [r["budget_scale"] * (1 + offsets[strategy]) for r in rows]
+            ys = [r["success_rate"] for r in rows]
+            cis = [verdicts.wilson_interval(round(r["success_rate"] * r["tasks"]), r["tasks"])
+                   for r in rows]
+            err = [[max(0.0, y - lo) for y, (lo, _) in zip(ys, cis)],
+                   [max(0.0, hi - y) for y, (_, hi) in zip(ys, cis)]]
+            ax.errorbar(xs, ys, yerr=err, color=style.colour, marker=style.marker,
+                        linestyle=style.linestyle, capsize=3, label=strategy_label(strategy))
+            lines.append({"suite": suite, "strategy": strategy, "label": strategy_label(strategy),
+                          "colour": style.colour, "marker": style.marker,
+                          "linestyle": style.linestyle,
+                          "reference": strategy in REFERENCE_STRATEGIES,
+                          "x": [r["budget_scale"] for r in rows], "y": ys})
+        scales = sorted({r["budget_scale"] for r in summary if r["suite"] == suite})
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(scales, [f"{x:g}" for x in scales])
+        ax.set_xlim(scales[0] / 1.6, scales[-1] * 1.6)
+        ax.minorticks_off()
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_title(suite, fontsize=9)
+        ax.set_xlabel("budget scale", fontsize=8)
+    for ax in list(axes.flat)[len(suites):]:
+        ax.set_visible(False)
+    axes[0][0].set_ylabel("verified success rate")
+    drawn = _order({line["strategy"] for line in lines})
+    handles = [Line2D([], [], color=strategy_style(s).colour, marker=strategy_style(s).marker,
+                      linestyle=strategy_style(s).linestyle) for s in drawn]
+    # the legend above the panels, so the first screen of a report shows it
+    height = fig.get_size_inches()[1]
+    if drawn:
+        fig.legend(handles, [strategy_label(s) for s in drawn], loc="upper center",
+                   ncol=len(drawn), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / height))
+    return fig, lines
+
+
+def sidecar_path(image: Path) -> Path:
+    """Where ``success_plot`` writes the lines of ``image``: the same name, ``.json``."""
+    return image.with_suffix(".json")
+
+
+def success_plot(summary: Sequence[Mapping[str, Any]], path: Path,
+                 sidecar: Path | None = None, image_name: str | None = None) -> str:
+    """Draw ``success_figure`` to ``path`` (PNG, 80 dpi, no software tag, so the bytes are
+    deterministic) and its lines and legend to ``sidecar`` (default ``sidecar_path(path)``;
+    JSON: {"image": ``image_name`` or the file's name, "legend": [labels], "lines": [...]},
+    sorted keys).
+
+    Returns a note on anything the figure cannot show ("" if none)."""
+    import matplotlib.pyplot as plt
+
+    fig, lines = success_figure(summary)
+    fig.savefig(path, dpi=80, metadata={"Software": None})
+    plt.close(fig)
+    drawn = _order({line["strategy"] for line in lines})
+    doc = {"image": image_name or path.name, "legend": [strategy_label(s) for s in drawn],
+           "lines": lines}
+    (sidecar or sidecar_path(path)).write_text(
+        json.dumps(doc, sort_keys=True, indent=1, allow_nan=False) + "\n")
+    scales = sorted({r["budget_scale"] for r in summary})
+    if len(scales) == 1:
+        return (f"Only budget scale {scales[0]:g} ran, so each panel has one point per "
+                "strategy; `--budget-scale 0.5 --budget-scale 1 --budget-scale 2` draws curves.")
+    return ""
