@@ -22,10 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
+import pyarrow as pa
+
 from junction.evidence import verdicts
 from junction.strategies.catalog import STRATEGIES, strategies_where
 
-__all__ = ["LineStyle", "STRATEGY_STYLES", "strategy_style", "strategy_label",
+__all__ = ["LineStyle", "STRATEGY_STYLES", "strategy_style", "strategy_label", "strategy_times",
+           "time_plot",
            "success_figure", "success_plot", "sidecar_path"]
 
 
@@ -169,3 +173,45 @@ def success_plot(summary: Sequence[Mapping[str, Any]], path: Path,
         return (f"Only budget scale {scales[0]:g} ran, so each panel has one point per "
                 "strategy; `--budget-scale 0.5 --budget-scale 1 --budget-scale 2` draws curves.")
     return ""
+
+
+def strategy_times(timings: pa.Table) -> list[tuple[str, float, float]]:
+    """(strategy, selection s, execution s) per strategy from ``timings`` rows, by name."""
+    con = duckdb.connect(":memory:")
+    try:
+        con.register("timings", timings)
+        return [(r[0], float(r[1] or 0.0), float(r[2] or 0.0)) for r in con.sql(
+            "SELECT strategy, sum(select_ms) / 1000, sum(execute_ms) / 1000 FROM timings "
+            "GROUP BY strategy ORDER BY strategy").fetchall()]
+    finally:
+        con.close()
+
+
+def time_plot(timings: pa.Table, path: Path) -> None:
+    """Horizontal bars: selection and execution seconds per strategy (log scale)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = strategy_times(timings)
+    fig, ax = plt.subplots(figsize=(7, 0.7 * len(rows) + 1.4))
+    ys = range(len(rows))
+    floor = 1e-3  # a log axis cannot show 0 s: bars start at 1 ms
+    for offset, (label, index) in ((-0.2, ("selection", 1)), (0.2, ("execution", 2))):
+        values = [max(r[index], floor) for r in rows]
+        bars = ax.barh([y + offset for y in ys], values, height=0.38, label=label)
+        for bar, r in zip(bars, rows):
+            ax.text(bar.get_width() * 1.1, bar.get_y() + bar.get_height() / 2,
+                    f"{r[index]:.3g} s", va="center", fontsize=7)
+    ax.set_xscale("log")
+    ax.set_yticks(list(ys), [r[0] for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds, summed over the run's tasks (log scale)")
+    top = max([max(r[1], r[2]) for r in rows] + [floor])
+    ax.set_xlim(floor / 2, top * 8)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title("selection and execution time per strategy", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80, metadata={"Software": None})
+    plt.close(fig)

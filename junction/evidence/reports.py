@@ -22,16 +22,16 @@ import pyarrow as pa
 
 from junction.evidence import metrics as catalog
 from junction.evidence import plots, verdicts
+from junction.evidence.calibration import ROUND_DIGITS, learned_calibration
 from junction.evidence.params import report_params
 from junction.strategies.catalog import STRATEGIES, strategies_where, strategy_info
 from junction.tasks import VERIFIER_MEANINGS
 
 __all__ = ["ROUND_DIGITS", "comparable_traces", "summarise", "write_report", "render_markdown",
            "headline_rows", "run_timings", "html_page", "PAGE_STYLE", "plan_sentence",
-           "strategy_times", "agent_rows", "primary_scale", "verdict_lines", "run_summary",
+           "agent_rows", "primary_scale", "verdict_lines", "run_summary",
            "REFERENCE_NOTE"]
 
-ROUND_DIGITS = 6
 
 CLOCK_STOPPED = "stopped_by_clock"
 """``selection_status`` of a selection a wall-clock limit cut short (not reproducible)."""
@@ -199,55 +199,6 @@ def run_summary(lines: list[dict[str, Any]]) -> str:
     text = "; ".join(parts)
     return (f"Of {len(lines)} suite{'s' if len(lines) != 1 else ''} at the primary budget "
             f"scale: {text}.")
-
-
-LEARNED_STRATEGIES = strategies_where(role="learned")
-"""Strategies whose traces carry ``learned_p`` (p(gold) per candidate: the catalog's
-``learned`` role); they use the same model, so calibration is read from the first that
-ran."""
-
-
-def learned_calibration(traces: pa.Table) -> list[dict[str, Any]]:
-    """Calibration of the learned p(gold) on the run's (evaluation) tasks.
-
-    Per suite and budget scale, over every pool candidate of the first of
-    ``LEARNED_STRATEGIES`` that ran: candidates, gold candidates, mean p, gold rate, the
-    Brier score (``sklearn.metrics.brier_score_loss``: mean squared p − label) and the
-    model sha256s (``learned_model``). Rows without ``learned_p`` (a fallback) are left
-    out; [] when no learned strategy ran.
-    """
-    if not traces.num_rows:
-        return []
-    from sklearn.metrics import brier_score_loss
-
-    rows = traces.select(["suite", "strategy", "budget_scale", "seed", "task_id", "extra_json",
-                          "gold_context_ids", "gold_tool_ids"]).to_pylist()
-    rows.sort(key=lambda r: (r["suite"], r["budget_scale"], r["seed"], r["task_id"]))
-    groups: dict[tuple[str, float], dict[str, Any]] = {}
-    for strategy in LEARNED_STRATEGIES:
-        for r in rows:
-            key = (r["suite"], float(r["budget_scale"]))
-            if r["strategy"] != strategy or groups.get(key, {}).get("strategy", strategy) != strategy:
-                continue
-            extra = json.loads(r["extra_json"] or "{}")
-            p = extra.get("learned_p")
-            if not p:
-                continue
-            gold = {*(r["gold_context_ids"] or ()), *(r["gold_tool_ids"] or ())}
-            g = groups.setdefault(key, {"strategy": strategy, "y": [], "p": [], "models": set()})
-            for rid in sorted(p):
-                g["y"].append(int(rid in gold))
-                g["p"].append(float(p[rid]))
-            g["models"].add(extra["learned_model"])
-    out = []
-    for (suite, scale), g in sorted(groups.items()):
-        n = len(g["y"])
-        out.append({"suite": suite, "budget_scale": scale, "strategy": g["strategy"],
-                    "candidates": n, "gold": sum(g["y"]),
-                    "mean_p": _round(math.fsum(g["p"]) / n), "gold_rate": _round(sum(g["y"]) / n),
-                    "brier": _round(float(brier_score_loss(g["y"], g["p"]))),
-                    "models": sorted(g["models"])})
-    return out
 
 
 def _calibration_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -657,48 +608,6 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     return "\n".join(lines)
 
 
-def strategy_times(timings: pa.Table) -> list[tuple[str, float, float]]:
-    """(strategy, selection s, execution s) per strategy from ``timings`` rows, by name."""
-    con = duckdb.connect(":memory:")
-    try:
-        con.register("timings", timings)
-        return [(r[0], float(r[1] or 0.0), float(r[2] or 0.0)) for r in con.sql(
-            "SELECT strategy, sum(select_ms) / 1000, sum(execute_ms) / 1000 FROM timings "
-            "GROUP BY strategy ORDER BY strategy").fetchall()]
-    finally:
-        con.close()
-
-
-def _time_plot(timings: pa.Table, path: Path) -> None:
-    """Horizontal bars: selection and execution seconds per strategy (log scale)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = strategy_times(timings)
-    fig, ax = plt.subplots(figsize=(7, 0.7 * len(rows) + 1.4))
-    ys = range(len(rows))
-    floor = 1e-3  # a log axis cannot show 0 s: bars start at 1 ms
-    for offset, (label, index) in ((-0.2, ("selection", 1)), (0.2, ("execution", 2))):
-        values = [max(r[index], floor) for r in rows]
-        bars = ax.barh([y + offset for y in ys], values, height=0.38, label=label)
-        for bar, r in zip(bars, rows):
-            ax.text(bar.get_width() * 1.1, bar.get_y() + bar.get_height() / 2,
-                    f"{r[index]:.3g} s", va="center", fontsize=7)
-    ax.set_xscale("log")
-    ax.set_yticks(list(ys), [r[0] for r in rows])
-    ax.invert_yaxis()
-    ax.set_xlabel("seconds, summed over the run's tasks (log scale)")
-    top = max([max(r[1], r[2]) for r in rows] + [floor])
-    ax.set_xlim(floor / 2, top * 8)
-    ax.legend(fontsize=8, loc="lower right")
-    ax.set_title("selection and execution time per strategy", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80, metadata={"Software": None})
-    plt.close(fig)
-
-
 PAGE_STYLE = ("body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em;"
               "overflow-wrap:break-word}"
               "img{max-width:100%;height:auto}"
@@ -758,7 +667,7 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
     has_times = timings is not None and timings.num_rows > 0
     if has_times:
         tmp_time = out_dir / ".time.tmp.png"
-        _time_plot(timings, tmp_time)
+        plots.time_plot(timings, tmp_time)
         tmp_time.replace(time_path)
     calibration = learned_calibration(traces)
     md = render_markdown(run, summary, suites, plot_path.name if summary else None,

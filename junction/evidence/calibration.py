@@ -1,0 +1,71 @@
+"""Calibration of the learned p(gold) on a run's evaluation tasks (the report's "Learned
+utility calibration" table and ``metrics.json``'s ``learned_calibration``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pyarrow as pa
+
+from junction.strategies.catalog import strategies_where
+
+__all__ = ["LEARNED_STRATEGIES", "ROUND_DIGITS", "learned_calibration"]
+
+ROUND_DIGITS = 6
+"""Decimals kept for every number of ``metrics.json`` (the report rounds with it too)."""
+
+
+def _round(value: float) -> float | None:
+    """``value`` to ``ROUND_DIGITS`` decimals; None when not finite (as the report rounds)."""
+    return round(value, ROUND_DIGITS) if math.isfinite(value) else None
+
+
+LEARNED_STRATEGIES = strategies_where(role="learned")
+"""Strategies whose traces carry ``learned_p`` (p(gold) per candidate: the catalog's
+``learned`` role); they use the same model, so calibration is read from the first that
+ran."""
+
+
+def learned_calibration(traces: pa.Table) -> list[dict[str, Any]]:
+    """Calibration of the learned p(gold) on the run's (evaluation) tasks.
+
+    Per suite and budget scale, over every pool candidate of the first of
+    ``LEARNED_STRATEGIES`` that ran: candidates, gold candidates, mean p, gold rate, the
+    Brier score (``sklearn.metrics.brier_score_loss``: mean squared p − label) and the
+    model sha256s (``learned_model``). Rows without ``learned_p`` (a fallback) are left
+    out; [] when no learned strategy ran.
+    """
+    if not traces.num_rows:
+        return []
+    from sklearn.metrics import brier_score_loss
+
+    rows = traces.select(["suite", "strategy", "budget_scale", "seed", "task_id", "extra_json",
+                          "gold_context_ids", "gold_tool_ids"]).to_pylist()
+    rows.sort(key=lambda r: (r["suite"], r["budget_scale"], r["seed"], r["task_id"]))
+    groups: dict[tuple[str, float], dict[str, Any]] = {}
+    for strategy in LEARNED_STRATEGIES:
+        for r in rows:
+            key = (r["suite"], float(r["budget_scale"]))
+            if r["strategy"] != strategy or groups.get(key, {}).get("strategy", strategy) != strategy:
+                continue
+            extra = json.loads(r["extra_json"] or "{}")
+            p = extra.get("learned_p")
+            if not p:
+                continue
+            gold = {*(r["gold_context_ids"] or ()), *(r["gold_tool_ids"] or ())}
+            g = groups.setdefault(key, {"strategy": strategy, "y": [], "p": [], "models": set()})
+            for rid in sorted(p):
+                g["y"].append(int(rid in gold))
+                g["p"].append(float(p[rid]))
+            g["models"].add(extra["learned_model"])
+    out = []
+    for (suite, scale), g in sorted(groups.items()):
+        n = len(g["y"])
+        out.append({"suite": suite, "budget_scale": scale, "strategy": g["strategy"],
+                    "candidates": n, "gold": sum(g["y"]),
+                    "mean_p": _round(math.fsum(g["p"]) / n), "gold_rate": _round(sum(g["y"]) / n),
+                    "brier": _round(float(brier_score_loss(g["y"], g["p"]))),
+                    "models": sorted(g["models"])})
+    return out
