@@ -163,3 +163,26 @@ def test_page_scales_images_wraps_tables_and_loads_nothing_remote(tmp_path):
     # a metric definition with literal bars (|exposed ∩ gold|) stays in one cell
     assert "<td>|exposed ∩ gold| / |gold| over contexts</td>" in page
     assert "http://" not in page and "https://" not in page
+
+
+def test_distinct_exposed_sets_and_identical_sets_on_shared_tasks():
+    # t0: both expose (c1, t1): identical; t1: fixed_split exposes no context: different.
+    # agent rows: 4 evaluations, 3 distinct (task, exposed set): t0's set is shared
+    from junction.reports import distinct_exposed_sets
+
+    def rec(strategy, task, ok, contexts):
+        return _record(strategy=strategy, task_id=task, success=True,
+                       exposed_context_ids=contexts, context_tokens=10 * len(contexts),
+                       tokens_used=10 * len(contexts) + 30, executor="remote",
+                       agent_success=ok, agent_outcome="correct" if ok else "wrong_call",
+                       selection_status="optimal" if strategy == "exact" else "heuristic")
+
+    table = records_to_table([rec("exact", "t0", True, ("c1",)),
+                              rec("fixed_split", "t0", True, ("c1",)),
+                              rec("exact", "t1", True, ("c1",)),
+                              rec("fixed_split", "t1", False, ())])
+    assert distinct_exposed_sets(table) == {
+        "s": {"agent_evaluations": 4, "distinct_exposed_sets": 3}}
+    (h,) = headline_rows(table)
+    (c,) = h["comparisons"]
+    assert (h["outcome"], c["comparison"].n, c["identical_sets"]) == ("agent_success", 2, 1)
