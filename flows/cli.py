@@ -134,6 +134,25 @@ def _strategy_scales(values: list[str] | None) -> dict | None:
     return _strategy_option(values, "--strategy-scale", float)
 
 
+class _JunctionErrorsSaidOnce:
+    """A logging filter for Prefect's run loggers: drops the records (with tracebacks)
+    of a ``JunctionError`` that ends a run, which ``main`` prints as its one line."""
+
+    @staticmethod
+    def filter(record) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, JunctionError)
+
+
+def _quiet_prefect_run_errors() -> None:
+    import logging
+
+    for name in ("prefect.flow_runs", "prefect.task_runs"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _JunctionErrorsSaidOnce) for f in logger.filters):
+            logger.addFilter(_JunctionErrorsSaidOnce())
+
+
 def _agent_model(value: str | None) -> str | None:
     """An embedded model name as given; a path resolved (``ModelError`` if missing)."""
     if value is None:
@@ -223,6 +242,7 @@ def bench(
         typer.echo(f"{'resuming' if known else 'starting new'} run {run_id}")
     from rich.progress import Progress
 
+    _quiet_prefect_run_errors()  # a run that fails on a JunctionError says so once, below
     with Progress(transient=False) as progress:
         bar = progress.add_task("benchmark units", total=None)
 

@@ -70,8 +70,9 @@ class _Proxy:
     """A loopback HTTP proxy to ``target``: the first ``fail`` requests get a 500, then it
     forwards; ``stop()`` closes it (the server is gone)."""
 
-    def __init__(self, target: str, fail: int = 0) -> None:
+    def __init__(self, target: str, fail: int = 0, completions: int | None = None) -> None:
         self.fail, self.seen = fail, []
+        self.completions = completions  # chat completions forwarded before it goes down
         proxy = self
         origin = target.rsplit("/v1", 1)[0]
 
@@ -82,6 +83,11 @@ class _Proxy:
             def _forward(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 proxy.seen.append(self.path)
+                if self.path.endswith("/chat/completions") and proxy.completions is not None:
+                    if proxy.completions <= 0:  # down: the connection closes unanswered
+                        self.close_connection = True
+                        return
+                    proxy.completions -= 1
                 if len(proxy.seen) <= proxy.fail:
                     self.send_response(500)
                     self.send_header("Content-Length", "2")
@@ -193,3 +199,40 @@ def test_the_api_key_is_read_from_the_environment_only(monkeypatch):
     agent = RemoteAgent("http://127.0.0.1:1/v1", ALIAS)
     assert agent._client.api_key == "sk-test-123"
     assert "sk-test" not in agent.endpoint and "sk-test" not in agent.config.key()
+
+
+@pytest.mark.flow
+def test_bench_server_down_mid_run_fails_in_one_line_and_a_rerun_resumes(server, tmp_path):
+    # bfcl-multiple, 1 task, the agent on it, exact then fixed_split in one worker, one
+    # unit each: the server answers exact's generation, then is gone for fixed_split's.
+    # The run fails naming the URL, exact's unit is kept, and the same command resumes.
+    import json
+    import os
+    import shutil
+
+    proxy = _Proxy(server, completions=1)
+    env = {**os.environ, "JUNCTION_STATE_DIR": str(tmp_path / "state"),
+           "JUNCTION_WAREHOUSE": str(tmp_path / "wh"), "JUNCTION_REPORTS": str(tmp_path / "rep")}
+    env.pop("PREFECT_API_URL", None)
+    junction = shutil.which("junction", path=os.path.dirname(sys.executable))
+    args = [junction, "bench", "--suite", "bfcl-multiple", "--size", "1", "--agent-size", "1",
+            "--strategy", "exact", "--strategy", "fixed_split", "--budget-scale", "1",
+            "--workers", "1", "--agent-url", proxy.url, "--agent-model", ALIAS,
+            "--run-id", "down"]
+    try:
+        first = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+        errors = [line for line in first.stderr.splitlines() if line.startswith("error:")]
+        assert first.returncode == 1, first.stderr[-2000:]
+        assert len(errors) == 1 and proxy.url in errors[0], first.stderr[-2000:]
+        assert "Traceback" not in first.stderr
+        meta = json.loads((tmp_path / "wh" / "runs" / "down.json").read_text())
+        assert meta["status"] == "failed" and proxy.url in meta["error"]
+        kept = sorted(p.relative_to(tmp_path / "wh").as_posix()
+                      for p in (tmp_path / "wh").rglob("*.parquet") if "traces" in p.parts)
+        assert kept and all("strategy=exact" in p for p in kept), kept
+        proxy.completions = None  # back up
+        second = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        proxy.stop()
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "resuming run down" in second.stdout and "(1 already done)" in second.stdout
