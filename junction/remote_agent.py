@@ -235,7 +235,8 @@ class RemoteExecutor:
     Reads only ``task.router_view()``; looks the prompt up in ``cache`` (if any) first.
     The result carries the text, decoded calls, token counts (as the server reports
     them), the prompt's sha256, ``remote`` (``RemoteAgent.endpoint``) and no model sha256.
-    ``concurrency``: how many tasks of a batch may be sent at once.
+    ``concurrency``: how many tasks of a batch may be sent at once. Callers asking the
+    same prompt at once wait for one request (a per-key lock), then read the cache.
     """
 
     name = "remote"
@@ -244,6 +245,8 @@ class RemoteExecutor:
         self.agent = agent
         self.cache = cache
         self.concurrency = agent.config.concurrency
+        self._pending: dict[str, threading.Lock] = {}  # one lock per key being generated
+        self._pending_guard = threading.Lock()
 
     def execute(self, task: BenchmarkTask, context_ids: Iterable[str],
                 tool_ids: Iterable[str]) -> ExecutionResult:
@@ -258,15 +261,19 @@ class RemoteExecutor:
         settings = self.agent.config.key()
         t0 = time.perf_counter()
         key = RemoteGenerationCache.key(self.agent.model, prompt.sha256, settings)
-        generation = self.cache.get(key) if self.cache is not None else None
-        if generation is not None:
-            generation = Generation(generation.text, generation.prompt_tokens,
-                                    generation.generated_tokens, cached=True,
-                                    wall_ms=(time.perf_counter() - t0) * 1000)
-        else:
-            generation = self.agent.generate(prompt)
-            if self.cache is not None:
-                self.cache.put(key, self.agent.model, prompt.sha256, settings, generation)
+        with self._pending_guard:
+            pending = self._pending.setdefault(key, threading.Lock())
+        with pending:  # two units asking the same prompt at once: one request, one hit
+            generation = self.cache.get(key) if self.cache is not None else None
+            if generation is not None:
+                generation = Generation(generation.text, generation.prompt_tokens,
+                                        generation.generated_tokens, cached=True,
+                                        wall_ms=(time.perf_counter() - t0) * 1000)
+            else:
+                generation = self.agent.generate(prompt)
+                if self.cache is not None:
+                    self.cache.put(key, self.agent.model, prompt.sha256, settings,
+                                   generation)
         kind, calls, decode_error = parse_output(generation.text, ts)
         tool_calls = tuple(
             ToolCall(index=i, tool_id=name, arguments=json_safe(args))
