@@ -153,22 +153,34 @@ def _versions() -> dict[str, str]:
 
 _STRATEGIES: dict[str, tuple[Any, threading.Lock]] = {}
 _STRATEGIES_LOCK = threading.Lock()
-_AGENTS: dict[str | None, Any] = {}
+_AGENTS: dict[tuple[str | None, str | None], Any] = {}
 
 
-def _agent(model: str | None):
-    """One ``llm`` executor per process and model (loaded on first use), sharing the
-    persistent generation cache ``state_dir()/agent_cache.sqlite``."""
+def _agent(model: str | None, url: str | None = None, concurrency: int = 1):
+    """One agent executor per process and (model, url), loaded on first use, sharing the
+    persistent generation cache ``state_dir()/agent_cache.sqlite``: the embedded ``llm``
+    one, or with ``url`` the ``remote`` one (``junction.agent.remote``; ``model`` is the
+    server's model id, checked against the server's list when first made)."""
     from junction.agent.llm import AgentCache, LlamaAgent, LLMExecutor
     from junction.environment import state_dir
     from junction.models import file_sha256, resolve_model_path
 
     with _STRATEGIES_LOCK:
-        if model not in _AGENTS:
-            path = resolve_model_path(model)
-            _AGENTS[model] = LLMExecutor(LlamaAgent(path, file_sha256(path)),
-                                         AgentCache(state_dir() / "agent_cache.sqlite"))
-        return _AGENTS[model]
+        if (model, url) not in _AGENTS:
+            if url is not None:
+                from junction.agent.remote import (RemoteAgent, RemoteAgentConfig,
+                                                   RemoteExecutor, RemoteGenerationCache)
+
+                remote = RemoteAgent(url, model, RemoteAgentConfig(concurrency=concurrency))
+                remote.check_model()
+                _AGENTS[(model, url)] = RemoteExecutor(
+                    remote, RemoteGenerationCache(state_dir() / "agent_cache.sqlite"))
+            else:
+                path = resolve_model_path(model)
+                _AGENTS[(model, url)] = LLMExecutor(
+                    LlamaAgent(path, file_sha256(path)),
+                    AgentCache(state_dir() / "agent_cache.sqlite"))
+        return _AGENTS[(model, url)]
 
 
 def _strategy(name: str):
@@ -231,17 +243,19 @@ def load_file_suite(path: str, size: int | None) -> SuiteBuild:
 def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, scale: float,
                  unit: str, tasks: list, pool_limit: int | None,
                  agent_task_ids: tuple[str, ...] = (),
-                 agent_model: str | None = None) -> dict[str, Any]:
+                 agent_model: str | None = None, agent_url: str | None = None,
+                 agent_concurrency: int = 1) -> dict[str, Any]:
     """Evaluate one unit and write its files, unless its trace file already exists.
 
-    The agent (``agent_model``: None = the embedded default) acts on ``agent_task_ids``;
+    The agent (``agent_model``: None = the embedded default; with ``agent_url`` the model
+    id on that server, ``agent_concurrency`` requests at once) acts on ``agent_task_ids``;
     it is loaded only when one of them is in the unit."""
     store = TraceStore(root)
     if store.unit_done(run_id, suite, strategy, unit):
         return {"unit": unit, "skipped": True, "tasks": len(tasks)}
     strategy_fn, lock = _strategy(strategy)
     ids = frozenset(agent_task_ids) & {t.task_id for t in tasks}
-    agent = _agent(agent_model) if ids else None
+    agent = _agent(agent_model, agent_url, agent_concurrency) if ids else None
     with lock:
         records, timings = evaluate_batch(tasks, strategy_fn, strategy, run_id, seed, scale,
                                           pool_limit, agent=agent, agent_task_ids=ids)
@@ -258,11 +272,12 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
 def run_unit(root: str, run_id: str, suite: str, strategy: str, seed: int, scale: float,
              unit: str, tasks: TaskBatch, pool_limit: int | None,
              agent_task_ids: TaskBatch | None = None,
-             agent_model: str | None = None) -> dict[str, Any]:
+             agent_model: str | None = None, agent_url: str | None = None,
+             agent_concurrency: int = 1) -> dict[str, Any]:
     """Prefect task around ``run_unit_now`` (writes a Parquet file: I/O is retried)."""
     return run_unit_now(root, run_id, suite, strategy, seed, scale, unit, tasks.tasks,
                         pool_limit, tuple(agent_task_ids.tasks if agent_task_ids else ()),
-                        agent_model)
+                        agent_model, agent_url, agent_concurrency)
 
 
 @task(name="refresh-warehouse", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE,
@@ -400,6 +415,7 @@ def run_params(suites: list[str] | None = None, strategies: list[str] | None = N
                strategy_size: dict[str, int] | None = None,
                strategy_scales: dict[str, list[float]] | None = None,
                agent_size: int | None = None, agent_model: str | None = None,
+               agent_url: str | None = None, agent_concurrency: int = 1,
                **_: Any) -> dict[str, Any]:
     """The parameters a run records (defaults filled in, lists sorted): what
     ``params_hash`` hashes and a resumed run must repeat.
@@ -410,7 +426,8 @@ def run_params(suites: list[str] | None = None, strategies: list[str] | None = N
     that run; an explicit ``size``, ``full`` or budget scale so applies to every strategy.
     ``agent_size`` None: ``DEFAULT_AGENT_SIZE`` in the default plan, every task with
     ``full``, none (0) with an explicit ``size``; ``agent_model`` None: the embedded
-    default model."""
+    default model; ``agent_url``: an OpenAI-compatible server (``agent_model`` is then the
+    model id it serves) and ``agent_concurrency`` its requests at once."""
     suite_files = sorted(suite_files or [])
     strategies = sorted(strategies or DEFAULT_STRATEGIES)
     if strategy_size is None:
@@ -432,6 +449,7 @@ def run_params(suites: list[str] | None = None, strategies: list[str] | None = N
         "runner": runner, "workers": workers, "dask_address": dask_address,
         "suite_files": suite_files,
         "agent_size": agent_size, "agent_model": agent_model,
+        "agent_url": agent_url, "agent_concurrency": agent_concurrency,
     }
 
 
@@ -508,6 +526,8 @@ def benchmark(
     strategy_scales: dict[str, list[float]] | None = None,
     agent_size: int | None = None,
     agent_model: str | None = None,
+    agent_url: str | None = None,
+    agent_concurrency: int = 1,
 ) -> dict[str, Any]:
     """Run every strategy on every task of every suite, under identical budgets.
 
@@ -526,7 +546,9 @@ def benchmark(
     - ``suite_files``: JSON Lines suite files (``junction_datasets.jsonl``), run beside ``suites``
     - ``agent_size``: tasks per BFCL suite the language-model agent acts on (every
       strategy, at ``AGENT_SCALE``); None: ``DEFAULT_AGENT_SIZE`` (all with ``full``, 0
-      with ``size``); ``agent_model``: a GGUF path or embedded model name (None: default)
+      with ``size``); ``agent_model``: a GGUF path or embedded model name (None: default),
+      or with ``agent_url`` (an OpenAI-compatible base URL) the server's model id;
+      ``agent_concurrency``: requests in flight to that server
     - ``runner``/``workers``/``dask_address``: recorded here; the task runner itself is set by
       ``run_benchmark`` (``flow.with_options``)
     Returns {run_id, report, units, units_skipped, tasks}. Raises ``UnknownNameError`` for an
@@ -534,7 +556,8 @@ def benchmark(
     """
     params = run_params(suites, strategies, seeds, budget_scales, size, full, batch_size,
                         output_root, reports_root, runner, workers, dask_address, suite_files,
-                        strategy_size, strategy_scales, agent_size, agent_model)
+                        strategy_size, strategy_scales, agent_size, agent_model, agent_url,
+                        agent_concurrency)
     suites, strategies, seeds = params["suites"], params["strategies"], params["seeds"]
     budget_scales, suite_files = params["budget_scales"], params["suite_files"]
     check_params(suites, strategies, budget_scales, batch_size, runner, run_id, output_root,
@@ -610,6 +633,8 @@ def _run_units(store: TraceStore, output_root: str, reports_root: str, run_id: s
     warehouse, mark the run completed and write its report."""
     futures = []
     agent_model = meta["params"].get("agent_model")
+    agent_url = meta["params"].get("agent_url")
+    agent_concurrency = meta["params"].get("agent_concurrency") or 1
     all_scales = sorted({x for step in plan.values() for x in step["scales"]})
     agent_scale = AGENT_SCALE if AGENT_SCALE in all_scales or not all_scales else all_scales[0]
     for name, info, seed, built, capped, agent_ids in loaded:
@@ -627,7 +652,7 @@ def _run_units(store: TraceStore, output_root: str, reports_root: str, run_id: s
                     futures.append(run_unit.submit(
                         output_root, run_id, name, strategy, seed, scale, unit,
                         TaskBatch(batch), info.pool_limit, TaskBatch(ids) if ids else None,
-                        agent_model))
+                        agent_model, agent_url, agent_concurrency))
     results = []
     for future in as_completed(futures):
         results.append(future.result())
@@ -700,4 +725,25 @@ def prepare_run(**params: Any) -> dict[str, Any]:
                  full["runner"], params["run_id"], full["output_root"], full["seeds"],
                  full["strategy_size"], full["strategy_scales"], full["agent_size"])
     check_resume(full["output_root"], params["run_id"], full)
+    if full["agent_url"] is not None or full["agent_concurrency"] != 1:
+        _check_remote_agent(full)
     return params
+
+
+def _check_remote_agent(params: dict[str, Any]) -> None:
+    """Refuse a bad ``agent_url``/``agent_concurrency``, or a model id the server does not
+    list (``RemoteAgent.check_model``), before anything starts (``AgentError``, one line)."""
+    from junction.agent.llm import AgentError
+    from junction.agent.remote import check_agent_url
+
+    url, model, n = params["agent_url"], params["agent_model"], params["agent_concurrency"]
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise JunctionError(f"agent_concurrency must be an integer >= 1, got {n!r}")
+    if url is None:
+        raise JunctionError("agent_concurrency applies to a remote agent only (--agent-url)")
+    check_agent_url(url)
+    if not model:
+        raise AgentError(f"--agent-url {url} needs --agent-model, the model id the server "
+                         "serves")
+    if params["agent_size"] != 0:
+        _agent(model, url, n)  # lists the server's models once per process

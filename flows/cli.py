@@ -134,6 +134,25 @@ def _strategy_scales(values: list[str] | None) -> dict | None:
     return _strategy_option(values, "--strategy-scale", float)
 
 
+class _JunctionErrorsSaidOnce:
+    """A logging filter for Prefect's run loggers: drops the records (with tracebacks)
+    of a ``JunctionError`` that ends a run, which ``main`` prints as its one line."""
+
+    @staticmethod
+    def filter(record) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, JunctionError)
+
+
+def _quiet_prefect_run_errors() -> None:
+    import logging
+
+    for name in ("prefect.flow_runs", "prefect.task_runs"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _JunctionErrorsSaidOnce) for f in logger.filters):
+            logger.addFilter(_JunctionErrorsSaidOnce())
+
+
 def _agent_model(value: str | None) -> str | None:
     """An embedded model name as given; a path resolved (``ModelError`` if missing)."""
     if value is None:
@@ -176,9 +195,17 @@ def bench(
              "reference at budget scale 1 (default: 1; with --full: every task; with --size: "
              "0). 0 runs no agent."),
     agent_model: str = typer.Option(
-        None, "--agent-model", metavar="PATH",
+        None, "--agent-model", metavar="PATH|NAME",
         help="The agent's GGUF file or embedded model name (default: the embedded "
-             "Qwen2.5-Coder-0.5B-Instruct)."),
+             "Qwen2.5-Coder-0.5B-Instruct); with --agent-url, the model id the server "
+             "serves."),
+    agent_url: str = typer.Option(
+        None, "--agent-url", metavar="URL",
+        help="An OpenAI-compatible server's base URL (http://host:port/v1): the agent's "
+             "prompts go there. The API key, if any, comes from $JUNCTION_AGENT_API_KEY."),
+    agent_concurrency: int = typer.Option(
+        1, "--agent-concurrency", min=1, metavar="N",
+        help="Requests in flight to --agent-url at once."),
     warehouse: str = WAREHOUSE_OPTION,
     reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
 ) -> None:
@@ -204,7 +231,9 @@ def bench(
         suite_files=[str(p.resolve()) for p in suite_file or []] or None,
         strategy_size=_strategy_option(strategy_size, "--strategy-size", int),
         strategy_scales=_strategy_scales(strategy_scale),
-        agent_size=agent_size, agent_model=_agent_model(agent_model),
+        agent_size=agent_size,
+        agent_model=agent_model if agent_url else _agent_model(agent_model),
+        agent_url=agent_url, agent_concurrency=agent_concurrency,
     )  # every check that needs no suite data: one error before anything starts
     for path in suite_file or []:
         load_suite_file(path)  # refuse a malformed file before anything starts
@@ -215,6 +244,7 @@ def bench(
         typer.echo(f"{'resuming' if known else 'starting new'} run {run_id}")
     from rich.progress import Progress
 
+    _quiet_prefect_run_errors()  # a run that fails on a JunctionError says so once, below
     with Progress(transient=False) as progress:
         bar = progress.add_task("benchmark units", total=None)
 

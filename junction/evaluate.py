@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from junction.evidence import metrics as catalog
@@ -52,7 +53,22 @@ def _agent_fields(name: str, execution: ExecutionResult, grade: Any) -> dict[str
                 agent_prompt_tokens=execution.prompt_tokens,
                 agent_generated_tokens=execution.generated_tokens,
                 agent_model_sha256=execution.model_sha256,
-                agent_prompt_sha256=execution.prompt_sha256, agent_output=execution.text)
+                agent_prompt_sha256=execution.prompt_sha256, agent_output=execution.text,
+                agent_remote=execution.remote)
+
+
+def _run_agent(agent: Executor, jobs: list[tuple[BenchmarkTask, Any]]) -> list[ExecutionResult]:
+    """``agent.execute`` on each (task, selection), in order; up to ``agent.concurrency``
+    at once (a remote agent's attribute; 1 for the others) in a thread pool."""
+    def one(job: tuple[BenchmarkTask, Any]) -> ExecutionResult:
+        task, sel = job
+        return agent.execute(task, sel.context_ids, sel.tool_ids)
+
+    workers = min(getattr(agent, "concurrency", 1), len(jobs))
+    if workers <= 1:
+        return [one(job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, jobs))
 
 
 def evaluate_batch(
@@ -75,8 +91,13 @@ def evaluate_batch(
     ``tool_calls``. A strategy whose catalog record ``reads_task`` (a reference) is given the task, not
     the router view.
 
-    Timing rows hold wall-clock milliseconds (``select_ms``, ``execute_ms``, ``total_ms``,
-    and ``agent_ms``/``agent_cached`` where the agent ran).
+    The agent acts once every selection of the batch is made, so an agent with a
+    ``concurrency`` attribute above 1 (``junction.agent.remote.RemoteExecutor``) gets that
+    many tasks at once.
+
+    Timing rows hold wall-clock milliseconds (``select_ms``, ``execute_ms``: the toy
+    executor's plus the agent's own ``agent_ms``, ``total_ms``, and ``agent_cached`` where
+    the agent ran).
     Raises ``TraceError``/``ValidationError`` if a strategy produces an inconsistent trace.
     """
     partial: list[dict[str, Any]] = []
@@ -84,6 +105,7 @@ def evaluate_batch(
     lanes: list[LaneRanking] = []
     info = STRATEGIES.get(strategy_name)
     reads_task = info is not None and info.reads_task
+    steps = []
     for raw_task in tasks:
         task = scale_budget(raw_task, budget_scale)
         t0 = time.perf_counter()
@@ -92,14 +114,22 @@ def evaluate_batch(
         sel = result.selection
         execution = execute(task, sel.context_ids, sel.tool_ids)
         outcome = verify(task, execution)
+        steps.append((task, result, execution, outcome, (t1 - t0) * 1000,
+                      (time.perf_counter() - t1) * 1000))
+    acting = [i for i, (task, *_) in enumerate(steps)
+              if agent is not None and task.task_id in agent_task_ids and gradable(task)]
+    agent_runs = dict(zip(acting, _run_agent(agent, [(steps[i][0], steps[i][1].selection)
+                                                     for i in acting]) if acting else []))
+    for i, (task, result, execution, outcome, select_ms, execute_ms) in enumerate(steps):
+        sel = result.selection
         agent_fields: dict[str, Any] = {}
         agent_timing: dict[str, Any] = {"agent_ms": None, "agent_cached": None}
-        if agent is not None and task.task_id in agent_task_ids and gradable(task):
-            execution = agent.execute(task, sel.context_ids, sel.tool_ids)
+        if i in agent_runs:
+            execution = agent_runs[i]
             grade = grade_agent(task, execution)
             agent_fields = _agent_fields(agent.name, execution, grade)
             agent_timing = {"agent_ms": execution.wall_ms, "agent_cached": execution.cached}
-        t2 = time.perf_counter()
+            execute_ms += execution.wall_ms or 0.0
         costs = {r.id: r.token_cost for r in (*task.contexts, *task.tools)}
         ctx_c = tuple(CandidateRecord(resource_id=c.resource_id, score=c.score, rank=c.rank,
                                       token_cost=costs[c.resource_id])
@@ -142,8 +172,8 @@ def evaluate_batch(
                                  task.gold_tool_ids))
         timings.append(dict(
             run_id=run_id, suite=task.suite, strategy=strategy_name, task_id=task.task_id,
-            seed=seed, budget_scale=budget_scale, select_ms=(t1 - t0) * 1000,
-            execute_ms=(t2 - t1) * 1000, total_ms=(t2 - t0) * 1000, **agent_timing,
+            seed=seed, budget_scale=budget_scale, select_ms=select_ms,
+            execute_ms=execute_ms, total_ms=select_ms + execute_ms, **agent_timing,
         ))
     ranking = lane_ranking_metrics(lanes)
     records = []

@@ -20,7 +20,8 @@ PARAMS = {
     "suite_files": ["/data/a.jsonl"], "strategy_size": {}, "strategy_scales": {},
 }
 RESULT_CHANGING = {"suites", "strategies", "seeds", "budget_scales", "size", "full",
-                   "suite_files", "strategy_size", "strategy_scales", "agent_size", "agent_model"}
+                   "suite_files", "strategy_size", "strategy_scales", "agent_size", "agent_model",
+                   "agent_url"}
 
 
 def test_report_keeps_exactly_the_result_changing_parameters_but_paths():

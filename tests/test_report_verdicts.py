@@ -306,3 +306,27 @@ def test_verdict_lines_name_ties_pick_scale_one_and_summarise_the_run():
                                   "strategy on c.")
     assert (primary_scale([0.5, 2.0]), primary_scale([0.25, 2.0]), primary_scale([2.0, 0.5, 1.0])
             ) == (0.5, 2.0, 1.0)
+
+def test_distinct_exposed_sets_and_identical_sets_on_shared_tasks():
+    # t0: both expose (c1, t1): identical; t1: fixed_split exposes no context: different.
+    # agent rows: 4 evaluations, 3 distinct (task, exposed set): t0's set is shared
+    from junction.evidence.reports import distinct_exposed_sets
+
+    def rec(strategy, task, ok, contexts):
+        return _record(strategy=strategy, task_id=task, success=True,
+                       exposed_context_ids=contexts, context_tokens=10 * len(contexts),
+                       tokens_used=10 * len(contexts) + 30, executor="remote",
+                       agent_success=ok, agent_outcome="correct" if ok else "wrong_call",
+                       selection_status="optimal" if strategy == "exact" else "heuristic")
+
+    table = records_to_table([rec("exact", "t0", True, ("c1",)),
+                              rec("fixed_split", "t0", True, ("c1",)),
+                              rec("exact", "t1", True, ("c1",)),
+                              rec("fixed_split", "t1", False, ())])
+    assert distinct_exposed_sets(table) == {
+        "s": {"agent_evaluations": 4, "distinct_exposed_sets": 3}}
+    (h,) = headline_rows(table)
+    (c,) = h["comparisons"]
+    # 2 shared agent tasks are under MIN_DECIDING_TASKS: the cell is decided on verified
+    # success, and the identical-set count is the same on its shared tasks
+    assert (h["outcome"], c["comparison"].n, c["identical_sets"]) == ("success", 2, 1)

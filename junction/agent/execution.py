@@ -46,7 +46,9 @@ class ExecutionResult(BaseModel):
     ``text``, ``output_kind`` (``junction.agent.llm.parse_output``: calls, empty, text,
     unparseable), the decoder's error, prompt/generated token counts (model tokens), the
     model's and the prompt's sha256, whether the generation came from the cache and its
-    wall-clock milliseconds (``wall_ms``: timings only, never a trace field).
+    wall-clock milliseconds (``wall_ms``: timings only, never a trace field). A remote
+    agent (``junction.agent.remote``) gives no model sha256 but ``remote``: the server's
+    ``host[:port]/path`` and the model id it serves.
     """
 
     model_config = ConfigDict(frozen=True, allow_inf_nan=False)
@@ -63,6 +65,7 @@ class ExecutionResult(BaseModel):
     prompt_sha256: str | None = None
     cached: bool | None = None
     wall_ms: float | None = None
+    remote: str | None = None
 
 
 class Executor(Protocol):

@@ -29,6 +29,8 @@ RESULT_NEUTRAL_PARAMS: dict[str, str] = {
     "workers": "how many workers run units",
     "dask_address": "which Dask scheduler runs units",
     "batch_size": "tasks per work unit: every task is evaluated on its own",
+    "agent_concurrency": "how many requests a remote agent gets at once: each is answered "
+                         "on its own, greedily",
 }
 """Parameter name -> why no trace row depends on it."""
 
@@ -37,9 +39,9 @@ UNIT_LAYOUT_PARAMS = ("batch_size",)
 resumed with another batch size would not find its finished units, run them again under new
 names and duplicate their rows. ``params_hash`` keeps them."""
 
-MACHINE_PATH_PARAMS = ("suite_files", "agent_model")
+MACHINE_PATH_PARAMS = ("suite_files", "agent_model", "agent_url")
 """Change results, but as paths on one machine (the agent model is named in the traces by
-its sha256): the report names each file suite (suite name,
+its sha256, a remote one by ``agent_remote``): the report names each file suite (suite name,
 file name, tasks) in its ``suites`` section instead, so metrics.json leaves them out."""
 
 

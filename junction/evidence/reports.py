@@ -83,14 +83,64 @@ named best."""
 
 def headline_rows(traces: pa.Table) -> list[dict[str, Any]]:
     """``verdicts.headline`` over the trace rows (only the columns it reads), leaving out
-    the reference strategies (``REFERENCE_STRATEGIES``: they do not respect the budget)."""
+    the reference strategies (``REFERENCE_STRATEGIES``: they do not respect the budget).
+
+    Each comparison also gets ``identical_sets``: on how many of its shared tasks (both
+    outcomes set) the two strategies exposed the same contexts and tools. Those tasks are
+    concordant by construction: the same exposed set is the same prompt, hence the same
+    greedy generation.
+    """
     keys = ("suite", "budget_scale", "strategy", "seed", "task_id")
     columns = [c for c in (*keys, *verdicts.PRIMARY_OUTCOMES) if c in traces.column_names]
     if traces.num_rows == 0:
         return []
     rows = [r for r in traces.select(columns).to_pylist()
             if r["strategy"] not in REFERENCE_STRATEGIES]
-    return verdicts.headline(rows)
+    out = verdicts.headline(rows)
+    exposed = {}
+    if {"exposed_context_ids", "exposed_tool_ids"} <= set(traces.column_names):
+        for r in traces.select([*keys, "exposed_context_ids", "exposed_tool_ids",
+                                *(c for c in verdicts.PRIMARY_OUTCOMES
+                                  if c in traces.column_names)]).to_pylist():
+            exposed[(r["suite"], float(r["budget_scale"]), r["strategy"], r["seed"],
+                     r["task_id"])] = (r, _exposed_set(r))
+    for h in out:
+        for c in h["comparisons"]:
+            both = {}
+            for name in (h["best"][0], c["other"]):
+                both[name] = {(k[3], k[4]): v for k, v in exposed.items()
+                              if k[:3] == (h["suite"], h["budget_scale"], name)
+                              and v[0].get(h["outcome"]) is not None}
+            shared = set(both[h["best"][0]]) & set(both[c["other"]])
+            c["identical_sets"] = sum(both[h["best"][0]][k][1] == both[c["other"]][k][1]
+                                      for k in shared)
+    return out
+
+
+def _exposed_set(row: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return tuple(sorted(row["exposed_context_ids"])), tuple(sorted(row["exposed_tool_ids"]))
+
+
+def distinct_exposed_sets(traces: pa.Table) -> dict[str, dict[str, int]]:
+    """Per suite, the agent's evaluations and how many (seed, task, exposed set) among them
+    are distinct: ``{suite: {"agent_evaluations": n, "distinct_exposed_sets": k}}``.
+
+    The agent's prompt is a function of the task and the exposed set, so it generates
+    once per distinct pair (the generation cache answers the repeats): k is what the
+    agent sample costs, in generations. Suites without agent rows are left out.
+    """
+    if traces.num_rows == 0 or "agent_success" not in traces.column_names:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for r in traces.select(["suite", "seed", "task_id", "agent_success",
+                            "exposed_context_ids", "exposed_tool_ids"]).to_pylist():
+        if r["agent_success"] is None:
+            continue
+        entry = out.setdefault(r["suite"], {"agent_evaluations": 0, "sets": set()})
+        entry["agent_evaluations"] += 1
+        entry["sets"].add((r["seed"], r["task_id"], _exposed_set(r)))
+    return {s: {"agent_evaluations": e["agent_evaluations"],
+                "distinct_exposed_sets": len(e["sets"])} for s, e in sorted(out.items())}
 
 
 def _headline_document(headline: list[dict[str, Any]]) -> dict[str, Any]:
@@ -108,6 +158,7 @@ def _headline_document(headline: list[dict[str, Any]]) -> dict[str, Any]:
                     "mcnemar_p": _round(c["comparison"].p_value),
                     "detected": c["comparison"].detected,
                     "decides": c["comparison"].n >= verdicts.MIN_DECIDING_TASKS,
+                    "identical_exposed_sets": c.get("identical_sets"),
                 } for c in h["comparisons"]
             },
         }
@@ -330,6 +381,14 @@ def _headline_lines(headline: list[dict[str, Any]]) -> list[str]:
                 f"({_percent(cmp.rate_a)}) | {c['other']}{tag} ({_percent(cmp.rate_b)}) | "
                 f"{cmp.n} | {_pct(cmp.difference)} | [{_pct(cmp.ci_low)}, {_pct(cmp.ci_high)}] "
                 f"| {cmp.p_value:.2g} | {verdict} |")
+    same = [f"{h['suite']} × {h['budget_scale']:g}, {h['best'][0]} against {c['other']}: "
+            f"{c['identical_sets']} of {c['comparison'].n}"
+            for h in headline for c in h["comparisons"] if c.get("identical_sets")]
+    if same:
+        lines.append("")
+        lines.append("Shared tasks on which both strategies exposed the identical set (the "
+                     "same prompt: concordant by construction, so only the others can "
+                     "differ): " + "; ".join(same) + ".")
     lines += ["", "<!-- /details -->", ""]
     return lines
 
@@ -493,15 +552,40 @@ def _plan_lines(params: dict[str, Any]) -> list[str]:
             "both ran, so a smaller sample is compared on its own tasks only."]
 
 
-def _agent_lines(params: dict[str, Any]) -> list[str]:
-    """The run's agent sample (``agent_size``; absent in runs before the agent)."""
+MEMORY_REFERENCE_NOTE = (
+    "On this suite bfcl_listed exposes the memory API only, no turn of the prior "
+    "conversation: BFCL's own setting puts the conversation into the memory backend "
+    "before the question, which Junction's single-turn agent does not replay, so its "
+    "agent success is 0 by construction and it measures nothing. Exposing the whole prior "
+    "conversation outside the budget instead would take 780 to 20,293 tokens per scenario "
+    "(notetaker to student, characters / 4 as priced here), past the agent's 8,192-token "
+    "window on three of the five scenarios.")
+"""The reference note of the bfcl-memory suites (issue 27, item 4: not yet the reference
+that measures something)."""
+
+
+def _agent_lines(params: dict[str, Any],
+                 distinct: dict[str, dict[str, int]] | None = None) -> list[str]:
+    """The run's agent sample (``agent_size``; absent in runs before the agent), where it
+    ran (``agent_url``: the server, never a key) and, per suite, its distinct exposed sets
+    (``distinct_exposed_sets``)."""
     if "agent_size" not in params or params["agent_size"] == 0:
         return []
     n = params["agent_size"]
     sample = "every task" if n is None else f"{n} task{'s' if n != 1 else ''}"
-    return [f"- agent: a language-model agent acted on {sample} of each BFCL suite (the "
-            "suite's own sample), for every strategy and reference, at budget scale 1 "
-            "(`agent_success`, graded by BFCL's checker; the model's sha256 is in the traces)."]
+    where = ("the model's sha256 is in the traces" if not params.get("agent_url") else
+             f"model `{params.get('agent_model')}` on the OpenAI-compatible server "
+             f"{params['agent_url']}, named in the traces' `agent_remote`")
+    lines = [f"- agent: a language-model agent acted on {sample} of each BFCL suite (the "
+             "suite's own sample), for every strategy and reference, at budget scale 1 "
+             f"(`agent_success`, graded by BFCL's checker; {where})."]
+    if distinct:
+        lines.append("- agent cost: it generates once per distinct (task, exposed set); "
+                     "strategies that expose the same set share that generation. "
+                     + "; ".join(f"{s}: {d['distinct_exposed_sets']} distinct of "
+                                 f"{d['agent_evaluations']} evaluations"
+                                 for s, d in distinct.items()) + ".")
+    return lines
 
 
 REFERENCE_NOTE = ("References (bfcl_listed: the row's own listed functions, BFCL's setting; "
@@ -540,7 +624,7 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     lines.append(f"- strategies: {', '.join(params.get('strategies', []))}")
     lines.append(f"- seeds: {params.get('seeds')}; budget scales: {params.get('budget_scales')}")
     lines.extend(_plan_lines(params))
-    lines.extend(_agent_lines(params))
+    lines.extend(_agent_lines(params, run.get("agent_exposed_sets")))
     lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")
     lines.append("")
     if headline is not None:
@@ -594,6 +678,9 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
             for row in references:
                 cells = " | ".join(_table_cell(c, row[c]) for c in columns)
                 lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
+            if suite.startswith("bfcl-memory"):
+                lines.append("")
+                lines.append(MEMORY_REFERENCE_NOTE)
         lines.append("")
     lines.extend(_calibration_lines(calibration or []))
     if cost:
@@ -646,7 +733,8 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
     out_dir.mkdir(parents=True, exist_ok=True)
     every_trace = traces  # the cost table counts every selection, clock-stopped ones too
     traces, clock_stopped = comparable_traces(traces)
-    run = {**run, "rows_stopped_by_clock": clock_stopped}
+    run = {**run, "rows_stopped_by_clock": clock_stopped,
+           "agent_exposed_sets": distinct_exposed_sets(every_trace)}
     summary = summarise(traces)
     headline = headline_rows(traces)
     plot_path = out_dir / "plot.png"

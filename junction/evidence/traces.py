@@ -42,12 +42,13 @@ __all__ = [
     "timings_to_table",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """2: ``selector`` added (the algorithm that produced the selection). 3: the agent outcome
 added (``executor``, ``agent_success``, ``agent_outcome``, ``agent_error_type``,
 ``agent_prompt_tokens``, ``agent_generated_tokens``, ``agent_model_sha256``,
 ``agent_prompt_sha256``, ``agent_output``); ``success`` stays the retrieval proxy (the
-``traces`` view also names it ``retrieval_success``)."""
+``traces`` view also names it ``retrieval_success``). 4: ``agent_remote`` added (the
+server and model id of a ``remote`` agent; ``agent_model_sha256`` is then NULL)."""
 
 
 class CandidateRecord(BaseModel):
@@ -108,7 +109,8 @@ class TaskTraceRecord(BaseModel):
     failure_reason: str = ""
     executor: str = "toy"
     """``toy`` (the scripted executor, or no executor: the outcome depends on the exposed set
-    only) or ``llm`` (a model acted: the ``agent_*`` fields are set)."""
+    only), ``llm`` (an embedded model acted: the ``agent_*`` fields are set) or ``remote``
+    (a model on an OpenAI-compatible server acted: ``agent_remote`` names it)."""
     agent_success: bool | None = None
     """BFCL's checker on the agent's calls or answer (``junction.agent.grading``); None where no
     agent ran."""
@@ -120,6 +122,8 @@ class TaskTraceRecord(BaseModel):
     agent_model_sha256: str | None = None
     agent_prompt_sha256: str | None = None
     agent_output: str | None = None
+    agent_remote: str | None = None
+    """``host[:port]/path model-id`` of a remote agent (no credentials); None otherwise."""
     gold_context_ids: tuple[str, ...] = ()
     gold_tool_ids: tuple[str, ...] = ()
     context_recall: float | None = None
@@ -234,6 +238,7 @@ TRACE_SCHEMA = pa.schema([
     ("agent_model_sha256", pa.string()),
     ("agent_prompt_sha256", pa.string()),
     ("agent_output", pa.string()),
+    ("agent_remote", pa.string()),
     ("gold_context_ids", pa.list_(pa.string())),
     ("gold_tool_ids", pa.list_(pa.string())),
     ("context_recall", pa.float64()),

@@ -1,0 +1,238 @@
+"""The remote agent against a real server: llama-cpp-python's own OpenAI-compatible server
+(its ``[server]`` extra) with the embedded model, started once per session on 127.0.0.1.
+
+Each test makes 0-2 generations (short token caps where the answer's length does not
+matter); a loopback proxy in front of the server answers 500s or goes away on cue.
+"""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from junction.agent.llm import AgentConfig, AgentError, render_prompt
+from junction.evaluate import evaluate_batch
+from junction.agent.remote import (RemoteAgent, RemoteAgentConfig, RemoteExecutor,
+                                   RemoteGenerationCache, check_agent_url)
+from junction.strategies import make_strategy
+
+pytestmark = pytest.mark.model
+
+ALIAS = "qwen-test"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server():
+    """``python -m llama_cpp.server`` on the embedded model (n_ctx as the embedded agent's),
+    model id ``ALIAS``; yields its base URL."""
+    pytest.importorskip("uvicorn", reason="llama-cpp-python's [server] extra not installed")
+    from junction.models import embedded_model_path
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()),
+         "--model_alias", ALIAS, "--host", "127.0.0.1", "--port", str(port),
+         "--n_ctx", str(AgentConfig.n_ctx), "--n_threads", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(240):
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited with {proc.returncode}")
+            try:
+                urllib.request.urlopen(url + "/models", timeout=1).read()
+                break
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.5)
+        else:
+            pytest.fail("llama_cpp.server did not start within 120 s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+class _Proxy:
+    """A loopback HTTP proxy to ``target``: the first ``fail`` requests get a 500, then it
+    forwards; ``stop()`` closes it (the server is gone)."""
+
+    def __init__(self, target: str, fail: int = 0, completions: int | None = None) -> None:
+        self.fail, self.seen = fail, []
+        self.completions = completions  # chat completions forwarded before it goes down
+        proxy = self
+        origin = target.rsplit("/v1", 1)[0]
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _forward(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                proxy.seen.append(self.path)
+                if self.path.endswith("/chat/completions") and proxy.completions is not None:
+                    if proxy.completions <= 0:  # down: the connection closes unanswered
+                        self.close_connection = True
+                        return
+                    proxy.completions -= 1
+                if len(proxy.seen) <= proxy.fail:
+                    self.send_response(500)
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"{}")
+                    return
+                req = urllib.request.Request(origin + self.path, data=body or None,
+                                             method=self.command,
+                                             headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(req, timeout=600) as resp:
+                    data = resp.read()
+                    self.send_response(resp.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+
+            do_GET = do_POST = _forward
+
+        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def multiple_123():
+    from junction_datasets.bfcl import multiple_suite
+
+    return next(t for t in multiple_suite(size=None).tasks
+                if t.metadata["bfcl_id"] == "multiple_123")
+
+
+def test_same_prompt_gives_the_embedded_agents_text(server, agent_model, multiple_123):
+    # BFCL's system prompt with three of the row's tools; the full token cap (192), so
+    # the whole answer is compared
+    tools = tuple(sorted(t.id for t in multiple_123.tools))[:3]
+    prompt = render_prompt(multiple_123.router_view(), (), tools)
+    embedded = agent_model.generate(prompt)
+    remote = RemoteAgent(server, ALIAS).generate(prompt)
+    assert remote.text == embedded.text
+    assert (remote.prompt_tokens, remote.generated_tokens) == (
+        embedded.prompt_tokens, embedded.generated_tokens)
+
+
+def test_trace_names_the_server_not_a_sha256_and_a_hit_is_free(server, multiple_123,
+                                                                tmp_path):
+    executor = RemoteExecutor(RemoteAgent(server, ALIAS, RemoteAgentConfig(max_tokens=8)),
+                              RemoteGenerationCache(tmp_path / "agent.sqlite"))
+    listed = make_strategy("bfcl_listed")
+    ids = {multiple_123.task_id}
+    first, t1 = evaluate_batch([multiple_123], listed, "bfcl_listed", "r", 0, 1.0, 8,
+                               agent=executor, agent_task_ids=ids)
+    second, t2 = evaluate_batch([multiple_123], listed, "bfcl_listed", "r", 0, 1.0, 8,
+                                agent=executor, agent_task_ids=ids)
+    (record,) = first
+    port = server.split(":")[2].split("/")[0]
+    assert record.executor == "remote" and record.agent_model_sha256 is None
+    assert record.agent_remote == f"127.0.0.1:{port}/v1 {ALIAS}"
+    assert (t1[0]["agent_cached"], t2[0]["agent_cached"]) == (False, True)
+    assert [r.model_dump_json() for r in first] == [r.model_dump_json() for r in second]
+
+
+def test_two_500s_then_success_is_retried(server, multiple_123):
+    proxy = _Proxy(server, fail=2)
+    try:
+        agent = RemoteAgent(proxy.url, ALIAS, RemoteAgentConfig(max_tokens=4, max_retries=2))
+        prompt = render_prompt(multiple_123.router_view(), (), ())
+        generation = agent.generate(prompt)
+    finally:
+        proxy.stop()
+    assert proxy.seen == ["/v1/chat/completions"] * 3  # two 500s, then forwarded
+    assert generation.generated_tokens >= 1
+
+
+def test_server_gone_is_one_line_naming_the_url(server, multiple_123):
+    proxy = _Proxy(server)
+    agent = RemoteAgent(proxy.url, ALIAS, RemoteAgentConfig(max_tokens=4, max_retries=1))
+    agent.check_model()  # it was up
+    proxy.stop()
+    with pytest.raises(AgentError) as err:
+        agent.generate(render_prompt(multiple_123.router_view(), (), ()))
+    message = str(err.value)
+    assert "\n" not in message and proxy.url in message and "cannot connect" in message
+
+
+def test_wrong_model_name_lists_the_servers_models(server):
+    with pytest.raises(AgentError) as err:
+        RemoteAgent(server, "gpt-5").check_model()
+    assert str(err.value) == (f"agent server {server} does not serve model 'gpt-5'; "
+                              f"it serves: {ALIAS}")
+
+
+@pytest.mark.parametrize("url", ["http://user:secret@127.0.0.1:1/v1",
+                                 "http://127.0.0.1:1/v1?api_key=secret", "ftp://host/v1",
+                                 "127.0.0.1:8080"])
+def test_urls_with_credentials_or_no_scheme_are_refused(url):
+    with pytest.raises(AgentError) as err:
+        check_agent_url(url)
+    assert "secret" not in str(err.value)
+
+
+def test_the_api_key_is_read_from_the_environment_only(monkeypatch):
+    monkeypatch.setenv("JUNCTION_AGENT_API_KEY", "sk-test-123")
+    agent = RemoteAgent("http://127.0.0.1:1/v1", ALIAS)
+    assert agent._client.api_key == "sk-test-123"
+    assert "sk-test" not in agent.endpoint and "sk-test" not in agent.config.key()
+
+
+@pytest.mark.flow
+def test_bench_server_down_mid_run_fails_in_one_line_and_a_rerun_resumes(server, tmp_path):
+    # bfcl-multiple, 1 task, the agent on it, exact then fixed_split in one worker, one
+    # unit each: the server answers exact's generation, then is gone for fixed_split's.
+    # The run fails naming the URL, exact's unit is kept, and the same command resumes.
+    import json
+    import os
+    import shutil
+
+    proxy = _Proxy(server, completions=1)
+    env = {**os.environ, "JUNCTION_STATE_DIR": str(tmp_path / "state"),
+           "JUNCTION_WAREHOUSE": str(tmp_path / "wh"), "JUNCTION_REPORTS": str(tmp_path / "rep")}
+    env.pop("PREFECT_API_URL", None)
+    junction = shutil.which("junction", path=os.path.dirname(sys.executable))
+    args = [junction, "bench", "--suite", "bfcl-multiple", "--size", "1", "--agent-size", "1",
+            "--strategy", "exact", "--strategy", "fixed_split", "--budget-scale", "1",
+            "--workers", "1", "--agent-url", proxy.url, "--agent-model", ALIAS,
+            "--run-id", "down"]
+    try:
+        first = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+        errors = [line for line in first.stderr.splitlines() if line.startswith("error:")]
+        assert first.returncode == 1, first.stderr[-2000:]
+        assert len(errors) == 1 and proxy.url in errors[0], first.stderr[-2000:]
+        assert "Traceback" not in first.stderr
+        meta = json.loads((tmp_path / "wh" / "runs" / "down.json").read_text())
+        assert meta["status"] == "failed" and proxy.url in meta["error"]
+        kept = sorted(p.relative_to(tmp_path / "wh").as_posix()
+                      for p in (tmp_path / "wh").rglob("*.parquet") if "traces" in p.parts)
+        assert kept and all("strategy=exact" in p for p in kept), kept
+        proxy.completions = None  # back up
+        second = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        proxy.stop()
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "resuming run down" in second.stdout and "(1 already done)" in second.stdout
