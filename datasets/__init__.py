@@ -52,7 +52,8 @@ class SuiteBuild:
 @dataclass(frozen=True)
 class SuiteInfo:
     """A registered suite: its builder, default size for the default benchmark, the
-    candidate-pool limit per lane its strategies use (None: the whole pool), whether the
+    candidate-pool limit per lane its strategies use (None: the whole pool; a pair
+    ``(contexts, tools)``: one limit per lane), whether the
     default benchmark (no ``--suite``) runs it, and the family whose training part learned
     strategies fit on (None: no training part; the builder then takes no ``split``)."""
 
@@ -63,6 +64,12 @@ class SuiteInfo:
     description: str = ""
     in_default_run: bool = True
     family: str | None = None
+    unavailable: Callable[[], str | None] | None = None
+    """One line saying why the suite cannot be built now (its data is absent), or None."""
+
+    def unavailable_reason(self) -> str | None:
+        """Why the suite cannot run now (one line), or None when it can."""
+        return None if self.unavailable is None else self.unavailable()
 
 
 SUITES: dict[str, SuiteInfo] = {}
@@ -142,6 +149,14 @@ register_suite(SuiteInfo(
     "bfcl-subtasks", _bfcl.subtask_suite, _bfcl.DEFAULT_SIZE, None,
     "BFCL parallel_multiple: admit the on-topic sub-task, reject the off-topic one and the echo",
     in_default_run=False,
+))
+# τ-Knowledge (datasets/tau2_banking.py): data named by the user, never shipped.
+from junction_datasets import tau2_banking as _tau2  # noqa: E402
+
+register_suite(SuiteInfo(
+    _tau2.SUITE, _tau2.banking_suite, None, _tau2.POOL_LIMIT,
+    "τ-Knowledge banking: 698 policy documents, 58 agent tools, gold on both and on pairs",
+    family="tau2-banking", unavailable=_tau2.unavailable_reason,
 ))
 for _n in (50, 100, 200):  # the exact strategy's solver runs here; enumeration could not
     register_suite(SuiteInfo(
