@@ -599,6 +599,9 @@ def benchmark(
         "started_at": (existing or {}).get("started_at") or datetime.now(UTC).isoformat(),
         "finished_at": None, "status": "running",
     }
+    skipped_suites = {n: r for n, r in skipped_default_suites().items() if n not in suites}
+    if skipped_suites and not suite_files and suites == default_suites():
+        meta["suites_skipped"] = skipped_suites
     if (existing or {}).get("learned_models"):
         meta["learned_models"] = existing["learned_models"]
     store.write_run_meta(run_id, meta)

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from junction import metrics as catalog
 from junction import verdicts
+from junction.joint_split import MEASURES, joint_split_lines, joint_split_verdicts
 from junction.params import report_params
 from junction.strategies.references import REFERENCE_STRATEGIES
 from junction.tasks import VERIFIER_MEANINGS
@@ -395,9 +396,10 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                     headline: list[dict[str, Any]] | None = None,
                     cost: list[str] | None = None,
                     plot_note: str = "", time_plot_name: str | None = None,
-                    calibration: list[dict[str, Any]] | None = None) -> str:
-    """The Markdown report: run header, headline, suites, one table per suite, budget
-    curves, learned calibration, cost and definitions."""
+                    calibration: list[dict[str, Any]] | None = None,
+                    joint_split: list[dict[str, Any]] | None = None) -> str:
+    """The Markdown report: run header, headline, joint versus split, suites, one table
+    per suite, budget curves, learned calibration, cost and definitions."""
     lines = [f"# Junction benchmark report: run `{run['run_id']}`", ""]
     lines.append(f"- commit: `{run.get('git_commit') or 'unknown'}`"
                  + (" (dirty working tree)" if run.get("git_dirty") else ""))
@@ -410,6 +412,11 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     lines.append("")
     if headline is not None:
         lines.extend(_headline_lines(headline))
+    lines.extend(joint_split_lines(joint_split or []))
+    for name, reason in sorted((run.get("suites_skipped") or {}).items()):
+        lines.append(f"- suite {name} was skipped: {reason}")
+    if run.get("suites_skipped"):
+        lines.append("")
     lines.append("Every strategy ran on the same tasks under the same budget. "
                  "Means skip tasks where a metric is undefined (–); see Definitions. "
                  "`success_rate` is the retrieval proxy (`retrieval_success`); "
@@ -626,14 +633,20 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
         _time_plot(timings, tmp_time)
         tmp_time.replace(time_path)
     calibration = learned_calibration(traces)
+    columns = [c for c in ("suite", "budget_scale", "strategy", "seed", "task_id", *MEASURES)
+               if c in traces.column_names]
+    joint_split = joint_split_verdicts(traces.select(columns).to_pylist()
+                                       if traces.num_rows else [])
     md = render_markdown(run, summary, suites, plot_path.name if summary else None,
                          headline=headline, cost=cost, plot_note=plot_note,
                          time_plot_name=time_path.name if has_times and cost else None,
-                         calibration=calibration)
+                         calibration=calibration, joint_split=joint_split)
     body = markdown_lib.markdown(md, extensions=["tables"])
     page = html_page("Junction run " + run["run_id"], body)
     metrics = metrics_document(summary, report_params(run.get("params", {})), suites, headline,
                                calibration)
+    if joint_split:
+        metrics["joint_split"] = joint_split
     files = {
         "metrics.json": json.dumps(metrics, sort_keys=True, indent=2, allow_nan=False) + "\n",
         "run.json": json.dumps(run, sort_keys=True, indent=2, allow_nan=False) + "\n",

@@ -244,3 +244,25 @@ def test_shared_copy_counts():
     built = tb.banking_suite(split="all", path=SHARED)
     assert built.rows_loaded == 97 and len(built.tasks[0].contexts) == 698
     assert built.rows_skipped == {}
+
+
+# ---------------------------------------------------------------- the joint-split verdict
+
+def test_joint_split_verdicts_table():
+    from junction.joint_split import joint_split_verdicts
+
+    # 4 shared tasks: learned_exact succeeds on 3, learned_split on 1 (b=2, c=0);
+    # tool recall differences 0.5, 0, 0, 0 (mean 0.125)
+    rows = []
+    for i, (sa, sb, ra, rb) in enumerate([(1, 0, 1.0, 0.5), (1, 0, 1, 1), (1, 1, 1, 1),
+                                          (0, 0, 0, 0)]):
+        common = {"suite": "s", "budget_scale": 1.0, "seed": 0, "task_id": f"t{i}",
+                  "pair_coverage": None}
+        rows.append({**common, "strategy": "learned_exact", "success": bool(sa), "tool_recall": ra})
+        rows.append({**common, "strategy": "learned_split", "success": bool(sb), "tool_recall": rb})
+    out = {r["measure"]: r for r in joint_split_verdicts(rows)}
+    assert sorted(out) == ["success", "tool_recall"]  # pair coverage undefined throughout
+    assert out["success"]["difference"] == 0.5 and out["success"]["test"] == "mcnemar"
+    assert out["success"]["p_value"] == 0.5  # exact McNemar: 2 discordant, both one way
+    assert out["tool_recall"]["difference"] == 0.125 and out["tool_recall"]["test"] == "wilcoxon"
+    assert out["success"]["tasks_needed"] > 4  # 4 tasks cannot give ±15 points
