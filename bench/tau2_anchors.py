@@ -58,7 +58,8 @@ def readme_anchors(tasks) -> dict[str, float]:
     t_ret.index(bm25s.tokenize([f"{t.id.replace('_', ' ')} {t.description}" for t in tools],
                                stopwords="en", show_progress=False), show_progress=False)
     out: dict[str, list[float]] = {k: [] for k in (
-        "doc@10", "doc@50", "tool@5", "tool@10", "disc_tool@5", "disc_tool@10", "named_top10")}
+        "doc@10", "doc@50", "tool@5", "tool@10", "disc_tool@5", "disc_tool@10", "named_top10",
+        "disc_case@5", "disc_case@10")}
     discoverable = {t.id for t in tools if t.metadata.get("discoverable")}
     for task in tasks:
         ds, ts = (np.argsort(-r.get_scores(_ids(r, task.objective)), kind="stable")
@@ -74,6 +75,9 @@ def readme_anchors(tasks) -> dict[str, float]:
             named = {t for d in ranked_d[:10] for t in gold_t
                      if tb.names_tool(task.context(d).content, t)}
             out["named_top10"].append(len(named) / len(gold_t))
+        for t in sorted(gold_t & discoverable):  # one row per (task, gold discoverable tool)
+            out["disc_case@5"].append(float(t in ranked_t[:5]))
+            out["disc_case@10"].append(float(t in ranked_t[:10]))
         if gold_t & discoverable:
             out["disc_tool@5"].append(_recall_at(ranked_t, gold_t & discoverable, 5))
             out["disc_tool@10"].append(_recall_at(ranked_t, gold_t & discoverable, 10))
@@ -122,6 +126,7 @@ def breakdown(tasks, model) -> dict[tuple[str, str, float], tuple[float, float, 
     joint, split = AutoJointSelector(), AdaptiveSplitBaseline()
     rows: dict[tuple[str, str, float], list[tuple]] = {}
     statuses: Counter[str] = Counter()
+    most_work = 0
     for scale in SCALES:
         for base in tasks:
             task = scale_budget(base, scale)
@@ -139,6 +144,7 @@ def breakdown(tasks, model) -> dict[tuple[str, str, float], tuple[float, float, 
                         sel = selector.select(prob)
                         if selector is joint:
                             statuses[sel.status] += 1
+                            most_work = max(most_work, sel.lp_iterations)
                         rows.setdefault((utility, f"{pool_name}:{variant}", scale), []).append(
                             _measure(task, sel))
     out = {}
@@ -147,7 +153,8 @@ def breakdown(tasks, model) -> dict[tuple[str, str, float], tuple[float, float, 
         tr = [v[1] for v in values if v[1] is not None]
         pc = [v[2] for v in values if v[2] is not None]
         out[key] = (float(np.mean(s)), float(np.mean(tr)), float(np.mean(pc)))
-    print(f"joint selector statuses over the breakdown: {dict(sorted(statuses.items()))}")
+    print(f"joint selector statuses over the breakdown: {dict(sorted(statuses.items()))}; "
+          f"largest work: {most_work} simplex iterations")
     return out
 
 
@@ -164,8 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"lexical anchors over {len(every)} tasks (README's way: bm25s, English stopwords):")
     for k, v in readme_anchors(every).items():
         print(f"  {k:14s} {v:.3f}")
-    print("the same through Junction's lanes (lexical_tokens, source kind, rendered schema):")
-    for k, v in lane_anchors(every).items():
+    print("the same through Junction's lanes (lexical_tokens, source kind, rendered schema; "
+          "every 4th task, one BM25 index per task):")
+    for k, v in lane_anchors(every[:: max(1, len(every) // 24)]).items():
         print(f"  {k:14s} {v:.3f}")
     evaluation = build_suite(tb.SUITE, split="eval").tasks
     from junction.learned.utility import fit_learned_utility
