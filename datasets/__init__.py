@@ -154,7 +154,7 @@ register_suite(SuiteInfo(
 from junction_datasets import tau2_banking as _tau2  # noqa: E402
 
 register_suite(SuiteInfo(
-    _tau2.SUITE, _tau2.banking_suite, None, _tau2.POOL_LIMIT,
+    _tau2.SUITE, _tau2.banking_suite, _tau2.DEFAULT_SIZE, _tau2.POOL_LIMIT,
     "τ-Knowledge banking: 698 policy documents, 58 agent tools, gold on both and on pairs",
     family="tau2-banking", unavailable=_tau2.unavailable_reason,
 ))

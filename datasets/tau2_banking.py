@@ -48,7 +48,7 @@ from junction.resources import ContextResource, SourceKind, ToolResource
 from junction.tasks import BenchmarkTask, GoldPair, Interaction, VerifierSpec
 
 __all__ = ["SUITE", "DATA_ENV", "MAX_TOKENS", "CONTEXT_POOL", "TOOL_POOL", "POOL_LIMIT",
-           "NAMED_PAIR_WEIGHT", "AgentTool", "Tau2Data", "data_folder", "unavailable_reason",
+           "NAMED_PAIR_WEIGHT", "DEFAULT_SIZE", "AgentTool", "Tau2Data", "data_folder", "unavailable_reason",
            "load_data", "parse_agent_tools", "resolve_gold", "names_tool", "banking_suite"]
 
 SUITE = "tau2-banking"
@@ -66,6 +66,10 @@ required documents) while 50 + 58 candidates keep the exact solver exact."""
 
 TOOL_POOL = None
 """Tool candidates: all 58 agent tools (None: the whole lane); tool schemas are small."""
+
+DEFAULT_SIZE = 24
+"""Evaluation tasks in the default benchmark (a third of the 72; ``--full`` runs all):
+the exact solves on 108 candidates at three scales keep the default run short."""
 
 POOL_LIMIT = (CONTEXT_POOL, TOOL_POOL)
 """The suite's per-lane pool limit (contexts, tools) (``SuiteInfo.pool_limit``)."""
