@@ -22,6 +22,7 @@ from junction.errors import UnknownNameError
 from junction.tasks import BenchmarkTask
 
 from junction_datasets import bfcl as _bfcl
+from junction_datasets import tau2_banking as _tau2
 from junction_datasets.registry import (
     SUITES,
     SuiteBuild,
@@ -76,6 +77,13 @@ register_suite(SuiteInfo(
     "bfcl-subtasks", _bfcl.subtask_suite, _bfcl.DEFAULT_SIZE, None,
     "BFCL parallel_multiple: admit the on-topic sub-task, reject the off-topic one and the echo",
     in_default_run=False,
+))
+# τ-Knowledge (datasets/tau2_banking.py): data named by the user, never shipped.
+
+register_suite(SuiteInfo(
+    _tau2.SUITE, _tau2.banking_suite, _tau2.DEFAULT_SIZE, _tau2.POOL_LIMIT,
+    "τ-Knowledge banking: 698 policy documents, 58 agent tools, gold on both and on pairs",
+    family="tau2-banking", unavailable=_tau2.unavailable_reason,
 ))
 for _n in (50, 100, 200):  # the exact strategy's solver runs here; enumeration could not
     register_suite(SuiteInfo(

@@ -31,7 +31,8 @@ class SuiteBuild:
 @dataclass(frozen=True)
 class SuiteInfo:
     """A registered suite: its builder, default size for the default benchmark, the
-    candidate-pool limit per lane its strategies use (None: the whole pool), whether the
+    candidate-pool limit per lane its strategies use (None: the whole pool; a pair
+    ``(contexts, tools)``: one limit per lane), whether the
     default benchmark (no ``--suite``) runs it, and the family whose training part learned
     strategies fit on (None: no training part; the builder then takes no ``split``)."""
 
@@ -42,6 +43,12 @@ class SuiteInfo:
     description: str = ""
     in_default_run: bool = True
     family: str | None = None
+    unavailable: Callable[[], str | None] | None = None
+    """One line saying why the suite cannot be built now (its data is absent), or None."""
+
+    def unavailable_reason(self) -> str | None:
+        """Why the suite cannot run now (one line), or None when it can."""
+        return None if self.unavailable is None else self.unavailable()
 
 
 SUITES: dict[str, SuiteInfo] = {}

@@ -114,8 +114,16 @@ _PACKAGES = ("junction", "prefect", "duckdb", "pyarrow", "pydantic", "bm25s", "s
 
 
 def default_suites() -> list[str]:
-    """Every registered suite the default benchmark runs (``SuiteInfo.in_default_run``)."""
-    return [name for name in suite_names() if SUITES[name].in_default_run]
+    """Every registered suite the default benchmark runs (``SuiteInfo.in_default_run``),
+    less those whose data is absent (``skipped_default_suites``)."""
+    return [name for name in suite_names()
+            if SUITES[name].in_default_run and SUITES[name].unavailable_reason() is None]
+
+
+def skipped_default_suites() -> dict[str, str]:
+    """Default suites left out of this run because their data is absent: name -> why."""
+    return {name: reason for name in suite_names() if SUITES[name].in_default_run
+            and (reason := SUITES[name].unavailable_reason()) is not None}
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -344,7 +352,9 @@ def check_params(suites: list[str], strategies: list[str], budget_scales: list[f
     not among ``budget_scales``.
     """
     for name in suites:
-        get_suite(name)
+        reason = get_suite(name).unavailable_reason()
+        if reason is not None:
+            raise JunctionError(reason)
     for name in strategies:
         strategy_info(name)
     if runner not in ("thread", "dask"):
@@ -610,6 +620,9 @@ def benchmark(
         "started_at": (existing or {}).get("started_at") or datetime.now(UTC).isoformat(),
         "finished_at": None, "status": "running",
     }
+    skipped_suites = {n: r for n, r in skipped_default_suites().items() if n not in suites}
+    if skipped_suites and not suite_files and suites == default_suites():
+        meta["suites_skipped"] = skipped_suites
     if (existing or {}).get("learned_models"):
         meta["learned_models"] = existing["learned_models"]
     store.write_run_meta(run_id, meta)

@@ -206,6 +206,10 @@ def bench(
     agent_concurrency: int = typer.Option(
         1, "--agent-concurrency", min=1, metavar="N",
         help="Requests in flight to --agent-url at once."),
+    tau2_data: Path = typer.Option(
+        None, "--tau2-data", metavar="PATH",
+        help="tau2-bench checkout or banking_knowledge folder for the tau2-banking suite "
+             "(default: $JUNCTION_TAU2_DATA)."),
     warehouse: str = WAREHOUSE_OPTION,
     reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
 ) -> None:
@@ -220,7 +224,10 @@ def bench(
     from junction_datasets.jsonl import load_suite_file
 
     import flows.benchmark as fb
+    from junction_datasets.tau2_banking import DATA_ENV
 
+    if tau2_data is not None:
+        os.environ[DATA_ENV] = str(tau2_data.resolve())
     root = warehouse or _warehouse_root()
     params = fb.prepare_run(
         suites=suite or None, strategies=strategy or None, seeds=seed or None,

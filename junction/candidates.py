@@ -125,9 +125,14 @@ class CandidatePools:
     tools: list[Candidate]
 
 
-def candidate_pools(view: RouterView, pool_limit: int | None) -> CandidatePools:
-    """Rank the view's contexts and tools against its objective; keep ``pool_limit`` each."""
+def candidate_pools(view: RouterView,
+                    pool_limit: int | tuple[int | None, int | None] | None) -> CandidatePools:
+    """Rank the view's contexts and tools against its objective; keep ``pool_limit`` each
+    (a pair: ``(context limit, tool limit)``; None: the whole lane)."""
+    context_limit, tool_limit = (pool_limit if isinstance(pool_limit, (tuple, list))
+                                 else (pool_limit, pool_limit))
     return CandidatePools(
-        contexts=LexicalContextCandidateGenerator().generate(view.objective, view.contexts, pool_limit),
-        tools=LexicalToolCandidateGenerator().generate(view.objective, view.tools, pool_limit),
+        contexts=LexicalContextCandidateGenerator().generate(view.objective, view.contexts,
+                                                             context_limit),
+        tools=LexicalToolCandidateGenerator().generate(view.objective, view.tools, tool_limit),
     )

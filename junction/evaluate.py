@@ -161,7 +161,8 @@ def evaluate_batch(
             tool_recall=set_recall(sel.tool_ids, task.gold_tool_ids),
             tool_precision=set_precision(sel.tool_ids, task.gold_tool_ids),
             pair_coverage=pair_coverage(sel.context_ids, sel.tool_ids,
-                                        task.gold_context_ids, task.gold_tool_ids),
+                                        task.gold_context_ids, task.gold_tool_ids,
+                                        [(p.context_id, p.tool_id) for p in task.gold_pairs]),
             budget_use=(None if not b.max_tokens else (context_tokens + tool_tokens) / b.max_tokens),
             extra_json=_finite_json(result.extra),
         ))

@@ -13,10 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from junction.budget import Budget
 from junction.resources import ContextResource, ToolResource, check_finite, check_text
 
-__all__ = ["Interaction", "VerifierSpec", "BenchmarkTask", "RouterView", "VERIFIER_KINDS",
+__all__ = ["Interaction", "GoldPair", "VerifierSpec", "BenchmarkTask", "RouterView", "VERIFIER_KINDS",
            "VERIFIER_MEANINGS"]
 
-VERIFIER_KINDS = ("toy_calls", "tools_exposed", "no_tools", "context_answer", "contexts_exact")
+VERIFIER_KINDS = ("toy_calls", "tools_exposed", "no_tools", "context_answer", "contexts_exact",
+                  "tools_with_documents")
 
 
 class Interaction(BaseModel):
@@ -38,8 +39,21 @@ VERIFIER_MEANINGS: dict[str, str] = {
                       "whitespace-normalised)",
     "contexts_exact": "the exposed contexts are exactly the gold contexts (sub-task "
                       "admission: every proposal admitted or rejected rightly)",
+    "tools_with_documents": "every gold tool is exposed and, for each gold pair's tool, at "
+                            "least one of its gold documents naming it is exposed (the tool "
+                            "together with the document that makes it right)",
 }
 """What verified success means under each verifier kind, in one line (reports read it)."""
+
+
+class GoldPair(BaseModel):
+    """A gold (context, tool) pair: the document that makes the tool right (gold; never in
+    a ``RouterView``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    context_id: str
+    tool_id: str
 
 
 class VerifierSpec(BaseModel):
@@ -53,11 +67,14 @@ class VerifierSpec(BaseModel):
     - ``context_answer``: success when an exposed context contains one of
       ``params.answers`` (case- and whitespace-normalised).
     - ``contexts_exact``: success when the exposed contexts are exactly the gold contexts.
+    - ``tools_with_documents``: success when every gold tool is exposed and, for the tool of
+      each of the task's ``gold_pairs``, some exposed document of those pairs names it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    kind: Literal["toy_calls", "tools_exposed", "no_tools", "context_answer", "contexts_exact"]
+    kind: Literal["toy_calls", "tools_exposed", "no_tools", "context_answer", "contexts_exact",
+                  "tools_with_documents"]
     params: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -140,6 +157,8 @@ class BenchmarkTask(_TaskBase):
 
     gold_context_ids: tuple[str, ...] = ()
     gold_tool_ids: tuple[str, ...] = ()
+    gold_pairs: tuple[GoldPair, ...] = ()
+    """(gold context, gold tool) pairs where the context is what makes the tool right."""
     verifier: VerifierSpec
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -153,6 +172,10 @@ class BenchmarkTask(_TaskBase):
         for rid in self.gold_tool_ids:
             if rid not in tool_ids:
                 raise ValueError(f"task {self.task_id!r}: gold tool {rid!r} is not a tool")
+        for pair in self.gold_pairs:
+            if pair.context_id not in self.gold_context_ids or pair.tool_id not in self.gold_tool_ids:
+                raise ValueError(f"task {self.task_id!r}: gold pair ({pair.context_id!r}, "
+                                 f"{pair.tool_id!r}) is not a gold context and a gold tool")
         check_finite(self.metadata, "metadata")
         return self
 

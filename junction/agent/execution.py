@@ -163,6 +163,16 @@ def verify(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
         if missing:
             return Outcome(success=False, reason=f"gold tools not exposed: {missing}")
         return Outcome(success=True)
+    if kind == "tools_with_documents":
+        exposed_c = set(result.context_ids)
+        missing = sorted(set(task.gold_tool_ids) - set(result.tool_ids))
+        if missing:
+            return Outcome(success=False, reason=f"gold tools not exposed: {missing}")
+        bare = sorted({p.tool_id for p in task.gold_pairs}
+                      - {p.tool_id for p in task.gold_pairs if p.context_id in exposed_c})
+        if bare:
+            return Outcome(success=False, reason=f"no exposed document names gold tool(s) {bare}")
+        return Outcome(success=True)
     if kind == "no_tools":
         if result.tool_ids:
             return Outcome(

@@ -152,7 +152,9 @@ METRICS: tuple[Metric, ...] = (
     *_set_metrics("context"),
     *_set_metrics("tool"),
     Metric("pair_coverage", "pair_coverage",
-           definition="every gold context and every gold tool are exposed together",
+           definition="every gold context and every gold tool are exposed together; on a "
+                      "task with gold pairs (tau2-banking), every gold pair's document and "
+                      "tool are exposed together",
            undefined_when="the task has no gold context or no gold tool", unit="boolean",
            value_type="bool", direction="higher", aggregation="mean_of_bool",
            source="Junction (pair_coverage, this module)", report_table=True, diff=True),
@@ -232,13 +234,18 @@ def set_precision(exposed: Iterable[str], gold: Iterable[str]) -> float | None:
 def pair_coverage(
     exposed_contexts: Iterable[str], exposed_tools: Iterable[str],
     gold_contexts: Sequence[str], gold_tools: Sequence[str],
+    gold_pairs: Sequence[tuple[str, str]] = (),
 ) -> bool | None:
-    """Whether every gold context and every gold tool are exposed together.
+    """Whether every gold context and every gold tool are exposed together; with
+    ``gold_pairs`` ((context, tool) ids), whether both members of every pair are exposed.
 
     None when the task has no gold context or no gold tool (no pair to cover).
     """
     if not gold_contexts or not gold_tools:
         return None
+    if gold_pairs:
+        cs, ts = set(exposed_contexts), set(exposed_tools)
+        return all(c in cs and t in ts for c, t in gold_pairs)
     return set(gold_contexts) <= set(exposed_contexts) and set(gold_tools) <= set(exposed_tools)
 
 

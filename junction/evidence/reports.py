@@ -23,6 +23,7 @@ import pyarrow as pa
 from junction.evidence import metrics as catalog
 from junction.evidence import plots, verdicts
 from junction.evidence.calibration import ROUND_DIGITS, learned_calibration
+from junction.evidence.joint_split import MEASURES, joint_split_lines, joint_split_verdicts
 from junction.evidence.params import report_params
 from junction.strategies.catalog import STRATEGIES, strategies_where, strategy_info
 from junction.tasks import VERIFIER_MEANINGS
@@ -601,11 +602,12 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                     cost: list[str] | None = None,
                     plot_note: str = "", time_plot_name: str | None = None,
                     calibration: list[dict[str, Any]] | None = None,
-                    agent: list[dict[str, Any]] | None = None) -> str:
+                    agent: list[dict[str, Any]] | None = None,
+                    joint_split: list[dict[str, Any]] | None = None) -> str:
     """The Markdown report. First screen: the verdict line per suite, the run in one
     sentence and the success-against-budget plot; then the run header, the full comparison
-    table, the agent outcome table, suites, one table per suite (strategies, then
-    references), learned calibration, cost and definitions."""
+    table, the agent outcome table, joint versus split, suites, one table per suite
+    (strategies, then references), learned calibration, cost and definitions."""
     lines = [f"# Junction benchmark report: run `{run['run_id']}`", ""]
     if headline is not None:
         lines.extend(_first_screen_lines(headline))
@@ -630,6 +632,11 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     if headline is not None:
         lines.extend(_headline_lines(headline))
     lines.extend(_agent_table_lines(agent or []))
+    lines.extend(joint_split_lines(joint_split or []))
+    for name, reason in sorted((run.get("suites_skipped") or {}).items()):
+        lines.append(f"- suite {name} was skipped: {reason}")
+    if run.get("suites_skipped"):
+        lines.append("")
     lines.append("Every strategy ran on the same tasks under the same budget. "
                  "Means skip tasks where a metric is undefined (–); see Definitions. "
                  "`success_rate` is the retrieval proxy (`retrieval_success`); "
@@ -758,14 +765,21 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
         plots.time_plot(timings, tmp_time)
         tmp_time.replace(time_path)
     calibration = learned_calibration(traces)
+    columns = [c for c in ("suite", "budget_scale", "strategy", "seed", "task_id", *MEASURES)
+               if c in traces.column_names]
+    joint_split = joint_split_verdicts(traces.select(columns).to_pylist()
+                                       if traces.num_rows else [])
     md = render_markdown(run, summary, suites, plot_path.name if summary else None,
                          headline=headline, cost=cost, plot_note=plot_note,
                          time_plot_name=time_path.name if has_times and cost else None,
-                         calibration=calibration, agent=agent_rows(traces))
+                         calibration=calibration, agent=agent_rows(traces),
+                         joint_split=joint_split)
     body = markdown_lib.markdown(md, extensions=["tables"])
     page = html_page("Junction run " + run["run_id"], body)
     metrics = metrics_document(summary, report_params(run.get("params", {})), suites, headline,
                                calibration)
+    if joint_split:
+        metrics["joint_split"] = joint_split
     files = {
         "metrics.json": json.dumps(metrics, sort_keys=True, indent=2, allow_nan=False) + "\n",
         "run.json": json.dumps(run, sort_keys=True, indent=2, allow_nan=False) + "\n",

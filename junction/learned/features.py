@@ -26,8 +26,9 @@ Unary features (``UNARY_FEATURES``, one row per candidate of a lane, floats):
 
 Pair features (``PAIR_FEATURES``, one row per context x tool of the pools): both members'
 unary probabilities as logits, both lanes' normalised scores, ``tool_terms_in_context``
-(share of the tool id's terms in the context's tokens) and ``pair_prior``, the training
-rate at which the tool id was gold together with a gold context (``PairPrior``).
+(share of the tool id's terms in the context's tokens), ``pair_prior``, the training
+rate at which the tool id was gold together with a gold context (``PairPrior``), and
+``id_named``: 1 if the context's text names the tool id verbatim as a whole identifier.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ UNARY_FEATURES = (
 """Unary feature names, in column order (``judge`` is appended when judge scores are used)."""
 
 PAIR_FEATURES = ("logit_context", "logit_tool", "normalised_context", "normalised_tool",
-                 "tool_terms_in_context", "pair_prior")
+                 "tool_terms_in_context", "pair_prior", "id_named")
 """Pair feature names, in column order."""
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -163,8 +164,10 @@ def pair_features(view: RouterView, pools: CandidatePools, p_unary: Mapping[str,
             terms = name_terms(t.resource_id)
             inside = len(terms & context_tokens[c.resource_id]) / len(terms) if terms else 0.0
             keys.append((c.resource_id, t.resource_id))
+            named = re.search(rf"(?<![A-Za-z0-9_]){re.escape(t.resource_id)}(?![A-Za-z0-9_])",
+                              view.context(c.resource_id).content) is not None
             rows.append([_logit(p_unary[c.resource_id]), _logit(p_unary[t.resource_id]),
                          c.score / best_c if best_c > 0 else 0.0,
                          t.score / best_t if best_t > 0 else 0.0, inside,
-                         prior.rate(t.resource_id)])
+                         prior.rate(t.resource_id), float(named)])
     return keys, np.asarray(rows, dtype=float).reshape(-1, len(PAIR_FEATURES))

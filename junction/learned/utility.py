@@ -5,7 +5,8 @@
 1. a relevance model per lane (``junction.learned.model``): p(gold | unary features of the
    candidate, ``junction.learned.features``);
 2. where training has gold context-tool pairs (a task with both a gold context and a gold
-   tool), a pair model p(both gold | pair features); its output minus the independent
+   tool), a pair model p(both gold | pair features) (on a task with ``gold_pairs``, the
+   label is membership of those pairs: tau2-banking); its output minus the independent
    estimate p(c)·p(t) is the learned interaction w(c, t), kept only where |w| is at least
    the threshold ``tau`` (sparse by construction). Without such pairs there is no pair
    model and no interaction (the BFCL suites: their gold names contexts or tools, never
@@ -180,15 +181,17 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                 counts[c.resource_id] += c.resource_id in t.gold_tool_ids
     prior = PairPrior({k: (counts[k], seen[k]) for k in sorted(seen)})
     model = LearnedUtility(family, pool_limit, seed, lanes, None, prior)
-    # the pair model: label = both members gold
+    # the pair model: label = both members gold (a task's gold pairs where it has them)
     pair_rows, pair_labels = [], []
     for t, v, p in zip(tasks, views, pools):
         if not (p.contexts and p.tools):
             continue
         keys, X = pair_features(v, p, model.probabilities(v, p), prior)
         gold = {*t.gold_context_ids, *t.gold_tool_ids}
+        pairs = {(g.context_id, g.tool_id) for g in t.gold_pairs}
         pair_rows.append(X)
-        pair_labels.extend(int(c in gold and tl in gold) for c, tl in keys)
+        pair_labels.extend(int((c, tl) in pairs) if pairs else int(c in gold and tl in gold)
+                           for c, tl in keys)
     if sum(pair_labels) >= 2:
         model.pair = fit_probability_model(_stack(pair_rows, len(PAIR_FEATURES)), pair_labels,
                                            PAIR_FEATURES, seed)

@@ -69,6 +69,8 @@ class StrategyInfo:
     ``default_scales``: its budget scales in the default run (None: the run's grid).
     ``colour`` and ``marker``: how every figure draws it (a matplotlib colour name and
     marker; a reference is drawn dashed), the same in every panel.
+    ``split_twin``: for a joint strategy, the split strategy on the same unary utilities
+    that the joint-versus-split verdict compares it with (``junction.evidence.joint_split``).
     """
 
     name: str
@@ -88,6 +90,7 @@ class StrategyInfo:
     default_scales: tuple[float, ...] | None = None
     colour: str | None = None
     marker: str | None = None
+    split_twin: str | None = None
 
     def build(self, calibration_tasks: Sequence[BenchmarkTask] = (),
               training: Any = None) -> Strategy:
@@ -159,7 +162,7 @@ for _info in (
     StrategyInfo("exact", _M + "exact:make_exact_strategy", "joint",
                  "the joint objective with context–tool interaction terms, solved exactly",
                  sees_interactions=True, claims_optimal=True, in_default_run=True,
-                 colour="tab:blue", marker="o"),
+                 colour="tab:blue", marker="o", split_twin="adaptive_split"),
     StrategyInfo("fixed_split", _M + "splits:make_fixed_split_strategy", "split",
                  "BM25 rank per type, a fixed share of the budget each",
                  ranks_apart=True, in_default_run=True,
@@ -201,7 +204,7 @@ for _info in (
     StrategyInfo("learned_exact", _M + "learned:make_learned_strategy", "learned",
                  "the exact joint selector on learned unaries and learned pairs",
                  sees_interactions=True, claims_optimal=True, needs_training=True,
-                 options=(("joint", True),),
+                 options=(("joint", True),), split_twin="learned_split",
                  colour="tab:purple", marker="v"),
     StrategyInfo("learned_split", _M + "learned:make_learned_strategy", "learned",
                  "the adaptive split on the same learned unaries",

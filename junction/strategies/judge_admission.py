@@ -190,7 +190,8 @@ def make_judge_admission_strategy(
         floor_info = {}
 
     def strategy(view: RouterView, pool_limit: int | None) -> StrategyResult:
-        n = pool_per_lane if pool_limit is None else min(pool_limit, pool_per_lane)
+        lanes = pool_limit if isinstance(pool_limit, (tuple, list)) else (pool_limit, pool_limit)
+        n = tuple(pool_per_lane if k is None else min(k, pool_per_lane) for k in lanes)
         pools = candidate_pools(view, n)
         problem = joint_problem(view, pools)
         judged = _judge_pools(judge, cache, view, pools, instruction, noise.floor)
