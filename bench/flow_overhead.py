@@ -30,7 +30,7 @@ STRATEGIES = ["adaptive_split", "exact", "fixed_split"]
 
 def run_loop(root: str, n_tasks: int, batch_size: int) -> float:
     from junction_datasets import build_suite, get_suite
-    from flows.benchmark import run_unit_now
+    from flows.workers import run_unit_now
     from junction.evidence.warehouse import Warehouse
 
     start = time.perf_counter()

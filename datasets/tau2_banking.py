@@ -121,11 +121,17 @@ def data_folder(path: str | os.PathLike[str] | None = None) -> Path | None:
 
 def unavailable_reason() -> str | None:
     """One line saying why the suite cannot run and how to get the data; None when
-    ``$JUNCTION_TAU2_DATA`` names a folder."""
-    if data_folder() is not None:
-        return None
-    return (f"{SUITE}: no data (set {DATA_ENV} or pass --tau2-data to a clone of "
-            "https://github.com/sierra-research/tau2-bench)")
+    ``$JUNCTION_TAU2_DATA`` names a folder laid out as ``load_data`` reads it (only the
+    layout is checked here, so a run refuses a wrong folder before it starts)."""
+    root = data_folder()
+    if root is None:
+        return (f"{SUITE}: no data (set {DATA_ENV} or pass --tau2-data to a clone of "
+                "https://github.com/sierra-research/tau2-bench)")
+    try:
+        _files(root)
+    except DatasetError as exc:
+        return str(exc)
+    return None
 
 
 def _layout(root: Path) -> tuple[Path, Path]:
@@ -138,6 +144,20 @@ def _layout(root: Path) -> tuple[Path, Path]:
     return root, root / "tools.py"
 
 
+def _files(root: Path) -> tuple[Path, Path, Path]:
+    """(tasks.json, documents/, tools.py) under ``root``; ``DatasetError`` naming the first
+    path that is missing."""
+    domain, tools_py = _layout(root)
+    tasks_path, docs_path = domain / "tasks.json", domain / "documents"
+    for needed in (tasks_path, docs_path, tools_py):
+        if not needed.exists():
+            raise DatasetError(f"{needed}: missing (expected a tau2-bench banking_knowledge "
+                               "folder: tasks.json, documents/, tools.py)")
+    if not docs_path.is_dir():
+        raise DatasetError(f"{docs_path}: not a folder")
+    return tasks_path, docs_path, tools_py
+
+
 def load_data(path: str | os.PathLike[str] | None = None) -> Tau2Data:
     """Read tasks, documents and agent tools from ``path`` (default: ``data_folder()``).
 
@@ -147,14 +167,7 @@ def load_data(path: str | os.PathLike[str] | None = None) -> Tau2Data:
     root = data_folder(path)
     if root is None:
         raise DatasetError(unavailable_reason() or f"{SUITE}: no data folder")
-    domain, tools_py = _layout(root)
-    tasks_path, docs_path = domain / "tasks.json", domain / "documents"
-    for needed in (tasks_path, docs_path, tools_py):
-        if not needed.exists():
-            raise DatasetError(f"{needed}: missing (expected a tau2-bench banking_knowledge "
-                               "folder: tasks.json, documents/, tools.py)")
-    if not docs_path.is_dir():
-        raise DatasetError(f"{docs_path}: not a folder")
+    tasks_path, docs_path, tools_py = _files(root)
     try:
         tasks = json.loads(tasks_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

@@ -165,7 +165,7 @@ def _agent_model(value: str | None) -> str | None:
 @app.command()
 def bench(
     suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
-    strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: the default plan's, DEFAULT_STRATEGIES)."),
+    strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: the catalog's default plan, `junction strategies`)."),
     seed: list[int] = typer.Option(None, "--seed", help="Suite seed (repeatable; default 0)."),
     budget_scale: list[float] = typer.Option(
         None, "--budget-scale", help="Token-budget multiplier (repeatable; default 0.5, 1, 2)."),
@@ -223,17 +223,17 @@ def bench(
     """
     from junction_datasets.jsonl import load_suite_file
 
-    import flows.benchmark as fb
+    from flows.plan import RunPlan, prepare_run
+    from junction.evidence.store import TraceStore
     from junction_datasets.tau2_banking import DATA_ENV
 
     if tau2_data is not None:
         os.environ[DATA_ENV] = str(tau2_data.resolve())
-    root = warehouse or _warehouse_root()
-    params = fb.prepare_run(
+    plan = RunPlan.build(
         suites=suite or None, strategies=strategy or None, seeds=seed or None,
         budget_scales=budget_scale or None, size=size, full=full,
-        batch_size=batch_size, output_root=root,
-        reports_root=reports or _reports_root(), run_id=run_id, runner=runner.value,
+        batch_size=batch_size, output_root=warehouse or _warehouse_root(),
+        reports_root=reports or _reports_root(), runner=runner.value,
         workers=workers, dask_address=dask_address,
         suite_files=[str(p.resolve()) for p in suite_file or []] or None,
         strategy_size=_strategy_option(strategy_size, "--strategy-size", int),
@@ -242,13 +242,23 @@ def bench(
         agent_model=agent_model if agent_url else _agent_model(agent_model),
         agent_url=agent_url, agent_concurrency=agent_concurrency,
     )  # every check that needs no suite data: one error before anything starts
+    given_id, run_id = run_id, prepare_run(plan, run_id)
     for path in suite_file or []:
         load_suite_file(path)  # refuse a malformed file before anything starts
-    if run_id:
-        from junction.evidence.store import TraceStore
-
-        known = TraceStore(root).read_run_meta(run_id) is not None
+    store = TraceStore(plan.output_root)
+    if given_id:
+        known = store.read_run_meta(run_id) is not None
         typer.echo(f"{'resuming' if known else 'starting new'} run {run_id}")
+    with store.run_lock(run_id):  # before Prefect is imported: a second writer is told now
+        result = _run_with_progress(plan, run_id)
+    typer.echo(f"run {result['run_id']}: {result['tasks']} task evaluations in "
+               f"{result['units']} units ({result['units_skipped']} already done)")
+    typer.echo(f"report: {result['report']}")
+
+
+def _run_with_progress(plan, run_id: str) -> dict:
+    """Run a prepared plan (its run lock held) with a progress bar of units."""
+    import flows.benchmark as fb
     from rich.progress import Progress
 
     _quiet_prefect_run_errors()  # a run that fails on a JunctionError says so once, below
@@ -258,10 +268,7 @@ def bench(
         def advance(done: int, total: int) -> None:
             progress.update(bar, completed=done, total=total)
 
-        result = fb.run_benchmark(progress=advance, **params)
-    typer.echo(f"run {result['run_id']}: {result['tasks']} task evaluations in "
-               f"{result['units']} units ({result['units_skipped']} already done)")
-    typer.echo(f"report: {result['report']}")
+        return fb.run_prepared(plan, run_id, progress=advance)
 
 
 @app.command()
@@ -434,7 +441,7 @@ def serve(
     cron: str = typer.Option(..., "--cron", help='Cron schedule, e.g. "0 3 * * *".'),
     name: str = typer.Option("junction-scheduled", "--name", help="Deployment name."),
     suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
-    strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: the default plan's, DEFAULT_STRATEGIES)."),
+    strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: the catalog's default plan, `junction strategies`)."),
 ) -> None:
     """Serve the benchmark flow on a cron schedule (needs `prefect server start`; see README)."""
     from prefect.client.schemas.schedules import CronSchedule
@@ -449,9 +456,11 @@ def serve(
         raise JunctionError("scheduled runs need a Prefect server: run `prefect server start` "
                             "and set PREFECT_API_URL=http://127.0.0.1:4200/api (see README)")
     from flows.benchmark import benchmark
+    from flows.plan import RunPlan
 
-    benchmark.serve(name=name, cron=cron,
-                    parameters={"suites": suite or None, "strategies": strategy or None})
+    given = {"suites": suite or None, "strategies": strategy or None}
+    RunPlan.build(**given)  # refuse a bad name now; each scheduled run fills its defaults
+    benchmark.serve(name=name, cron=cron, parameters={"plan": given})
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -15,12 +15,10 @@ FAST = ["adaptive_split", "exact", "fixed_split"]
 
 
 def _plan(**params):
-    from flows.benchmark import run_params, strategy_plan
+    from flows.plan import RunPlan
 
-    p = run_params(**params)
-    plan = strategy_plan(p["strategies"], p["budget_scales"], p["strategy_size"],
-                         p["strategy_scales"])
-    return {s: (tuple(step["scales"]), step["max_tasks"]) for s, step in plan.items()}
+    return {s: (step.scales, step.max_tasks)
+            for s, step in RunPlan.build(**params).steps().items()}
 
 
 GRID = (0.5, 1.0, 2.0)
@@ -65,10 +63,10 @@ def test_default_plan_table(given, expected):
 
 
 def test_default_sizes_and_params_recorded():
-    from flows.benchmark import DEFAULT_SIZES, run_params
+    from flows.plan import DEFAULT_SIZES, RunPlan
     from junction.evidence.params import report_params
 
-    p = run_params()
+    p = RunPlan.build().params()
     assert p["budget_scales"] == [0.5, 1.0, 2.0]
     assert p["strategy_size"] == {"judge_admission": 4}
     scales = {"bfcl_listed": [1.0], "judge_admission": [1.0]}
@@ -99,10 +97,10 @@ BAD = [
 
 @pytest.mark.parametrize("given, message", BAD)
 def test_bad_plans_are_refused_with_one_line(tmp_path, given, message):
-    from flows.benchmark import prepare_run
+    from flows.plan import RunPlan
 
     with pytest.raises(JunctionError) as err:
-        prepare_run(output_root=str(tmp_path / "wh"), **given)
+        RunPlan.build(output_root=str(tmp_path / "wh"), **given)
     assert str(err.value) == message
     assert "\n" not in str(err.value)
 
@@ -129,13 +127,14 @@ def test_cli_refuses_bad_plan_options_with_one_line(tmp_path, args, message):
 
 def test_capped_strategy_runs_its_plan_and_metrics_stay_identical(prefect_harness, tmp_path):
     from flows.benchmark import benchmark
+    from flows.plan import RunPlan
     from junction.evidence.warehouse import Warehouse
 
     params = dict(suites=["synthetic", "bfcl-multiple"], strategies=FAST, size=10,
                   budget_scales=[0.5, 1.0], strategy_size={"exact": 4},
                   strategy_scales={"exact": [1.0]}, output_root=str(tmp_path / "wh"),
                   reports_root=str(tmp_path / "rep"))
-    first, second = benchmark(**params), benchmark(**params)
+    first, second = benchmark(RunPlan.build(**params)), benchmark(RunPlan.build(**params))
     rep = tmp_path / "rep"
     a = (rep / first["run_id"] / "metrics.json").read_bytes()
     assert a == (rep / second["run_id"] / "metrics.json").read_bytes()
@@ -167,17 +166,17 @@ def test_capped_strategy_runs_its_plan_and_metrics_stay_identical(prefect_harnes
 
 
 def test_report_states_the_default_plan():
-    from flows.benchmark import run_params
+    from flows.plan import RunPlan
     from junction.evidence.reports import render_markdown
 
-    md = render_markdown({"run_id": "r", "params": run_params()}, [], {}, None)
+    md = render_markdown({"run_id": "r", "params": RunPlan.build().params()}, [], {}, None)
     assert ("- per-strategy plan: bfcl_listed: at scale 1 only; "
             "judge_admission: 4 tasks per suite (fewer where the suite has fewer) at scale 1 "
             "only; adaptive_split, exact, fixed_split: every task in the Suites table at every "
             "budget scale.") in md
     assert "- agent: a language-model agent acted on 1 task of each BFCL suite" in md
     suites = {"bfcl-memory": {"tasks": 40, "strategy_tasks": {"judge_admission": 8}}}
-    md = render_markdown({"run_id": "r", "params": run_params()}, [], suites, None)
+    md = render_markdown({"run_id": "r", "params": RunPlan.build().params()}, [], suites, None)
     assert "| bfcl-memory | 40 (judge_admission: 8) |" in md
 
 
@@ -186,21 +185,21 @@ def test_report_states_the_default_plan():
     ({"full": True, "agent_size": 2}, 2),
 ])
 def test_agent_sample_follows_size_and_full(given, agent_size):
-    from flows.benchmark import run_params
+    from flows.plan import RunPlan
 
-    assert run_params(**given)["agent_size"] == agent_size
+    assert RunPlan.build(**given).agent_size == agent_size
 
 
 def test_agent_sample_is_the_suites_own_sample_and_bfcl_only():
-    from flows.benchmark import _agent_sample
+    from flows.sampling import agent_sample
     from junction_datasets import build_suite
 
     tasks = build_suite("bfcl-irrelevance", seed=0, size=6).tasks
-    ids = _agent_sample(tasks, 2, lambda n: build_suite("bfcl-irrelevance", seed=0,
+    ids = agent_sample(tasks, 2, lambda n: build_suite("bfcl-irrelevance", seed=0,
                                                         size=n).tasks)
     assert ids == {t.task_id for t in build_suite("bfcl-irrelevance", seed=0, size=2).tasks}
     assert ids <= {t.task_id for t in tasks}
-    assert _agent_sample(tasks, None, lambda n: []) == {t.task_id for t in tasks}
-    assert _agent_sample(tasks, 0, lambda n: []) == frozenset()
+    assert agent_sample(tasks, None, lambda n: []) == {t.task_id for t in tasks}
+    assert agent_sample(tasks, 0, lambda n: []) == frozenset()
     synthetic = build_suite("synthetic", seed=0, size=3).tasks
-    assert _agent_sample(synthetic, 2, lambda n: synthetic[:n]) == frozenset()
+    assert agent_sample(synthetic, 2, lambda n: synthetic[:n]) == frozenset()

@@ -39,10 +39,11 @@ def _one_line(out) -> str:
 def warehouse(prefect_harness, tmp_path_factory):
     """One finished run (coupling, exact) with its junction.duckdb."""
     from flows.benchmark import benchmark
+    from flows.plan import RunPlan
 
     root = tmp_path_factory.mktemp("hardening") / "wh"
-    benchmark(suites=["coupling"], strategies=["exact"], budget_scales=[1.0],
-              output_root=str(root), reports_root=str(root.parent / "reports"),
+    benchmark(RunPlan.build(suites=["coupling"], strategies=["exact"], budget_scales=[1.0],
+                            output_root=str(root), reports_root=str(root.parent / "reports")),
               run_id="base-run")
     return root
 

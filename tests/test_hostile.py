@@ -135,13 +135,14 @@ def test_duplicate_task_and_mixed_suites_are_refused(tmp_path):
 @pytest.mark.flow
 def test_flow_writes_nothing_for_a_malformed_suite(prefect_harness, tmp_path):
     from flows.benchmark import benchmark
+    from flows.plan import RunPlan
 
     rows = copy.deepcopy(VALID)
     rows[2]["contexts"][0]["token_cost"] = -1
     _write(tmp_path / "bad.jsonl", rows)
     with pytest.raises(DatasetError, match="bad.jsonl:3: .*token_cost"):
-        benchmark(suites=["coupling"], suite_files=[str(tmp_path / "bad.jsonl")],
-                  strategies=["exact"], output_root=str(tmp_path / "wh"),
-                  reports_root=str(tmp_path / "reports"))
+        benchmark(RunPlan.build(suites=["coupling"], suite_files=[str(tmp_path / "bad.jsonl")],
+                                strategies=["exact"], output_root=str(tmp_path / "wh"),
+                                reports_root=str(tmp_path / "reports")))
     assert not (tmp_path / "wh").exists()
     assert not (tmp_path / "reports").exists()

@@ -39,15 +39,18 @@ def test_a_resumed_run_repeats_the_result_changing_parameters_and_the_unit_layou
 
 def test_every_flow_parameter_is_classified():
     from flows.benchmark import benchmark
+    from flows.plan import RunPlan
 
-    names = set(inspect.signature(benchmark.fn).parameters)
+    # the flow takes the plan, the run id and whether to write a report
+    assert set(inspect.signature(benchmark.fn).parameters) == {"plan", "run_id", "write_reports"}
+    names = set(RunPlan.model_fields) | {"run_id", "write_reports"}
     assert names == RESULT_CHANGING | set(RESULT_NEUTRAL_PARAMS)
     assert set(UNIT_LAYOUT_PARAMS) <= set(RESULT_NEUTRAL_PARAMS)
     assert set(MACHINE_PATH_PARAMS) <= RESULT_CHANGING
 
 
 def test_params_hash_ignores_where_and_how_but_not_batch_size():
-    from flows.benchmark import params_hash
+    from flows.plan import params_hash
 
     same = params_hash(PARAMS)
     for change in ({"run_id": "x"}, {"output_root": "/elsewhere"}, {"runner": "dask"},

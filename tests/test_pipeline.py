@@ -24,7 +24,7 @@ FAST = ["adaptive_split", "exact", "fixed_split"]
 def flaky(monkeypatch):
     """A "flaky" strategy, registered for one test only: fails on task 00007 while
     ``fail["on"]``. Returns the switch."""
-    import flows.benchmark as fb
+    import flows.workers as fw
 
     fail = {"on": False}
 
@@ -40,17 +40,19 @@ def flaky(monkeypatch):
 
     monkeypatch.setitem(STRATEGIES, "flaky", StrategyInfo("flaky", factory, "joint",
                                                           "fails on purpose", True))
-    monkeypatch.setattr(fb, "_STRATEGIES", {})  # no instance outlives the test
+    monkeypatch.setattr(fw, "_STRATEGIES", {})  # no instance outlives the test
     return fail
 
 
 def _run(tmp_path, **kwargs):
     from flows.benchmark import benchmark
+    from flows.plan import RunPlan
 
     params = dict(suites=["coupling", "synthetic"], strategies=FAST, size=20,
                   budget_scales=[1.0], output_root=str(tmp_path / "wh"), reports_root=str(tmp_path / "reports"))
     params.update(kwargs)
-    return benchmark(**params)
+    flow_args = {k: params.pop(k) for k in ("run_id", "write_reports") if k in params}
+    return benchmark(RunPlan.build(**params), **flow_args)
 
 
 def _rows(store: TraceStore, run_id: str):

@@ -28,9 +28,10 @@ def test_dask_runner_matches_thread_runner(prefect_harness, tmp_path):
 
 def test_second_writer_fails_clearly_while_readers_keep_working(prefect_harness, tmp_path):
     from flows.benchmark import benchmark
+    from flows.plan import RunPlan
 
-    benchmark(suites=["coupling"], strategies=["exact"], budget_scales=[1.0],
-              output_root=str(tmp_path), reports_root=str(tmp_path / "reports"))
+    benchmark(RunPlan.build(suites=["coupling"], strategies=["exact"], budget_scales=[1.0],
+                            output_root=str(tmp_path), reports_root=str(tmp_path / "reports")))
     db = tmp_path / "junction.duckdb"
     holder = subprocess.Popen(
         [sys.executable, "-c",

@@ -213,7 +213,7 @@ def test_unavailable_without_the_variable(monkeypatch):
     reason = tb.unavailable_reason()
     assert reason is not None and "\n" not in reason
     assert tb.DATA_ENV in reason and "sierra-research/tau2-bench" in reason
-    from flows.benchmark import default_suites, skipped_default_suites
+    from flows.plan import default_suites, skipped_default_suites
 
     assert "tau2-banking" not in default_suites()
     assert skipped_default_suites() == {"tau2-banking": reason}

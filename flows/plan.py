@@ -1,0 +1,377 @@
+"""The run plan: one frozen, self-validating record of a benchmark run's parameters.
+
+``RunPlan`` is what the command line builds from its options and what the ``benchmark``
+flow takes. It fills the default plan in (the ``DEFAULT_*`` constants below, each with its
+reason), refuses a plan that cannot run with one ``JunctionError`` line naming the field,
+and owns the params hash a resumed run must repeat (``junction.evidence.params`` lists the
+result-neutral fields it leaves out).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+import tempfile
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
+
+from junction.environment import PROJECT_ROOT
+from junction.errors import JunctionError, UnknownNameError
+from junction.evidence.params import resume_params
+from junction.evidence.store import TraceStore, check_name
+from junction.strategies import STRATEGIES, default_strategies, strategy_info
+from junction_datasets import SUITES, get_suite, suite_names
+
+__all__ = ["RunPlan", "StrategyStep", "DEFAULT_BUDGET_SCALES", "DEFAULT_SIZES",
+           "DEFAULT_STRATEGY_SIZE", "DEFAULT_STRATEGY_SCALES", "DEFAULT_AGENT_SIZE",
+           "AGENT_SCALE", "DEFAULT_BATCH_SIZE", "DEFAULT_WAREHOUSE", "DEFAULT_REPORTS",
+           "MAX_SEED", "RUNNERS", "default_suites", "skipped_default_suites", "new_run_id",
+           "params_hash", "check_writable", "check_resume", "prepare_run"]
+
+DEFAULT_BUDGET_SCALES = (0.5, 1.0, 2.0)
+"""The budget grid (× each task's own budget) when no scale is given: half, the task's own
+and double, so a report shows how each strategy degrades and saturates."""
+
+DEFAULT_SIZES: dict[str, int] = {
+    "bfcl-multiple": 40, "bfcl-live-multiple": 40, "bfcl-parallel-multiple": 40,
+    "bfcl-irrelevance": 40, "bfcl-memory": 40, "synthetic": 60,
+    "synthetic-50": 20, "synthetic-100": 10, "synthetic-200": 3,
+}
+"""Tasks per suite without ``size`` or ``full``, for strategies without a catalog cap; a
+suite not listed takes its registered ``default_size``. Sized so the default run fits its
+time budget (bench/README.md, "Overview figures")."""
+
+DEFAULT_STRATEGY_SIZE: dict[str, int] = {
+    n: i.default_size for n, i in sorted(STRATEGIES.items()) if i.default_size is not None}
+"""Per-strategy task caps without ``size`` or ``full``: the catalog's ``default_size``
+(``junction.strategies.catalog`` says why, e.g. the judge scores every candidate)."""
+
+DEFAULT_STRATEGY_SCALES: dict[str, list[float]] = {
+    n: list(i.default_scales) for n, i in sorted(STRATEGIES.items())
+    if i.default_scales is not None}
+"""Per-strategy budget scales without an explicit scale: the catalog's ``default_scales``
+(the references ignore the budget, so one scale says all they can)."""
+
+DEFAULT_AGENT_SIZE = 1
+"""Tasks per BFCL suite the language-model agent acts on in the default plan: one, so the
+default run shows the agent path working within its time budget; such a sample never
+decides a verdict (``junction.evidence.verdicts``' minimum of deciding tasks), and
+``make bench-agent`` runs one that does. ``full`` runs every task; an explicit ``size``
+alone runs none."""
+
+AGENT_SCALE = 1.0
+"""The budget scale the agent runs at (the run's smallest scale if it has no scale 1): the
+task's own budget, where the report's agent table compares strategies."""
+
+DEFAULT_BATCH_SIZE = 100
+"""Tasks per work unit: large enough that Prefect's per-task overhead stays small beside
+the work (bench/flow_overhead.py), small enough that an interrupted run loses little."""
+
+DEFAULT_WAREHOUSE = str(PROJECT_ROOT / "warehouse")
+"""Where traces go when neither ``--warehouse`` nor ``$JUNCTION_WAREHOUSE`` says."""
+DEFAULT_REPORTS = str(PROJECT_ROOT / "reports")
+"""Where reports go when ``--reports`` does not say."""
+
+MAX_SEED = 2**63 - 1
+"""Seeds are stored as the traces' int64 ``seed`` column."""
+
+RUNNERS = ("thread", "dask")
+"""Task runners: a thread pool in this process, or Dask (local processes or a scheduler)."""
+
+StrictInt = Annotated[int, Strict()]
+
+
+def default_suites() -> list[str]:
+    """Every registered suite the default benchmark runs (``SuiteInfo.in_default_run``),
+    less those whose data is absent (``skipped_default_suites``)."""
+    return [name for name in suite_names()
+            if SUITES[name].in_default_run and SUITES[name].unavailable_reason() is None]
+
+
+def skipped_default_suites() -> dict[str, str]:
+    """Default suites left out of this run because their data is absent: name -> why."""
+    return {name: reason for name in suite_names() if SUITES[name].in_default_run
+            and (reason := SUITES[name].unavailable_reason()) is not None}
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """``YYYYmmddTHHMMSSZ-<8 hex>``: sortable by time, unique per call."""
+    now = now or datetime.now(UTC)
+    return f"{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+
+
+def params_hash(params: dict[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of the parameters a resumed run must repeat
+    (``junction.evidence.params.resume_params``)."""
+    return hashlib.sha256(json.dumps(resume_params(params), sort_keys=True).encode()).hexdigest()
+
+
+class StrategyStep(BaseModel):
+    """What one strategy runs in a plan: its budget scales (sorted) and its task cap per
+    suite (None: every task of each suite's sample)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scales: tuple[float, ...]
+    max_tasks: int | None
+
+
+class RunPlan(BaseModel):
+    """A benchmark run's parameters, defaults filled in and checked.
+
+    Fields (the recorded ``params`` of run.json, in this order):
+
+    - ``suites``/``strategies``: registry names, sorted (default: ``default_suites()``, or
+      none when ``suite_files`` are given; the catalog's default strategies)
+    - ``seeds``: suite seeds (default [0]); ``budget_scales``: multipliers of every task's
+      own token budget (default ``DEFAULT_BUDGET_SCALES``)
+    - ``size``: tasks per suite (None: ``DEFAULT_SIZES``, else the suite's
+      ``default_size``); ``full``: every task
+    - ``strategy_size``: strategy -> at most this many tasks per suite (the suite's own
+      sample of that size); ``strategy_scales``: strategy -> its budget scales (a subset of
+      ``budget_scales``). None: the default plan (``DEFAULT_STRATEGY_SIZE`` without
+      ``size``/``full``, ``DEFAULT_STRATEGY_SCALES`` without budget scales), limited to the
+      strategies that run; ``{}``: no limit
+    - ``batch_size``: tasks per work unit; ``output_root``/``reports_root``: traces and
+      reports; ``runner``/``workers``/``dask_address``: the task runner
+    - ``suite_files``: JSON Lines suite files (``junction_datasets.jsonl``), sorted
+    - ``agent_size``: tasks per BFCL suite the agent acts on (None given: 1, or every task
+      with ``full`` (stored None), or 0 with an explicit ``size``); ``agent_model``: a GGUF
+      path or embedded model name (None: the default), or with ``agent_url`` (an
+      OpenAI-compatible base URL) the server's model id; ``agent_concurrency``: requests in
+      flight to that server
+
+    Raises ``UnknownNameError`` (suite, strategy, runner) or ``JunctionError`` naming the
+    field and its value for a plan that cannot run (a suite whose data is absent, a seed
+    outside [0, ``MAX_SEED``], a scale that is not finite and > 0, a cap or scale for a
+    strategy the run does not run, ...); ``pydantic.ValidationError`` for a value of the
+    wrong type. ``RunPlan.build`` turns the latter into one ``JunctionError`` line too.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    suites: list[str]
+    strategies: list[str]
+    seeds: list[Annotated[int, Strict()]]
+    budget_scales: list[float]
+    size: StrictInt | None
+    full: bool
+    strategy_size: dict[str, Any]
+    strategy_scales: dict[str, list[float]]
+    batch_size: StrictInt = DEFAULT_BATCH_SIZE
+    output_root: str = DEFAULT_WAREHOUSE
+    reports_root: str = DEFAULT_REPORTS
+    runner: str = "thread"
+    workers: StrictInt | None = None
+    dask_address: str | None = None
+    suite_files: list[str] = Field(default_factory=list)
+    agent_size: Any = None
+    agent_model: str | None = None
+    agent_url: str | None = None
+    agent_concurrency: Any = 1
+
+    @classmethod
+    def build(cls, **given: Any) -> RunPlan:
+        """``RunPlan(**given)``, a type error also raised as one ``JunctionError`` line
+        naming the field (for callers that print errors as one line, like the CLI)."""
+        try:
+            return cls(**given)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "plan"
+            raise JunctionError(f"{field}: {first['msg']} (got {first.get('input')!r})") \
+                from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_defaults(cls, given: Any) -> Any:
+        """The default plan: what a field left None (or absent) means."""
+        if not isinstance(given, dict):
+            return given
+        p = {k: v for k, v in given.items()}
+        size, full = p.get("size"), bool(p.get("full", False))
+        suite_files = sorted(p.get("suite_files") or [])
+        strategies = sorted(p.get("strategies") or default_strategies())
+        budget_scales = p.get("budget_scales")
+        strategy_size, strategy_scales = p.get("strategy_size"), p.get("strategy_scales")
+        if strategy_size is None:
+            strategy_size = ({} if size is not None or full else
+                             {k: v for k, v in DEFAULT_STRATEGY_SIZE.items() if k in strategies})
+        if strategy_scales is None:
+            strategy_scales = ({} if budget_scales else
+                               {k: v for k, v in DEFAULT_STRATEGY_SCALES.items()
+                                if k in strategies})
+        agent_size = p.get("agent_size")
+        if agent_size is None and not full:  # None with full: every task
+            agent_size = 0 if size is not None else DEFAULT_AGENT_SIZE
+        p.update(
+            suites=sorted(p.get("suites") or ([] if suite_files else default_suites())),
+            strategies=strategies, seeds=p.get("seeds") or [0],
+            budget_scales=budget_scales or list(DEFAULT_BUDGET_SCALES), size=size, full=full,
+            strategy_size={k: strategy_size[k] for k in sorted(strategy_size)},
+            strategy_scales={k: sorted(strategy_scales[k]) for k in sorted(strategy_scales)},
+            suite_files=suite_files, agent_size=agent_size)
+        for key, default in (("batch_size", DEFAULT_BATCH_SIZE),
+                             ("output_root", DEFAULT_WAREHOUSE),
+                             ("reports_root", DEFAULT_REPORTS), ("runner", "thread"),
+                             ("agent_concurrency", 1)):
+            if p.get(key) is None:
+                p[key] = default
+        return p
+
+    @model_validator(mode="after")
+    def _check(self) -> RunPlan:
+        """Refuse a plan that cannot run (one line naming the field and value)."""
+        for name in self.suites:
+            reason = get_suite(name).unavailable_reason()
+            if reason is not None:
+                raise JunctionError(reason)
+        for name in self.strategies:
+            strategy_info(name)
+        if self.runner not in RUNNERS:
+            raise UnknownNameError(f"unknown runner {self.runner!r}; valid runners: "
+                                   f"{', '.join(sorted(RUNNERS))}")
+        if self.batch_size < 1:
+            raise JunctionError(f"batch_size must be >= 1, got {self.batch_size}")
+        for scale in self.budget_scales:
+            if not (math.isfinite(scale) and scale > 0):
+                raise JunctionError(f"budget scale must be a finite number > 0, got {scale:g}")
+        for seed in self.seeds:
+            if not 0 <= seed <= MAX_SEED:
+                raise JunctionError(f"seed must be an integer in [0, {MAX_SEED}], got {seed}")
+        self._check_strategy_limits()
+        if self.agent_size is not None and not _is_count(self.agent_size, 0):
+            raise JunctionError(f"agent_size must be an integer >= 0, got {self.agent_size!r}")
+        if self.agent_url is not None or self.agent_concurrency != 1:
+            self._check_remote_agent()
+        return self
+
+    def _check_strategy_limits(self) -> None:
+        for what, limits in (("strategy_size", self.strategy_size),
+                             ("strategy_scales", self.strategy_scales)):
+            for name in limits:
+                if name not in self.strategies:
+                    raise JunctionError(f"{what} names {name!r}, which this run does not run; "
+                                        f"strategies: {', '.join(self.strategies)}")
+        for name, n in self.strategy_size.items():
+            if not _is_count(n, 1):
+                raise JunctionError(f"strategy_size for {name} must be an integer >= 1, "
+                                    f"got {n!r}")
+        for name, scales in self.strategy_scales.items():
+            if not scales:
+                raise JunctionError(f"strategy_scales for {name} is empty; give at least one "
+                                    "of the run's budget scales")
+            for scale in scales:
+                if scale not in self.budget_scales:
+                    raise JunctionError(
+                        f"strategy_scales for {name}: {scale:g} is not a budget scale of this "
+                        f"run ({', '.join(f'{x:g}' for x in self.budget_scales)})")
+
+    def _check_remote_agent(self) -> None:
+        """A remote agent's static checks; the server's model list is checked by
+        ``flows.benchmark.prepare_run``, which may reach the server."""
+        from junction.agent.llm import AgentError
+        from junction.agent.remote import check_agent_url
+
+        if not _is_count(self.agent_concurrency, 1):
+            raise JunctionError(f"agent_concurrency must be an integer >= 1, got "
+                                f"{self.agent_concurrency!r}")
+        if self.agent_url is None:
+            raise JunctionError("agent_concurrency applies to a remote agent only "
+                                "(--agent-url)")
+        check_agent_url(self.agent_url)
+        if not self.agent_model:
+            raise AgentError(f"--agent-url {self.agent_url} needs --agent-model, the model "
+                             "id the server serves")
+
+    def params(self) -> dict[str, Any]:
+        """The parameters a run records in run.json (``params``), as plain JSON values."""
+        return self.model_dump()
+
+    def params_hash(self) -> str:
+        """``params_hash`` of ``params()``: what a resumed run must repeat."""
+        return params_hash(self.params())
+
+    def steps(self) -> dict[str, StrategyStep]:
+        """Per strategy (sorted): the scales it runs and its task cap, the plan the flow
+        follows and the report states."""
+        return {s: StrategyStep(scales=tuple(sorted(self.strategy_scales.get(
+                    s, self.budget_scales))), max_tasks=self.strategy_size.get(s))
+                for s in self.strategies}
+
+    def suite_size(self, name: str) -> int | None:
+        """Tasks the plan samples from registered suite ``name`` (None: every task)."""
+        if self.full:
+            return None
+        return self.size if self.size is not None else DEFAULT_SIZES.get(
+            name, get_suite(name).default_size)
+
+    def agent_scale(self) -> float:
+        """The scale the agent runs at: ``AGENT_SCALE`` if some strategy runs it (or no
+        strategy runs any), else the smallest scale of the plan."""
+        scales = sorted({x for step in self.steps().values() for x in step.scales})
+        return AGENT_SCALE if AGENT_SCALE in scales or not scales else scales[0]
+
+
+def _is_count(value: Any, least: int) -> bool:
+    """Whether ``value`` is an int (not a bool) >= ``least``."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+# --------------------------------------------------------------------------- before a run
+
+def check_writable(output_root: str) -> None:
+    """Refuse a local traces root that is a file or cannot be created and written (by
+    making it and a temporary file in it, then removing what was made)."""
+    store = TraceStore(output_root)
+    if not store.is_local:
+        return
+    root = Path(store.base)
+    if root.exists() and not root.is_dir():
+        raise JunctionError(f"warehouse {output_root} is a file, not a folder; pass a folder "
+                            "to --warehouse")
+    created = next((p for p in [*reversed(root.parents), root] if not p.exists()), None)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=root):
+            pass
+    except OSError as exc:
+        raise JunctionError(f"warehouse {output_root} is not a writable folder: "
+                            f"{exc.strerror or exc}") from None
+    finally:  # a check writes nothing: remove the folders it made
+        if created is not None and created.is_dir():
+            shutil.rmtree(created, ignore_errors=True)
+
+
+
+def check_resume(plan: RunPlan, run_id: str) -> None:
+    """Refuse to resume ``run_id`` with a plan other than the one it was started with
+    (``JunctionError``)."""
+    existing = TraceStore(plan.output_root).read_run_meta(run_id)
+    if existing and existing.get("params_hash") != plan.params_hash():
+        raise JunctionError(f"run {run_id} was started with different parameters; "
+                            "use a new run id or the same parameters")
+
+
+def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
+    """Check what ``plan`` needs of the world before anything starts; return the run id.
+
+    The run id (``check_name``; a new one when None), the traces root
+    (``check_writable``), a resumed run's parameters (``check_resume``) and, for a remote
+    agent that will act, the server's model list (``AgentError``, one line). So a mistake
+    is one error before Prefect or any work starts.
+    """
+    run_id = check_name(run_id, "run_id") if run_id else new_run_id()
+    check_writable(plan.output_root)  # an unknown protocol or a missing fsspec backend too
+    check_resume(plan, run_id)
+    if plan.agent_url is not None and plan.agent_size != 0:
+        from flows.workers import agent_executor
+
+        agent_executor(plan.agent_model, plan.agent_url, plan.agent_concurrency)
+    return run_id
