@@ -28,14 +28,14 @@ from junction.evidence import verdicts
 from junction.evidence.reports import REFERENCE_NOTE, headline_rows, write_report
 from junction.evidence.traces import records_to_table
 from junction.evidence.verdicts import paired_comparison
-from test_traces import _record
+from tests.helpers import trace_record
 
 
 def _traces(outcomes: dict[str, list[bool]], suite: str = "s", scale: float = 1.0) -> list:
     return [
-        _record(suite=suite, strategy=strategy, task_id=f"t{i}", budget_scale=scale,
-                success=ok, failure_reason="" if ok else "x",
-                selection_status="optimal" if strategy == "exact" else "heuristic")
+        trace_record(suite=suite, strategy=strategy, task_id=f"t{i}", budget_scale=scale,
+                     success=ok, failure_reason="" if ok else "x",
+                     selection_status="optimal" if strategy == "exact" else "heuristic")
         for strategy, values in outcomes.items() for i, ok in enumerate(values)
     ]
 
@@ -222,8 +222,8 @@ def _agent_records(n: int) -> list:
         for i in range(n):
             agent = {"agent_success": ok, "agent_outcome": "correct" if ok else "wrong_call",
                      "executor": "llm"} if i == 0 else {}
-            out.append(_record(suite="b", strategy=strategy, task_id=f"t{i}", success=ok,
-                               failure_reason="" if ok else "x", **agent))
+            out.append(trace_record(suite="b", strategy=strategy, task_id=f"t{i}", success=ok,
+                                    failure_reason="" if ok else "x", **agent))
     return out
 
 
@@ -313,11 +313,11 @@ def test_distinct_exposed_sets_and_identical_sets_on_shared_tasks():
     from junction.evidence.reports import distinct_exposed_sets
 
     def rec(strategy, task, ok, contexts):
-        return _record(strategy=strategy, task_id=task, success=True,
-                       exposed_context_ids=contexts, context_tokens=10 * len(contexts),
-                       tokens_used=10 * len(contexts) + 30, executor="remote",
-                       agent_success=ok, agent_outcome="correct" if ok else "wrong_call",
-                       selection_status="optimal" if strategy == "exact" else "heuristic")
+        return trace_record(strategy=strategy, task_id=task, success=True,
+                            exposed_context_ids=contexts, context_tokens=10 * len(contexts),
+                            tokens_used=10 * len(contexts) + 30, executor="remote",
+                            agent_success=ok, agent_outcome="correct" if ok else "wrong_call",
+                            selection_status="optimal" if strategy == "exact" else "heuristic")
 
     table = records_to_table([rec("exact", "t0", True, ("c1",)),
                               rec("fixed_split", "t0", True, ("c1",)),
