@@ -26,7 +26,7 @@ from junction.evidence.calibration import ROUND_DIGITS, learned_calibration
 from junction.evidence.joint_split import MEASURES, joint_split_lines, joint_split_verdicts
 from junction.evidence.params import report_params
 from junction.strategies.catalog import STRATEGIES, strategies_where, strategy_info
-from junction.tasks import VERIFIER_MEANINGS
+from junction.verifiers import verifier_meaning
 
 __all__ = ["ROUND_DIGITS", "comparable_traces", "summarise", "write_report", "render_markdown",
            "headline_rows", "run_timings", "html_page", "PAGE_STYLE", "plan_sentence",
@@ -456,7 +456,7 @@ def _definitions_lines(suites: dict[str, Any]) -> list[str]:
         info = suites[name]
         kinds = info.get("verifier_kinds")
         if kinds:
-            meaning = "; or ".join(VERIFIER_MEANINGS.get(k, k) for k in kinds)
+            meaning = "; or ".join(verifier_meaning(k) for k in kinds)
             kind_text = ", ".join(f"`{k}`" for k in kinds)
             lines.append(f"- **{name}** (verifier {kind_text}): success when {meaning}.")
         else:
