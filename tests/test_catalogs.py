@@ -1,5 +1,8 @@
-"""The verifier catalog (``junction.verifiers``): a kind registered after import (one record
-plus one function) is what the tasks, the executor and the report then see.
+"""The two catalogs: verifier kinds (``junction.verifiers``) and strategy roles read at call
+time (``junction.strategies.catalog``).
+
+A kind or a strategy registered after import (one record, plus one function or factory) is
+what the tasks, the executor, the verdicts, the figures and the report then see.
 """
 
 from __future__ import annotations
@@ -9,8 +12,18 @@ from pydantic import ValidationError
 
 from junction.agent.execution import ExecutionResult, Outcome, execute, verify
 from junction.errors import UnknownNameError
-from junction.evidence.reports import render_markdown
+from junction.evidence import plots, verdicts
+from junction.evidence.reports import headline_rows, render_markdown
+from junction.evidence.traces import records_to_table
 from junction.resources import ContextResource, ToolResource
+from junction.strategies import (
+    STRATEGIES,
+    StrategyInfo,
+    interaction_blind_strategies,
+    learned_strategies,
+    reference_strategies,
+    strategies_where,
+)
 from junction.tasks import BenchmarkTask, VerifierSpec
 from junction.verifiers import (
     VERIFIERS,
@@ -19,6 +32,7 @@ from junction.verifiers import (
     verifier_meaning,
     verifier_names,
 )
+from tests.helpers import trace_record
 
 
 def _task(kind: str, params: dict | None = None) -> BenchmarkTask:
@@ -29,6 +43,9 @@ def _task(kind: str, params: dict | None = None) -> BenchmarkTask:
                ToolResource(id="t2", description="d", schema_token_cost=3)),
         gold_context_ids=("c1",), gold_tool_ids=("t1",),
         verifier=VerifierSpec(kind=kind, params=params or {}))
+
+
+# ---------------------------------------------------------------- verifier kinds
 
 def test_every_catalogued_kind_has_a_grader_and_a_meaning():
     assert verifier_names() == ["context_answer", "contexts_exact", "no_tools",
@@ -95,3 +112,41 @@ def test_the_toy_executor_plays_steps_only_for_a_kind_that_grades_calls(monkeypa
         grades="calls"))
     (call,) = execute(_task("steps_seen", steps), ("c1",), ("t1",)).tool_calls
     assert (call.tool_id, call.arguments) == ("t1", {"informed": True})
+
+
+# ---------------------------------------------------------------- strategy roles
+
+def test_roles_match_the_records():
+    assert reference_strategies() == strategies_where(respects_budget=False)
+    assert interaction_blind_strategies() == strategies_where(ranks_apart=True)
+    assert learned_strategies() == strategies_where(role="learned")
+    assert set(reference_strategies()).isdisjoint(interaction_blind_strategies())
+
+
+def test_a_strategy_registered_later_takes_its_role_everywhere(monkeypatch):
+    # registered after every module imported: roles are read at call time
+    monkeypatch.setitem(STRATEGIES, "late_reference", StrategyInfo(
+        "late_reference", lambda: None, "reference", "outside the budget",
+        respects_budget=False))
+    monkeypatch.setitem(STRATEGIES, "late_blind", StrategyInfo(
+        "late_blind", lambda: None, "split", "ranks apart", ranks_apart=True))
+    assert "late_reference" in reference_strategies()
+    assert "late_blind" in interaction_blind_strategies()
+    assert plots.strategy_label("late_reference") == "late_reference (reference)"
+    assert plots.strategy_style("late_reference").linestyle == "--"
+
+    # 3 tasks: joint_x 3/3, late_blind 1/3, late_reference 3/3 (never compared: a reference)
+    outcomes = {"joint_x": [True, True, True], "late_blind": [True, False, False],
+                "late_reference": [True, True, True]}
+    records = [trace_record(strategy=s, task_id=f"t{i}", success=ok,
+                            failure_reason="" if ok else "x")
+               for s, oks in outcomes.items() for i, ok in enumerate(oks)]
+    (h,) = headline_rows(records_to_table(records))
+    assert h["best"] == ["joint_x"]
+    assert [(c["other"], c["role"]) for c in h["comparisons"]] == [
+        ("late_blind", "interaction-blind best")]
+    # without the record, late_blind is one more strategy, compared as a reference
+    monkeypatch.delitem(STRATEGIES, "late_blind")
+    (h,) = verdicts.headline([r.model_dump() for r in records
+                              if r.strategy != "late_reference"])
+    assert [(c["other"], c["role"]) for c in h["comparisons"]] == [("late_blind", "reference")]

@@ -25,7 +25,12 @@ from junction.evidence import plots, verdicts
 from junction.evidence.calibration import ROUND_DIGITS, learned_calibration
 from junction.evidence.joint_split import MEASURES, joint_split_lines, joint_split_verdicts
 from junction.evidence.params import report_params
-from junction.strategies.catalog import STRATEGIES, strategies_where, strategy_info
+from junction.strategies.catalog import (
+    STRATEGIES,
+    interaction_blind_strategies,
+    reference_strategies,
+    strategy_info,
+)
 from junction.verifiers import verifier_meaning
 
 __all__ = ["ROUND_DIGITS", "comparable_traces", "summarise", "write_report", "render_markdown",
@@ -77,14 +82,9 @@ def summarise(traces: pa.Table) -> list[dict[str, Any]]:
     return [{k: _round(v) for k, v in row.items()} for row in rows]
 
 
-REFERENCE_STRATEGIES = strategies_where(respects_budget=False)
-"""Strategies outside the budget (the catalog's ``respects_budget``): shown apart, never
-named best."""
-
-
 def headline_rows(traces: pa.Table) -> list[dict[str, Any]]:
     """``verdicts.headline`` over the trace rows (only the columns it reads), leaving out
-    the reference strategies (``REFERENCE_STRATEGIES``: they do not respect the budget).
+    the catalog's ``reference_strategies`` (they do not respect the budget).
 
     Each comparison also gets ``identical_sets``: on how many of its shared tasks (both
     outcomes set) the two strategies exposed the same contexts and tools. Those tasks are
@@ -95,8 +95,8 @@ def headline_rows(traces: pa.Table) -> list[dict[str, Any]]:
     columns = [c for c in (*keys, *verdicts.PRIMARY_OUTCOMES) if c in traces.column_names]
     if traces.num_rows == 0:
         return []
-    rows = [r for r in traces.select(columns).to_pylist()
-            if r["strategy"] not in REFERENCE_STRATEGIES]
+    references = reference_strategies()
+    rows = [r for r in traces.select(columns).to_pylist() if r["strategy"] not in references]
     out = verdicts.headline(rows)
     exposed = {}
     if {"exposed_context_ids", "exposed_tool_ids"} <= set(traces.column_names):
@@ -350,7 +350,7 @@ def _headline_lines(headline: list[dict[str, Any]]) -> list[str]:
     lines.append(
         "Per suite: the best strategy by the primary outcome, compared with the best strategy "
         "that ignores interactions "
-        f"({', '.join(verdicts.INTERACTION_BLIND)}) and with every other "
+        f"({', '.join(interaction_blind_strategies())}) and with every other "
         "strategy, on the tasks both ran. The primary outcome is agent success where the "
         f"compared strategies share at least {verdicts.MIN_DECIDING_TASKS} tasks with an agent "
         "outcome, else verified success (see Definitions). Differences are in points "
@@ -666,7 +666,8 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     for row in summary:
         by_suite.setdefault(row["suite"], []).append(row)
     columns = _table_columns()
-    if any(r["strategy"] in REFERENCE_STRATEGIES for r in summary):
+    reference_names = reference_strategies()
+    if any(r["strategy"] in reference_names for r in summary):
         lines.append(REFERENCE_NOTE)
         lines.append("")
     for suite in sorted(by_suite):
@@ -675,8 +676,8 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
         lines.append("| strategy | budget scale | " + " | ".join(columns) + " |")
         lines.append("|---|---|" + "---|" * len(columns))
         rows = by_suite[suite]
-        strategies = [r for r in rows if r["strategy"] not in REFERENCE_STRATEGIES]
-        references = [r for r in rows if r["strategy"] in REFERENCE_STRATEGIES]
+        strategies = [r for r in rows if r["strategy"] not in reference_names]
+        references = [r for r in rows if r["strategy"] in reference_names]
         for row in strategies:
             cells = " | ".join(_table_cell(c, row[c]) for c in columns)
             lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
