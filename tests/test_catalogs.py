@@ -13,7 +13,8 @@ from pydantic import ValidationError
 from junction.agent.execution import ExecutionResult, Outcome, execute, verify
 from junction.errors import UnknownNameError
 from junction.evidence import plots, verdicts
-from junction.evidence.reports import headline_rows, render_markdown
+from junction.evidence.report_markdown import render_markdown
+from junction.evidence.summary import headline_rows
 from junction.evidence.traces import records_to_table
 from junction.resources import ContextResource, ToolResource
 from junction.strategies import (

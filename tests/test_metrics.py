@@ -14,7 +14,8 @@ import pytest
 from junction.evidence import metrics as catalog
 from junction.evidence.diff import diff_runs
 from junction.evidence.metrics import METRICS, LaneRanking, Metric, lane_ranking_metrics
-from junction.evidence.reports import render_markdown, summarise
+from junction.evidence.report_markdown import render_markdown
+from junction.evidence.summary import summarise
 from junction.evidence.traces import TRACE_SCHEMA, TaskTraceRecord, records_to_table
 from junction.evidence.warehouse import view_statement
 from tests.helpers import trace_record

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from junction.evidence.reports import html_page, write_report
+from junction.evidence.page import html_page
+from junction.evidence.reports import write_report
 from junction.evidence.traces import records_to_table
 from tests.helpers import trace_record
 

@@ -25,7 +25,9 @@ import pytest
 
 from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
-from junction.evidence.reports import REFERENCE_NOTE, headline_rows, write_report
+from junction.evidence.report_markdown import REFERENCE_NOTE
+from junction.evidence.reports import write_report
+from junction.evidence.summary import headline_rows
 from junction.evidence.traces import records_to_table
 from junction.evidence.verdicts import paired_comparison
 from tests.helpers import trace_record
@@ -284,7 +286,7 @@ def test_suite_tables_print_each_metric_at_its_display_precision(tmp_path):
 
 
 def test_verdict_lines_name_ties_pick_scale_one_and_summarise_the_run():
-    from junction.evidence.reports import primary_scale, run_summary, verdict_lines
+    from junction.evidence.verdict_text import primary_scale, run_summary, verdict_lines
 
     n = 20
     rows = headline_rows(records_to_table(
@@ -310,7 +312,7 @@ def test_verdict_lines_name_ties_pick_scale_one_and_summarise_the_run():
 def test_distinct_exposed_sets_and_identical_sets_on_shared_tasks():
     # t0: both expose (c1, t1): identical; t1: fixed_split exposes no context: different.
     # agent rows: 4 evaluations, 3 distinct (task, exposed set): t0's set is shared
-    from junction.evidence.reports import distinct_exposed_sets
+    from junction.evidence.summary import distinct_exposed_sets
 
     def rec(strategy, task, ok, contexts):
         return trace_record(strategy=strategy, task_id=task, success=True,

@@ -9,17 +9,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from junction.evidence.metrics_json import rounded
 from junction.strategies.catalog import learned_strategies
 
-__all__ = ["ROUND_DIGITS", "learned_calibration"]
-
-ROUND_DIGITS = 6
-"""Decimals kept for every number of ``metrics.json`` (the report rounds with it too)."""
-
-
-def _round(value: float) -> float | None:
-    """``value`` to ``ROUND_DIGITS`` decimals; None when not finite (as the report rounds)."""
-    return round(value, ROUND_DIGITS) if math.isfinite(value) else None
+__all__ = ["learned_calibration"]
 
 
 def learned_calibration(traces: pa.Table) -> list[dict[str, Any]]:
@@ -60,7 +53,7 @@ def learned_calibration(traces: pa.Table) -> list[dict[str, Any]]:
         n = len(g["y"])
         out.append({"suite": suite, "budget_scale": scale, "strategy": g["strategy"],
                     "candidates": n, "gold": sum(g["y"]),
-                    "mean_p": _round(math.fsum(g["p"]) / n), "gold_rate": _round(sum(g["y"]) / n),
-                    "brier": _round(float(brier_score_loss(g["y"], g["p"]))),
+                    "mean_p": rounded(math.fsum(g["p"]) / n), "gold_rate": rounded(sum(g["y"]) / n),
+                    "brier": rounded(float(brier_score_loss(g["y"], g["p"]))),
                     "models": sorted(g["models"])})
     return out
