@@ -35,9 +35,7 @@ from junction.agent.llm import AgentCache, AgentConfig, LlamaAgent, LLMExecutor 
 from junction.environment import state_dir  # noqa: E402
 from junction.evaluate import evaluate_batch  # noqa: E402
 from junction.models import file_sha256, resolve_model_path  # noqa: E402
-from junction.strategies import make_strategy, strategies_where  # noqa: E402
-
-REFERENCE_STRATEGIES = strategies_where(respects_budget=False)
+from junction.strategies import make_strategy, reference_strategies  # noqa: E402
 from junction.evidence.verdicts import paired_comparison  # noqa: E402
 from junction_datasets import build_suite, calibration_tasks, get_suite  # noqa: E402
 
@@ -93,6 +91,7 @@ def main() -> None:
     run_s = time.perf_counter() - t_run
 
     out_strategies = {}
+    references = reference_strategies()
     for name, rs in rows.items():
         fresh = [r["ms"] for r in rs if not r["cached"]]
         out_strategies[name] = {
@@ -104,9 +103,9 @@ def main() -> None:
             "mean_s_per_task_all": sum(r["ms"] for r in rs) / len(rs) / 1000,
             "cache_hit_rate": sum(bool(r["cached"]) for r in rs) / len(rs),
             "outcomes": dict(sorted(Counter(r["outcome"] for r in rs).items())),
-            "respects_budget": name not in REFERENCE_STRATEGIES,
+            "respects_budget": name not in references,
         }
-    budgeted = [s for s in strategies if s not in REFERENCE_STRATEGIES]
+    budgeted = [s for s in strategies if s not in references]
     result = {"model": str(path), "model_sha256": agent.model_sha256, "threads": args.threads,
               "sample": sample, "strategies": out_strategies,
               "model_load_s": round(load_s, 1), "run_s": round(run_s, 1)}

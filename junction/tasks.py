@@ -6,18 +6,15 @@ sees: ``router_view()`` returns a ``RouterView`` that has neither.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from junction.budget import Budget
 from junction.resources import ContextResource, ToolResource, check_finite, check_text
+from junction.verifiers import VERIFIERS, verifier_names
 
-__all__ = ["Interaction", "GoldPair", "VerifierSpec", "BenchmarkTask", "RouterView", "VERIFIER_KINDS",
-           "VERIFIER_MEANINGS"]
-
-VERIFIER_KINDS = ("toy_calls", "tools_exposed", "no_tools", "context_answer", "contexts_exact",
-                  "tools_with_documents")
+__all__ = ["Interaction", "GoldPair", "VerifierSpec", "BenchmarkTask", "RouterView"]
 
 
 class Interaction(BaseModel):
@@ -28,22 +25,6 @@ class Interaction(BaseModel):
     source: str
     target: str
     weight: float
-
-
-VERIFIER_MEANINGS: dict[str, str] = {
-    "toy_calls": "the toy executor called each step's tool with the contexts that step "
-                 "requires exposed",
-    "tools_exposed": "every gold tool is exposed",
-    "no_tools": "no tool is exposed (abstention: none of the candidates fits the request)",
-    "context_answer": "an exposed context contains an accepted answer (case- and "
-                      "whitespace-normalised)",
-    "contexts_exact": "the exposed contexts are exactly the gold contexts (sub-task "
-                      "admission: every proposal admitted or rejected rightly)",
-    "tools_with_documents": "every gold tool is exposed and, for each gold pair's tool, at "
-                            "least one of its gold documents naming it is exposed (the tool "
-                            "together with the document that makes it right)",
-}
-"""What verified success means under each verifier kind, in one line (reports read it)."""
 
 
 class GoldPair(BaseModel):
@@ -59,23 +40,23 @@ class GoldPair(BaseModel):
 class VerifierSpec(BaseModel):
     """How a task's outcome is verified; hidden from strategies.
 
-    ``kind`` (one line each in ``VERIFIER_MEANINGS``):
-    - ``toy_calls``: ``params.steps`` is a list of ``{"tool", "requires", "fallback"}``; the
-      toy executor must call each step's tool with its required contexts exposed.
-    - ``tools_exposed``: success when every gold tool is exposed.
-    - ``no_tools``: success when no tool is exposed (abstention).
-    - ``context_answer``: success when an exposed context contains one of
-      ``params.answers`` (case- and whitespace-normalised).
-    - ``contexts_exact``: success when the exposed contexts are exactly the gold contexts.
-    - ``tools_with_documents``: success when every gold tool is exposed and, for the tool of
-      each of the task's ``gold_pairs``, some exposed document of those pairs names it.
+    ``kind``: a kind of the verifier catalog (``junction.verifiers``: what success means
+    under it and the function that grades it, which says which ``params`` it reads); an
+    unknown kind is a ``ValidationError`` listing the valid ones.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    kind: Literal["toy_calls", "tools_exposed", "no_tools", "context_answer", "contexts_exact",
-                  "tools_with_documents"]
+    kind: str
     params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in VERIFIERS:
+            raise ValueError(f"unknown verifier kind {value!r}; valid kinds: "
+                             f"{', '.join(verifier_names())}")
+        return value
 
 
 class _TaskBase(BaseModel):

@@ -16,7 +16,7 @@ import unicodedata
 
 from bm25s.stopwords import STOPWORDS_EN
 
-__all__ = ["CJK_CHARS", "THAI_CHARS", "lexical_tokens"]
+__all__ = ["CJK_CHARS", "SENTENCE_END", "THAI_CHARS", "lexical_tokens"]
 
 CJK_CHARS = ("\u1100-\u11ff"  # Hangul Jamo
              "\u3040-\u309f"  # Hiragana
@@ -30,6 +30,10 @@ CJK_CHARS = ("\u1100-\u11ff"  # Hangul Jamo
 
 THAI_CHARS = "\u0e00-\u0e7f"
 """Character-class range of the Thai block (consonants, vowels, tone marks, digits)."""
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+"""The whitespace after a sentence's ``.``, ``!`` or ``?``: where text splits into sentences
+(page chunking and the admission rule's cut, ``junction.pages``)."""
 
 _THAI_MARKS = "\u0e31\u0e34-\u0e3a\u0e47-\u0e4e"  # vowels and tone marks above/below
 

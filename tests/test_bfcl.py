@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
@@ -18,18 +17,12 @@ from junction_datasets.bfcl import bfcl_to_json_schema, gold_function_names, mat
 from junction.errors import DatasetError
 from junction.agent.execution import execute, verify
 from junction.tokens import DEFAULT_TOKEN_COUNTER
+from tests.helpers import BFCL_DATA, needs_data, write_bfcl_category
 
 BFCL_SUITES = ["bfcl-multiple", "bfcl-live-multiple", "bfcl-parallel-multiple",
                "bfcl-irrelevance", "bfcl-memory"]
 JSON_SCHEMA_TYPES = {"string", "integer", "number", "boolean", "array", "object", "null"}
 
-try:
-    import importlib.resources
-
-    DATA = importlib.resources.files("bfcl_eval") / "data"
-except ModuleNotFoundError:  # pragma: no cover - depends on the environment
-    DATA = None
-needs_data = pytest.mark.skipif(DATA is None, reason="bfcl-eval is not installed")
 
 
 @lru_cache(maxsize=None)
@@ -44,7 +37,7 @@ def by_row_id(suite: str) -> dict:
 
 @lru_cache(maxsize=None)
 def raw_rows(relative: str) -> dict[str, dict]:
-    rows = [json.loads(line) for line in DATA.joinpath(*relative.split("/")).read_text(
+    rows = [json.loads(line) for line in BFCL_DATA.joinpath(*relative.split("/")).read_text(
         encoding="utf-8").splitlines() if line.strip()]
     return {r["id"]: r for r in rows}
 
@@ -285,15 +278,6 @@ def test_leak_check_can_fail():
 # --------------------------------------------------------------------------- accounting
 
 
-def _write_category(root: Path, name: str, rows: list, answers: list | None) -> None:
-    (root / "possible_answer").mkdir(parents=True, exist_ok=True)
-    (root / f"BFCL_v4_{name}.json").write_text(
-        "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows), encoding="utf-8")
-    if answers is not None:
-        (root / "possible_answer" / f"BFCL_v4_{name}.json").write_text(
-            "\n".join(json.dumps(a) for a in answers), encoding="utf-8")
-
-
 def _fn(name, ptype="string"):
     return {"name": name, "description": f"{name} tool",
             "parameters": {"type": "dict", "properties": {"x": {"type": ptype}}}}
@@ -324,7 +308,7 @@ def test_skipped_rows_counted_per_reason(tmp_path, monkeypatch):
         {"id": "badans", "ground_truth": []},
         {"id": "unlisted", "ground_truth": [{"h": {}}]},
     ]
-    _write_category(tmp_path, "fake", rows, answers)
+    write_bfcl_category(tmp_path, "fake", rows, answers)
     monkeypatch.setattr(bfcl.rows, "_data_root", lambda: tmp_path)
     category = bfcl.load_category("fake")
     assert [r.id for r in category.rows] == ["ok_0"]
@@ -369,7 +353,7 @@ def test_memory_skips_counted_per_reason(tmp_path, monkeypatch):
         {"id": "m_noans", "ground_truth": ["four"], "source": "she is 4"},
         {"id": "m_bad", "ground_truth": "Biscuit", "source": "Biscuit"},
     ]
-    _write_category(tmp_path, "memory", questions, answers)
+    write_bfcl_category(tmp_path, "memory", questions, answers)
     monkeypatch.setattr(bfcl.rows, "_data_root", lambda: tmp_path)
     build = bfcl.memory_suite(size=None, pool_size=2, split="all")
     assert build.rows_loaded == 1
@@ -414,7 +398,7 @@ def test_generic_loader_reads_other_categories():
 
 
 def test_missing_category_names_the_file():
-    if DATA is None:
+    if BFCL_DATA is None:
         pytest.skip("bfcl-eval is not installed")
     with pytest.raises(DatasetError, match="BFCL_v4_nope.json"):
         bfcl.load_category("nope")

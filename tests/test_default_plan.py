@@ -167,7 +167,7 @@ def test_capped_strategy_runs_its_plan_and_metrics_stay_identical(prefect_harnes
 
 def test_report_states_the_default_plan():
     from flows.plan import RunPlan
-    from junction.evidence.reports import render_markdown
+    from junction.evidence.report_markdown import render_markdown
 
     md = render_markdown({"run_id": "r", "params": RunPlan.build().params()}, [], {}, None)
     assert ("- per-strategy plan: bfcl_listed: at scale 1 only; "

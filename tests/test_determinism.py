@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from junction.evidence.reports import comparable_traces
+from junction.evidence.summary import comparable_traces
 
 
 def test_comparable_traces_leave_out_only_clock_stopped_rows() -> None:

@@ -14,14 +14,14 @@ from junction.evidence.diff import (NothingComparableError, changed_verdicts, ch
 from junction.evidence.store import TraceStore
 from junction.evidence.traces import records_to_table
 from junction.evidence.verdicts import paired_comparison
-from test_traces import _record
+from tests.helpers import trace_record
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _records(run_id: str, outcomes: list[bool], seed: int = 0, strategy: str = "exact"):
-    return [_record(run_id=run_id, strategy=strategy, task_id=f"t{i}", seed=seed, success=ok,
-                    failure_reason="" if ok else "x") for i, ok in enumerate(outcomes)]
+    return [trace_record(run_id=run_id, strategy=strategy, task_id=f"t{i}", seed=seed, success=ok,
+                         failure_reason="" if ok else "x") for i, ok in enumerate(outcomes)]
 
 
 def test_binary_metric_is_marked_by_mcnemar_and_newcombe():
@@ -51,7 +51,7 @@ def test_scope_names_shared_and_unshared_and_refuses_disjoint_seeds():
 
 def test_same_scope_but_no_shared_task_id_says_so():
     a = records_to_table(_records("a", [True]))  # task t0
-    b = records_to_table([_record(run_id="b", task_id="other")])
+    b = records_to_table([trace_record(run_id="b", task_id="other")])
     with pytest.raises(NothingComparableError, match="share suites, strategies, seeds and "
                        r"budget scales but no task id \(different samples\?\)$"):
         check_comparable(run_scope(a, b))

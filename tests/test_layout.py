@@ -173,7 +173,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("junction.errors", "junction.text", "junction.environment", "junction.sqlite_cache"),
     ("junction.tokens", "junction.models"),
     ("junction.resources",),
-    ("junction.budget",),
+    ("junction.budget", "junction.verifiers"),
     ("junction.tasks",),
     ("junction.candidates", "junction.select", "junction.pages", "junction.judge",
      "junction.agent"),

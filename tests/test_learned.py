@@ -26,7 +26,7 @@ from junction_datasets import (
 )
 from junction_datasets.bfcl import TRAIN_FRACTION, split_of
 
-from tests.test_bfcl import needs_data
+from tests.helpers import needs_data
 
 
 def _ids(suite: str, split: str, seed: int = 0) -> set[str]:

@@ -14,10 +14,11 @@ import pytest
 from junction.evidence import metrics as catalog
 from junction.evidence.diff import diff_runs
 from junction.evidence.metrics import METRICS, LaneRanking, Metric, lane_ranking_metrics
-from junction.evidence.reports import render_markdown, summarise
+from junction.evidence.report_markdown import render_markdown
+from junction.evidence.summary import summarise
 from junction.evidence.traces import TRACE_SCHEMA, TaskTraceRecord, records_to_table
 from junction.evidence.warehouse import view_statement
-from test_traces import _record
+from tests.helpers import trace_record
 
 # Trace columns that are not per-task metrics: identity, budget, pools, exposed set, token
 # split, objective terms, solver status, calls, outcome reason, gold, free JSON. A new trace
@@ -39,9 +40,9 @@ PYTHON_TYPES = {"bool": bool, "int": int, "float": float}
 def _traces() -> pa.Table:
     # t1: success, recall 1.0; t2: failure, no gold context (recall NULL), objective 0.5
     return records_to_table([
-        _record(task_id="t1", context_recall=1.0, pair_coverage=True, budget_use=0.4),
-        _record(task_id="t2", success=False, failure_reason="x", objective=0.5,
-                pair_coverage=False, budget_use=0.4),
+        trace_record(task_id="t1", context_recall=1.0, pair_coverage=True, budget_use=0.4),
+        trace_record(task_id="t2", success=False, failure_reason="x", objective=0.5,
+                     pair_coverage=False, budget_use=0.4),
     ])
 
 

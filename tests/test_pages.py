@@ -26,7 +26,7 @@ from junction.strategies.page_admission import (
 )
 from junction.tasks import BenchmarkTask, VerifierSpec
 
-from tests.test_bfcl import _write_category, needs_data
+from tests.helpers import needs_data, write_bfcl_category
 
 FILLER = "We talked about the weather and the week ahead in some detail today."
 
@@ -63,7 +63,7 @@ def _fake_data(root, monkeypatch) -> None:
         {"id": "m_nosrc", "ground_truth": ["Rex"], "source": "My dog is Rex."},
         {"id": "m_noans", "ground_truth": ["four"], "source": "she is 4"},
     ]
-    _write_category(root, "memory", questions, answers)
+    write_bfcl_category(root, "memory", questions, answers)
     monkeypatch.setattr(bfcl.rows, "_data_root", lambda: root)
 
 
@@ -309,7 +309,7 @@ def _fake_parallel(root, monkeypatch) -> None:
          "function": [{"name": "one"}]},
     ]
     answers = [{"id": r["id"], "ground_truth": [{r["function"][0]["name"]: {}}]} for r in rows]
-    _write_category(root, "parallel_multiple", rows, answers)
+    write_bfcl_category(root, "parallel_multiple", rows, answers)
     monkeypatch.setattr(bfcl.rows, "_data_root", lambda: root)
 
 

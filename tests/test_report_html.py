@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from junction.evidence.reports import html_page, write_report
+from junction.evidence.page import html_page
+from junction.evidence.reports import write_report
 from junction.evidence.traces import records_to_table
-from test_traces import _record
+from tests.helpers import trace_record
 
 _SPEC = importlib.util.spec_from_file_location(
     "check_report_html", Path(__file__).resolve().parents[1] / "bench" / "check_report_html.py")
@@ -26,9 +27,9 @@ pytestmark = pytest.mark.skipif(check.find_chromium() is None,
 
 def test_report_page_fits_1280_px_and_its_plot_loads(tmp_path):
     # six suites x three budget scales: a wide plot and long table rows
-    records = [_record(suite=f"suite-with-a-long-name-{s}", strategy=strategy, task_id=f"t{i}",
-                       budget_scale=scale, success=bool((i + s) % 2),
-                       failure_reason="" if (i + s) % 2 else "x")
+    records = [trace_record(suite=f"suite-with-a-long-name-{s}", strategy=strategy, task_id=f"t{i}",
+                            budget_scale=scale, success=bool((i + s) % 2),
+                            failure_reason="" if (i + s) % 2 else "x")
                for s in range(6) for scale in (0.5, 1.0, 2.0)
                for strategy in ("exact", "fixed_split", "adaptive_split") for i in range(4)]
     suites = {f"suite-with-a-long-name-{s}": {"tasks": 4, "note": "n" * 400} for s in range(6)}

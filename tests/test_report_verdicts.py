@@ -25,17 +25,19 @@ import pytest
 
 from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
-from junction.evidence.reports import REFERENCE_NOTE, headline_rows, write_report
+from junction.evidence.report_markdown import REFERENCE_NOTE
+from junction.evidence.reports import write_report
+from junction.evidence.summary import headline_rows
 from junction.evidence.traces import records_to_table
 from junction.evidence.verdicts import paired_comparison
-from test_traces import _record
+from tests.helpers import trace_record
 
 
 def _traces(outcomes: dict[str, list[bool]], suite: str = "s", scale: float = 1.0) -> list:
     return [
-        _record(suite=suite, strategy=strategy, task_id=f"t{i}", budget_scale=scale,
-                success=ok, failure_reason="" if ok else "x",
-                selection_status="optimal" if strategy == "exact" else "heuristic")
+        trace_record(suite=suite, strategy=strategy, task_id=f"t{i}", budget_scale=scale,
+                     success=ok, failure_reason="" if ok else "x",
+                     selection_status="optimal" if strategy == "exact" else "heuristic")
         for strategy, values in outcomes.items() for i, ok in enumerate(values)
     ]
 
@@ -222,8 +224,8 @@ def _agent_records(n: int) -> list:
         for i in range(n):
             agent = {"agent_success": ok, "agent_outcome": "correct" if ok else "wrong_call",
                      "executor": "llm"} if i == 0 else {}
-            out.append(_record(suite="b", strategy=strategy, task_id=f"t{i}", success=ok,
-                               failure_reason="" if ok else "x", **agent))
+            out.append(trace_record(suite="b", strategy=strategy, task_id=f"t{i}", success=ok,
+                                    failure_reason="" if ok else "x", **agent))
     return out
 
 
@@ -284,7 +286,7 @@ def test_suite_tables_print_each_metric_at_its_display_precision(tmp_path):
 
 
 def test_verdict_lines_name_ties_pick_scale_one_and_summarise_the_run():
-    from junction.evidence.reports import primary_scale, run_summary, verdict_lines
+    from junction.evidence.verdict_text import primary_scale, run_summary, verdict_lines
 
     n = 20
     rows = headline_rows(records_to_table(
@@ -310,14 +312,14 @@ def test_verdict_lines_name_ties_pick_scale_one_and_summarise_the_run():
 def test_distinct_exposed_sets_and_identical_sets_on_shared_tasks():
     # t0: both expose (c1, t1): identical; t1: fixed_split exposes no context: different.
     # agent rows: 4 evaluations, 3 distinct (task, exposed set): t0's set is shared
-    from junction.evidence.reports import distinct_exposed_sets
+    from junction.evidence.summary import distinct_exposed_sets
 
     def rec(strategy, task, ok, contexts):
-        return _record(strategy=strategy, task_id=task, success=True,
-                       exposed_context_ids=contexts, context_tokens=10 * len(contexts),
-                       tokens_used=10 * len(contexts) + 30, executor="remote",
-                       agent_success=ok, agent_outcome="correct" if ok else "wrong_call",
-                       selection_status="optimal" if strategy == "exact" else "heuristic")
+        return trace_record(strategy=strategy, task_id=task, success=True,
+                            exposed_context_ids=contexts, context_tokens=10 * len(contexts),
+                            tokens_used=10 * len(contexts) + 30, executor="remote",
+                            agent_success=ok, agent_outcome="correct" if ok else "wrong_call",
+                            selection_status="optimal" if strategy == "exact" else "heuristic")
 
     table = records_to_table([rec("exact", "t0", True, ("c1",)),
                               rec("fixed_split", "t0", True, ("c1",)),

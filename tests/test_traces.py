@@ -10,27 +10,11 @@ from junction.errors import TraceError
 from junction.evidence.store import TraceStore
 from junction.evidence.traces import (
     TRACE_SCHEMA,
-    CandidateRecord,
     TaskTraceRecord,
     ToolCallRecord,
     records_to_table,
 )
-
-
-def _record(**overrides) -> TaskTraceRecord:
-    base = dict(
-        run_id="r1", suite="s", strategy="exact", task_id="t1", seed=0, budget_scale=1.0,
-        budget_tokens=100, budget_tools=None, budget_latency_ms=None, budget_cost_usd=None,
-        context_candidates=(CandidateRecord(resource_id="c1", score=1.0, rank=0, token_cost=10),
-                            CandidateRecord(resource_id="c2", score=0.5, rank=1, token_cost=20)),
-        tool_candidates=(CandidateRecord(resource_id="t1", score=2.0, rank=0, token_cost=30),),
-        exposed_context_ids=("c1",), exposed_tool_ids=("t1",),
-        context_tokens=10, tool_tokens=30, tokens_used=40,
-        unary=1.0, interaction=0.5, objective=1.5, selector="enumeration", selection_status="optimal",
-        tool_calls=(ToolCallRecord(index=0, tool_id="t1"),),
-        success=True,
-    )
-    return TaskTraceRecord(**{**base, **overrides})
+from tests.helpers import trace_record
 
 
 @pytest.mark.parametrize(
@@ -52,11 +36,11 @@ def _record(**overrides) -> TaskTraceRecord:
 )
 def test_trace_invariants_are_enforced(overrides, message):
     with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace("+", r"\+")):
-        _record(**overrides)
+        trace_record(**overrides)
 
 
 def test_record_round_trips_through_parquet_by_name(tmp_path):
-    records = [_record(), _record(task_id="t2")]
+    records = [trace_record(), trace_record(task_id="t2")]
     table = records_to_table(records)
     assert table.schema == TRACE_SCHEMA
     path = tmp_path / "x.parquet"
@@ -67,7 +51,7 @@ def test_record_round_trips_through_parquet_by_name(tmp_path):
 
 def test_store_writes_atomically_and_is_idempotent(tmp_path):
     store = TraceStore(str(tmp_path))
-    records = [_record()]
+    records = [trace_record()]
     store.write_unit("r1", "s", "exact", "u0", records, [])
     store.write_unit("r1", "s", "exact", "u0", records, [])  # re-run of the same unit
     assert store.unit_done("r1", "s", "exact", "u0")
@@ -83,7 +67,7 @@ def test_store_refuses_unsafe_names(tmp_path):
 
 def test_corrupt_file_is_named(tmp_path):
     store = TraceStore(str(tmp_path))
-    store.write_unit("r1", "s", "exact", "u0", [_record()], [])
+    store.write_unit("r1", "s", "exact", "u0", [trace_record()], [])
     bad = tmp_path / "traces" / "run_id=r1" / "suite=s" / "strategy=exact" / "u1.parquet"
     bad.write_bytes(b"not parquet at all")
     with pytest.raises(TraceError, match="corrupt trace file .*u1.parquet"):
@@ -95,7 +79,7 @@ def test_memory_filesystem_store_and_warehouse_views():
 
     root = "memory://junction-test-traces"
     store = TraceStore(root)
-    store.write_unit("r1", "s", "exact", "u0", [_record(), _record(task_id="t2")], [])
+    store.write_unit("r1", "s", "exact", "u0", [trace_record(), trace_record(task_id="t2")], [])
     store.write_run_meta("r1", {"run_id": "r1", "status": "completed", "params": {},
                                 "git_commit": None, "git_dirty": False, "started_at": "x",
                                 "finished_at": "y", "params_hash": "h"})

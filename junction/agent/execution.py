@@ -6,13 +6,15 @@ An ``Executor`` plays the agent on an exposed set: ``execute(task, context_ids, 
 view.
 
 ``execute(task, context_ids, tool_ids)`` plays the agent given an exposed set: for each step
-of a ``toy_calls`` verifier it calls the step's tool when the tool and every context the
-step requires are exposed, the step's fallback tool when that is exposed instead (the wrong
-tool when the deciding policy is missing), or the step's tool uninformed when only it is
-exposed. Other verifier kinds make no calls: their outcome depends on the exposed set only.
+of a verifier kind that grades calls (``junction.verifiers``: ``toy_calls``) it calls the
+step's tool when the tool and every context the step requires are exposed, the step's
+fallback tool when that is exposed instead (the wrong tool when the deciding policy is
+missing), or the step's tool uninformed when only it is exposed. Other verifier kinds make
+no calls: their outcome depends on the exposed set only.
 
 ``verify(task, result)`` compares a result with the task's verifier spec and says why it
-failed. ``verify_toy`` is the ``toy_calls`` case.
+failed, through the kind's function in the verifier catalog: one ``verify_<kind>`` below
+per kind (``verify_toy`` is ``toy_calls``).
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from junction.tasks import BenchmarkTask
+from junction.verifiers import verifier_info
 
 __all__ = ["ToolCall", "ExecutionResult", "Executor", "ToyExecutor", "Outcome", "execute",
-           "verify", "verify_toy", "normalise_answer"]
+           "verify", "verify_toy", "verify_tools_exposed", "verify_tools_with_documents",
+           "verify_no_tools", "verify_context_answer", "verify_contexts_exact",
+           "normalise_answer"]
 
 
 class ToolCall(BaseModel):
@@ -97,7 +102,7 @@ def execute(task: BenchmarkTask, context_ids: Iterable[str], tool_ids: Iterable[
     for rid in ts:
         task.tool(rid)
     calls: list[ToolCall] = []
-    if task.verifier.kind == "toy_calls":
+    if verifier_info(task.verifier.kind).grades == "calls":
         exposed_c, exposed_t = set(cs), set(ts)
         for step in task.verifier.params.get("steps", []):
             tool = step["tool"]
@@ -125,7 +130,8 @@ class ToyExecutor:
 
 
 def verify_toy(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
-    """Check a ``toy_calls`` task: each step's tool called, informed, in order."""
+    """``toy_calls``: each of ``params.steps`` (``{"tool", "requires", "fallback"}``) had its
+    tool called, informed, in order, and no call more."""
     steps = task.verifier.params.get("steps", [])
     calls = list(result.tool_calls)
     for i, step in enumerate(steps):
@@ -148,49 +154,66 @@ def verify_toy(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
     return Outcome(success=True)
 
 
+def verify_tools_exposed(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
+    """``tools_exposed``: every gold tool is exposed (no ``params``)."""
+    missing = sorted(set(task.gold_tool_ids) - set(result.tool_ids))
+    if missing:
+        return Outcome(success=False, reason=f"gold tools not exposed: {missing}")
+    return Outcome(success=True)
+
+
+def verify_tools_with_documents(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
+    """``tools_with_documents``: every gold tool is exposed and, for the tool of each of the
+    task's ``gold_pairs``, some exposed document of those pairs names it (no ``params``)."""
+    tools = verify_tools_exposed(task, result)
+    if not tools.success:
+        return tools
+    exposed_c = set(result.context_ids)
+    bare = sorted({p.tool_id for p in task.gold_pairs}
+                  - {p.tool_id for p in task.gold_pairs if p.context_id in exposed_c})
+    if bare:
+        return Outcome(success=False, reason=f"no exposed document names gold tool(s) {bare}")
+    return Outcome(success=True)
+
+
+def verify_no_tools(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
+    """``no_tools``: no tool is exposed, abstention (no ``params``)."""
+    if result.tool_ids:
+        return Outcome(
+            success=False, reason=f"{len(result.tool_ids)} tool(s) exposed, none fits"
+        )
+    return Outcome(success=True)
+
+
 def normalise_answer(text: str) -> str:
     """Lower-case and collapse runs of whitespace to one space (for answer matching)."""
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
+def verify_context_answer(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
+    """``context_answer``: an exposed context contains one of ``params.answers``
+    (``normalise_answer`` on both sides)."""
+    answers = [normalise_answer(a) for a in task.verifier.params.get("answers", [])]
+    for rid in result.context_ids:
+        content = normalise_answer(task.context(rid).content)
+        if any(a and a in content for a in answers):
+            return Outcome(success=True)
+    return Outcome(success=False, reason="no exposed context contains an accepted answer")
+
+
+def verify_contexts_exact(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
+    """``contexts_exact``: the exposed contexts are exactly the gold contexts (no
+    ``params``)."""
+    extra = sorted(set(result.context_ids) - set(task.gold_context_ids))
+    missing = sorted(set(task.gold_context_ids) - set(result.context_ids))
+    if extra or missing:
+        return Outcome(success=False, reason=f"wrongly admitted {extra}, wrongly rejected "
+                                             f"{missing}")
+    return Outcome(success=True)
+
+
 def verify(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
-    """Verify a result against ``task.verifier`` (see ``VerifierSpec`` for each kind)."""
-    kind = task.verifier.kind
-    if kind == "toy_calls":
-        return verify_toy(task, result)
-    if kind == "tools_exposed":
-        missing = sorted(set(task.gold_tool_ids) - set(result.tool_ids))
-        if missing:
-            return Outcome(success=False, reason=f"gold tools not exposed: {missing}")
-        return Outcome(success=True)
-    if kind == "tools_with_documents":
-        exposed_c = set(result.context_ids)
-        missing = sorted(set(task.gold_tool_ids) - set(result.tool_ids))
-        if missing:
-            return Outcome(success=False, reason=f"gold tools not exposed: {missing}")
-        bare = sorted({p.tool_id for p in task.gold_pairs}
-                      - {p.tool_id for p in task.gold_pairs if p.context_id in exposed_c})
-        if bare:
-            return Outcome(success=False, reason=f"no exposed document names gold tool(s) {bare}")
-        return Outcome(success=True)
-    if kind == "no_tools":
-        if result.tool_ids:
-            return Outcome(
-                success=False, reason=f"{len(result.tool_ids)} tool(s) exposed, none fits"
-            )
-        return Outcome(success=True)
-    if kind == "context_answer":
-        answers = [normalise_answer(a) for a in task.verifier.params.get("answers", [])]
-        for rid in result.context_ids:
-            content = normalise_answer(task.context(rid).content)
-            if any(a and a in content for a in answers):
-                return Outcome(success=True)
-        return Outcome(success=False, reason="no exposed context contains an accepted answer")
-    if kind == "contexts_exact":
-        extra = sorted(set(result.context_ids) - set(task.gold_context_ids))
-        missing = sorted(set(task.gold_context_ids) - set(result.context_ids))
-        if extra or missing:
-            return Outcome(success=False, reason=f"wrongly admitted {extra}, wrongly rejected "
-                                                 f"{missing}")
-        return Outcome(success=True)
-    raise ValueError(f"unknown verifier kind {kind!r}")  # unreachable: pydantic Literal
+    """Verify a result against ``task.verifier``: the grading function of its kind in the
+    verifier catalog (``junction.verifiers``; ``VerifierSpec`` accepts catalogued kinds
+    only)."""
+    return verifier_info(task.verifier.kind).grader()(task, result)

@@ -5,7 +5,11 @@
 - ``warehouse`` and ``views.sql``: DuckDB views over the store;
 - ``metrics``: the metric catalog (what each metric is, its column, its direction);
 - ``verdicts``: paired comparisons and the headline;
-- ``reports``: metrics.json, report.md and report.html of a run;
+- ``reports``: ``write_report``, a run's metrics.json, run.json, report.md and report.html,
+  from ``summary`` (the trace rows summarised), ``metrics_json`` (what metrics.json holds),
+  ``verdict_text`` (the headline in words), ``report_markdown`` (report.md), ``cost`` (the
+  ``timings`` view), ``page`` (the HTML page), ``plots``, ``calibration`` and
+  ``joint_split``;
 - ``diff``: the comparison of two runs;
 - ``params``: the run plan's hash and its result-neutral fields.
 

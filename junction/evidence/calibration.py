@@ -9,30 +9,18 @@ from typing import Any
 
 import pyarrow as pa
 
-from junction.strategies.catalog import strategies_where
+from junction.evidence.metrics_json import rounded
+from junction.strategies.catalog import learned_strategies
 
-__all__ = ["LEARNED_STRATEGIES", "ROUND_DIGITS", "learned_calibration"]
-
-ROUND_DIGITS = 6
-"""Decimals kept for every number of ``metrics.json`` (the report rounds with it too)."""
-
-
-def _round(value: float) -> float | None:
-    """``value`` to ``ROUND_DIGITS`` decimals; None when not finite (as the report rounds)."""
-    return round(value, ROUND_DIGITS) if math.isfinite(value) else None
-
-
-LEARNED_STRATEGIES = strategies_where(role="learned")
-"""Strategies whose traces carry ``learned_p`` (p(gold) per candidate: the catalog's
-``learned`` role); they use the same model, so calibration is read from the first that
-ran."""
+__all__ = ["learned_calibration"]
 
 
 def learned_calibration(traces: pa.Table) -> list[dict[str, Any]]:
     """Calibration of the learned p(gold) on the run's (evaluation) tasks.
 
-    Per suite and budget scale, over every pool candidate of the first of
-    ``LEARNED_STRATEGIES`` that ran: candidates, gold candidates, mean p, gold rate, the
+    Per suite and budget scale, over every pool candidate of the first of the catalog's
+    ``learned_strategies`` that ran (their traces carry ``learned_p``, p(gold) per
+    candidate, from the same model): candidates, gold candidates, mean p, gold rate, the
     Brier score (``sklearn.metrics.brier_score_loss``: mean squared p − label) and the
     model sha256s (``learned_model``). Rows without ``learned_p`` (a fallback) are left
     out; [] when no learned strategy ran.
@@ -45,7 +33,7 @@ def learned_calibration(traces: pa.Table) -> list[dict[str, Any]]:
                           "gold_context_ids", "gold_tool_ids"]).to_pylist()
     rows.sort(key=lambda r: (r["suite"], r["budget_scale"], r["seed"], r["task_id"]))
     groups: dict[tuple[str, float], dict[str, Any]] = {}
-    for strategy in LEARNED_STRATEGIES:
+    for strategy in learned_strategies():
         for r in rows:
             key = (r["suite"], float(r["budget_scale"]))
             if r["strategy"] != strategy or groups.get(key, {}).get("strategy", strategy) != strategy:
@@ -65,7 +53,7 @@ def learned_calibration(traces: pa.Table) -> list[dict[str, Any]]:
         n = len(g["y"])
         out.append({"suite": suite, "budget_scale": scale, "strategy": g["strategy"],
                     "candidates": n, "gold": sum(g["y"]),
-                    "mean_p": _round(math.fsum(g["p"]) / n), "gold_rate": _round(sum(g["y"]) / n),
-                    "brier": _round(float(brier_score_loss(g["y"], g["p"]))),
+                    "mean_p": rounded(math.fsum(g["p"]) / n), "gold_rate": rounded(sum(g["y"]) / n),
+                    "brier": rounded(float(brier_score_loss(g["y"], g["p"]))),
                     "models": sorted(g["models"])})
     return out

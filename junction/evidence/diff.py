@@ -231,7 +231,7 @@ def diff_page(run_a: str, run_b: str, scope: dict[str, Any], rows: list[dict[str
     them (``format_row``)."""
     import html
 
-    from junction.evidence.reports import html_page
+    from junction.evidence.page import html_page
 
     header = ("suite", "strategy", "scale", "metric", "tasks", "before", "after", "change",
               "95% CI", "sig")

@@ -1,10 +1,10 @@
 """The report's success-against-budget figure, with one fixed style per strategy.
 
-Each strategy is drawn in the same colour and marker in every panel, from
-``STRATEGY_STYLES``, read from the strategy catalog (colours: matplotlib's ``tab10``
-palette, whose entries are named ``tab:blue`` ...). References (``REFERENCE_STRATEGIES``) are drawn dashed and labelled
-"<name> (reference)". The one legend is built from the strategies actually drawn, in any
-panel, so it names exactly the lines on the figure.
+Each strategy is drawn in the same colour and marker in every panel, from its record in
+the strategy catalog (``strategy_style``; colours: matplotlib's ``tab10`` palette, whose
+entries are named ``tab:blue`` ...). References (the catalog's ``reference_strategies``)
+are drawn dashed and labelled "<name> (reference)". The one legend is built from the
+strategies actually drawn, in any panel, so it names exactly the lines on the figure.
 
 ``success_plot`` also writes a JSON sidecar beside the image (``plot.json`` beside
 ``plot.png``) that lists every line drawn (suite, strategy, label, colour, marker, line
@@ -26,9 +26,9 @@ import duckdb
 import pyarrow as pa
 
 from junction.evidence import verdicts
-from junction.strategies.catalog import STRATEGIES, strategies_where
+from junction.strategies.catalog import STRATEGIES, reference_strategies
 
-__all__ = ["LineStyle", "STRATEGY_STYLES", "strategy_style", "strategy_label", "strategy_times",
+__all__ = ["LineStyle", "strategy_style", "strategy_label", "strategy_times",
            "time_plot",
            "success_figure", "success_plot", "sidecar_path"]
 
@@ -42,38 +42,32 @@ class LineStyle:
     linestyle: str
 
 
-REFERENCE_STRATEGIES = strategies_where(respects_budget=False)
-"""Strategies outside the budget (the catalog's ``respects_budget``): drawn dashed."""
-
-STRATEGY_STYLES: Mapping[str, LineStyle] = {
-    name: LineStyle(info.colour, info.marker, "-" if info.respects_budget else "--")
-    for name, info in sorted(STRATEGIES.items()) if info.colour and info.marker}
-"""Strategy name -> style, fixed for every figure: the catalog's ``colour`` and ``marker``
-(``strategy_style`` covers strategies without one)."""
-
 _SPARE_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02")
 _SPARE_MARKERS = ("*", "P", "X", "d", "1", "2")
 
 
 def strategy_style(strategy: str) -> LineStyle:
-    """The strategy's style: ``STRATEGY_STYLES``, else one chosen by a sha256 of its name
-    (stable across runs and processes; dashed when it is a reference)."""
-    if strategy in STRATEGY_STYLES:
-        return STRATEGY_STYLES[strategy]
+    """The strategy's style, fixed for every figure: its catalog record's ``colour`` and
+    ``marker``, else ones chosen by a sha256 of its name (stable across runs and
+    processes); dashed when it is a reference (``respects_budget=False``)."""
+    info = STRATEGIES.get(strategy)
+    if info is not None and info.colour and info.marker:
+        return LineStyle(info.colour, info.marker, "-" if info.respects_budget else "--")
     digest = int(hashlib.sha256(strategy.encode()).hexdigest(), 16)
     return LineStyle(_SPARE_COLOURS[digest % len(_SPARE_COLOURS)],
                      _SPARE_MARKERS[(digest // 7) % len(_SPARE_MARKERS)],
-                     "--" if strategy in REFERENCE_STRATEGIES else "-")
+                     "--" if strategy in reference_strategies() else "-")
 
 
 def strategy_label(strategy: str) -> str:
     """The legend label: the name, with " (reference)" after a reference strategy."""
-    return f"{strategy} (reference)" if strategy in REFERENCE_STRATEGIES else strategy
+    return f"{strategy} (reference)" if strategy in reference_strategies() else strategy
 
 
 def _order(strategies: Sequence[str]) -> list[str]:
     """Strategies first, references last, each by name."""
-    return sorted(strategies, key=lambda s: (s in REFERENCE_STRATEGIES, s))
+    references = reference_strategies()
+    return sorted(strategies, key=lambda s: (s in references, s))
 
 
 def success_figure(summary: Sequence[Mapping[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
@@ -120,7 +114,7 @@ def success_figure(summary: Sequence[Mapping[str, Any]]) -> tuple[Any, list[dict
             lines.append({"suite": suite, "strategy": strategy, "label": strategy_label(strategy),
                           "colour": style.colour, "marker": style.marker,
                           "linestyle": style.linestyle,
-                          "reference": strategy in REFERENCE_STRATEGIES,
+                          "reference": strategy in reference_strategies(),
                           "x": [r["budget_scale"] for r in rows], "y": ys})
         scales = sorted({r["budget_scale"] for r in summary if r["suite"] == suite})
         ax.set_xscale("log", base=2)

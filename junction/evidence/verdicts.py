@@ -33,17 +33,14 @@ from typing import Any
 
 from scipy import stats
 
-from junction.strategies.catalog import strategies_where
+from junction.strategies.catalog import interaction_blind_strategies
 
-__all__ = ["ALPHA", "INTERACTION_BLIND", "MIN_DECIDING_TASKS", "PRIMARY_OUTCOMES",
+__all__ = ["ALPHA", "MIN_DECIDING_TASKS", "PRIMARY_OUTCOMES",
            "PairedComparison", "paired_comparison", "wilson_interval", "primary_outcome",
            "outcome_tasks", "outcome_table", "too_few", "headline"]
 
 ALPHA = 0.05
 CONFIDENCE = 0.95
-INTERACTION_BLIND = strategies_where(ranks_apart=True)
-"""Strategies that rank each resource type alone and ignore context–tool interactions (the
-strategy catalog's ``ranks_apart``)."""
 PRIMARY_OUTCOMES = ("agent_success", "success")
 """Trace columns tried in order for a suite's primary outcome: agent success where the
 compared strategies share at least ``MIN_DECIDING_TASKS`` tasks with a value, else
@@ -195,13 +192,14 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     passed_over ({column: ``outcome_tasks``} for each earlier column of
     ``PRIMARY_OUTCOMES`` that had values but too few shared tasks), rates
     {strategy: (rate, tasks)}, best (tied names), comparisons [{other, role, comparison,
-    verdict}] (role "interaction-blind best" for the best of ``INTERACTION_BLIND`` unless
-    the best is one of them, else "reference"; that one first) and sentence (on the first
-    comparison), sorted by suite and scale.
+    verdict}] (role "interaction-blind best" for the best of the catalog's
+    ``interaction_blind_strategies`` unless the best is one of them, else "reference"; that
+    one first) and sentence (on the first comparison), sorted by suite and scale.
     """
     groups: dict[tuple[str, float], list[Mapping[str, Any]]] = {}
     for row in rows:
         groups.setdefault((row["suite"], float(row["budget_scale"])), []).append(row)
+    blind_names = interaction_blind_strategies()
     out = []
     for (suite, scale), group in sorted(groups.items()):
         outcome = primary_outcome(group)
@@ -216,10 +214,10 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         # a tie prefers a strategy that uses interactions, so the headline compares it
         # with the interaction-blind best
         tied = sorted((s for s, (r, _) in rates.items() if math.isclose(r, top)),
-                      key=lambda s: (s in INTERACTION_BLIND, s))
+                      key=lambda s: (s in blind_names, s))
         best = tied[0]
         # when the best itself ignores interactions, no comparison plays that role
-        blind = [s for s in rates if s in INTERACTION_BLIND and best not in INTERACTION_BLIND]
+        blind = [s for s in rates if s in blind_names and best not in blind_names]
         blind_best = max(blind, key=lambda s: (rates[s][0], -blind.index(s))) if blind else None
         comparisons = []
         for other in sorted(rates, key=lambda s: (s != blind_best, s)):

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 
 from junction.budget import Budget
 from junction.errors import JunctionError
-from junction.pages.chunking import _SENTENCE_END, Chunk, ChunkingError
+from junction.pages.chunking import Chunk, ChunkingError
 from junction.resources import ContextResource, ToolResource
+from junction.text import SENTENCE_END
 from junction.tokens import DEFAULT_TOKEN_COUNTER, TokenCounter
 
 __all__ = [
@@ -336,7 +337,7 @@ def _cut(text: str, budget: int, counter: TokenCounter) -> str:
     else a sentence boundary, else a word boundary (the last resort for one huge sentence)."""
     for pieces, joiner in (
         (text.split("\n\n"), "\n\n"),
-        (_SENTENCE_END.split(text), " "),
+        (SENTENCE_END.split(text), " "),
         (text.split(), " "),
     ):
         kept: list[str] = []

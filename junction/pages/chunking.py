@@ -56,6 +56,7 @@ from bs4.element import (
 )
 
 from junction.errors import JunctionError
+from junction.text import SENTENCE_END
 from junction.tokens import DEFAULT_TOKEN_COUNTER, TokenCounter
 
 __all__ = [
@@ -95,7 +96,6 @@ _CONTAINERS = frozenset((
 _LAYOUT = ("table", "p", "div", "ul", "ol", "dl", "pre", "blockquote", "section", "article",
            "li", *_HEADINGS)
 _SPACE = re.compile(r"\s+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"\S+")
 _BLOCK_SEPARATOR = "\n\n"
 _BR = object()  # a <br> in an inline run
@@ -286,7 +286,7 @@ def _units(text: str, a: int, b: int, level: str) -> list[tuple[int, int]]:
     if level == "words":
         return [(a + m.start(), a + m.end()) for m in _WORD.finditer(text[a:b])]
     lines = level in ("rows", "lines")
-    splitter = re.compile(r"\n") if lines else _SENTENCE_END
+    splitter = re.compile(r"\n") if lines else SENTENCE_END
     bounds, lo = [], a
     for m in splitter.finditer(text[a:b]):
         bounds.append((lo, a + m.start()))

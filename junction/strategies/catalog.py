@@ -4,7 +4,8 @@ A ``StrategyInfo`` says what a strategy *is*: its name, the factory that builds 
 role, whether it sees interaction terms, whether it respects the budget, whether it claims
 an optimal selection, and its place in the default benchmark (in it or not, its per-suite
 task cap and budget scales). Verdicts, reports, the default plan and the CLI read roles
-from here; none of them names a strategy.
+from here (``strategies_where``, ``reference_strategies`` ...; at call time, so a record
+registered later counts); none of them names a strategy.
 
 Adding a strategy is one module (its factory returns a ``Strategy``:
 ``junction.strategies.base``) plus one ``register_strategy(StrategyInfo(...))`` record;
@@ -34,7 +35,10 @@ __all__ = [
     "Role",
     "StrategyInfo",
     "default_strategies",
+    "interaction_blind_strategies",
+    "learned_strategies",
     "make_strategy",
+    "reference_strategies",
     "register_strategy",
     "strategies_where",
     "strategy_info",
@@ -143,6 +147,23 @@ def strategies_where(**fields: Any) -> tuple[str, ...]:
 def default_strategies() -> tuple[str, ...]:
     """The default benchmark's strategies (``in_default_run``), sorted."""
     return strategies_where(in_default_run=True)
+
+
+def reference_strategies() -> tuple[str, ...]:
+    """Strategies outside the budget (``respects_budget=False``), sorted: reports show them
+    apart, never name them best, and figures draw them dashed."""
+    return strategies_where(respects_budget=False)
+
+
+def interaction_blind_strategies() -> tuple[str, ...]:
+    """Strategies that rank each resource type alone and ignore context–tool interactions
+    (``ranks_apart``), sorted: the headline's interaction-blind side."""
+    return strategies_where(ranks_apart=True)
+
+
+def learned_strategies() -> tuple[str, ...]:
+    """Strategies of the ``learned`` role, sorted: their traces carry ``learned_p``."""
+    return strategies_where(role="learned")
 
 
 def make_strategy(name: str, calibration_tasks: Sequence[BenchmarkTask] = (),

@@ -1,0 +1,73 @@
+"""The report's cost section: wall-clock time per strategy from the warehouse's
+``timings`` view (never in ``metrics.json``) and the selections not proven optimal."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from junction.evidence import metrics as catalog
+from junction.strategies.catalog import STRATEGIES, strategy_info
+
+__all__ = ["cost_lines", "run_timings"]
+
+
+def run_timings(root: str, run_id: str) -> pa.Table | None:
+    """The ``timings`` view's rows of one run, or None when the run has none."""
+    from junction.evidence.warehouse import Warehouse
+
+    table = Warehouse(root).query(
+        "SELECT suite, strategy, select_ms, execute_ms, total_ms FROM timings WHERE run_id = ?",
+        [run_id])
+    return table if table.num_rows else None
+
+
+def cost_lines(traces: pa.Table, timings: pa.Table | None) -> list[str]:
+    """Selection and execution time per strategy, and selections not proven optimal."""
+    lines = ["## Cost", ""]
+    con = duckdb.connect(":memory:")
+    try:
+        con.register("traces", traces.select(["strategy", "selection_status"]))
+        status = con.sql("SELECT strategy, selection_status, count(*) AS n FROM traces "
+                         "GROUP BY ALL ORDER BY ALL").fetchall()
+        times: dict[str, tuple] = {}
+        if timings is not None:
+            con.register("timings", timings)
+            for row in con.sql(
+                    "SELECT strategy, count(*), sum(select_ms) / 1000, avg(select_ms), "
+                    "sum(execute_ms) / 1000, sum(total_ms) / 1000 FROM timings "
+                    "GROUP BY strategy ORDER BY strategy").fetchall():
+                times[row[0]] = row[1:]
+    finally:
+        con.close()
+    by_strategy: dict[str, dict[str, int]] = {}
+    for strategy, state, n in status:
+        by_strategy.setdefault(strategy, {})[state] = n
+    grand = sum(t[4] for t in times.values()) or None
+    lines.append("Wall-clock time from the `timings` view (kept out of `metrics.json`). "
+                 "*Not proven optimal* counts selections whose `selection_status` is not "
+                 "`optimal`, for strategies that claim optimality (any `optimal` status); "
+                 "heuristic strategies show –.")
+    lines.append("")
+    lines.append("| strategy | tasks | selection | selection per task | execution | "
+                 "share of run time | not proven optimal |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for strategy in sorted(set(by_strategy) | set(times)):
+        counts = by_strategy.get(strategy, {})
+        if "optimal" in counts or (strategy in STRATEGIES and strategy_info(strategy).claims_optimal):
+            others = {k: v for k, v in counts.items() if k != "optimal"}
+            unproven = str(sum(others.values()))
+            if others:
+                unproven += " (" + ", ".join(f"{k} {v}" for k, v in sorted(others.items())) + ")"
+        else:
+            unproven = "– (" + ", ".join(sorted(counts)) + ")"
+        t = times.get(strategy)
+        cells = (("–",) * 5 if t is None else
+                 (str(t[0]), catalog.format_duration(t[1]), catalog.format_duration(t[2] / 1000),
+                  catalog.format_duration(t[3]), f"{t[4] / grand:.0%}" if grand else "–"))
+        lines.append(f"| {strategy} | " + " | ".join(cells) + f" | {unproven} |")
+    if timings is None:
+        lines.append("")
+        lines.append("No timing rows were found for this run.")
+    lines.append("")
+    return lines

@@ -1,0 +1,285 @@
+"""``report.md``: a run's Markdown report, section by section (``render_markdown``).
+
+The headline's sections (first screen, full comparison, agent outcome) are
+``junction.evidence.verdict_text``'s; the cost section is ``junction.evidence.cost``'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from junction.evidence import metrics as catalog
+from junction.evidence import verdicts
+from junction.evidence.joint_split import joint_split_lines
+from junction.evidence.verdict_text import agent_table_lines, comparison_lines, first_screen_lines
+from junction.strategies.catalog import reference_strategies
+from junction.verifiers import verifier_meaning
+
+__all__ = ["MEMORY_REFERENCE_NOTE", "REFERENCE_NOTE", "plan_sentence", "render_markdown"]
+
+
+def _calibration_lines(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["## Learned utility calibration", "",
+             "p(gold) of the learned model over every pool candidate of the run's tasks "
+             "(evaluation rows only: the model was fitted on the training part). Brier: mean "
+             "squared difference of p and the gold label (0 is perfect; a model that knew "
+             "only the gold rate r scores r(1 − r)).", "",
+             "| suite | budget scale | from | candidates | gold | mean p | gold rate | Brier | model |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['suite']} | {r['budget_scale']:g} | {r['strategy']} | "
+                     f"{r['candidates']} | {r['gold']} | {_fmt(r['mean_p'])} | "
+                     f"{_fmt(r['gold_rate'])} | {_fmt(r['brier'])} | "
+                     f"{', '.join(m[:12] for m in r['models'])} |")
+    lines.append("")
+    return lines
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _table_cell(column: str, value: Any) -> str:
+    """A per-suite table cell, printed as the catalog's ``display`` for that column says."""
+    display = {m.column: m.display for m in catalog.METRICS}.get(column)
+    if display is None:
+        return _fmt(value)
+    return catalog.format_value(display, value)
+
+
+def _table_columns() -> tuple[str, ...]:
+    """The per-suite table's columns: task count, then the catalog's ``report_table`` metrics."""
+    return ("tasks", *(m.column for m in catalog.METRICS if m.report_table))
+
+
+def _cell(text: str) -> str:
+    """A Markdown table cell: a literal ``|`` escaped so it does not split the cell."""
+    return text.replace("|", "\\|")
+
+
+_DISPLAY_WORDS = {"percent": "percent, no decimals", "integer": "whole number",
+                  "decimals2": "2 decimals"}
+
+
+def _definitions_lines(suites: dict[str, Any]) -> list[str]:
+    """Every catalog metric (``junction.evidence.metrics.METRICS``) and, per suite, what success means."""
+    lines = ["## Definitions", "",
+             "Every metric of the catalog (`junction.evidence.metrics.METRICS`); the per-suite tables "
+             "show those marked *table*, as the mean over tasks where the metric is defined.",
+             "", "| metric | summary column | definition | undefined when | unit and range | "
+             "better | shown in | source | printed as |", "|---|---|---|---|---|---|---|---|---|"]
+    for m in catalog.METRICS:
+        shown = ", ".join(w for w, on in (("table", m.report_table), ("diff", m.diff)) if on)
+        cells = (m.name, m.column, m.definition, m.undefined_when or "–", m.unit, m.direction,
+                 shown or "metrics.json", m.source, _DISPLAY_WORDS[m.display])
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    lines.append("")
+    lines.append("The lane metrics (`*_lane_*`) rank the first-stage BM25 candidate lanes, "
+                 "before any strategy selects, not a strategy's selection.")
+    lines.append("")
+    lines.append(f"Which outcome decides a verdict: agent success decides a (suite, budget "
+                 f"scale) cell only when two of its compared strategies share at least "
+                 f"{verdicts.MIN_DECIDING_TASKS} tasks with an agent outcome "
+                 f"(`junction.evidence.verdicts.MIN_DECIDING_TASKS`); otherwise the cell is decided on "
+                 "verified success and the agent numbers appear in the Agent outcome table "
+                 "only. Below that many shared tasks a verdict reads \"too few tasks to decide "
+                 "(n = …)\": at 20 tasks a Wilson 95% interval of a 50% rate is already "
+                 "[30%, 70%], and the exact McNemar test needs 6 discordant pairs all one way "
+                 "to reach p < 0.05.")
+    lines.append("")
+    lines.append("What verified success (`success`) means per suite:")
+    lines.append("")
+    for name in sorted(suites):
+        info = suites[name]
+        kinds = info.get("verifier_kinds")
+        if kinds:
+            meaning = "; or ".join(verifier_meaning(k) for k in kinds)
+            kind_text = ", ".join(f"`{k}`" for k in kinds)
+            lines.append(f"- **{name}** (verifier {kind_text}): success when {meaning}.")
+        else:
+            lines.append(f"- **{name}**: verifier kind not recorded for this run; "
+                         f"{info.get('note') or 'no note'}.")
+    lines.append("")
+    return lines
+
+
+def plan_sentence(strategy: str, max_tasks: int | None, scales: list[float] | None) -> str:
+    """One strategy's limits in words: "judge_admission: 8 tasks per suite at scale 1 only"."""
+    parts = []
+    if max_tasks is not None:
+        parts.append(f"{max_tasks} tasks per suite (fewer where the suite has fewer)")
+    if scales is not None:
+        parts.append(f"at scale{'s' if len(scales) > 1 else ''} "
+                     f"{', '.join(f'{x:g}' for x in scales)} only")
+    return f"{strategy}: " + " ".join(parts)
+
+
+def _plan_lines(params: dict[str, Any]) -> list[str]:
+    """The run's per-strategy limits (``strategy_size``, ``strategy_scales``), if any."""
+    sizes = params.get("strategy_size") or {}
+    scales = params.get("strategy_scales") or {}
+    limited = sorted(set(sizes) | set(scales))
+    if not limited:
+        return []
+    others = [s for s in params.get("strategies", []) if s not in limited]
+    text = "; ".join(plan_sentence(s, sizes.get(s), scales.get(s)) for s in limited)
+    tail = (f"; {', '.join(others)}: every task in the Suites table at every budget scale"
+            if others else "")
+    return [f"- per-strategy plan: {text}{tail}. The headline pairs strategies on the tasks "
+            "both ran, so a smaller sample is compared on its own tasks only."]
+
+
+MEMORY_REFERENCE_NOTE = (
+    "On this suite bfcl_listed exposes the memory API only, no turn of the prior "
+    "conversation: BFCL's own setting puts the conversation into the memory backend "
+    "before the question, which Junction's single-turn agent does not replay, so its "
+    "agent success is 0 by construction and it measures nothing. Exposing the whole prior "
+    "conversation outside the budget instead would take 780 to 20,293 tokens per scenario "
+    "(notetaker to student, characters / 4 as priced here), past the agent's 8,192-token "
+    "window on three of the five scenarios.")
+"""The reference note of the bfcl-memory suites (there the listed reference measures
+nothing yet)."""
+
+
+def _agent_lines(params: dict[str, Any],
+                 distinct: dict[str, dict[str, int]] | None = None) -> list[str]:
+    """The run's agent sample (``agent_size``; absent in runs before the agent), where it
+    ran (``agent_url``: the server, never a key) and, per suite, its distinct exposed sets
+    (``distinct_exposed_sets``)."""
+    if "agent_size" not in params or params["agent_size"] == 0:
+        return []
+    n = params["agent_size"]
+    sample = "every task" if n is None else f"{n} task{'s' if n != 1 else ''}"
+    where = ("the model's sha256 is in the traces" if not params.get("agent_url") else
+             f"model `{params.get('agent_model')}` on the OpenAI-compatible server "
+             f"{params['agent_url']}, named in the traces' `agent_remote`")
+    lines = [f"- agent: a language-model agent acted on {sample} of each BFCL suite (the "
+             "suite's own sample), for every strategy and reference, at budget scale 1 "
+             f"(`agent_success`, graded by BFCL's checker; {where})."]
+    if distinct:
+        lines.append("- agent cost: it generates once per distinct (task, exposed set); "
+                     "strategies that expose the same set share that generation. "
+                     + "; ".join(f"{s}: {d['distinct_exposed_sets']} distinct of "
+                                 f"{d['agent_evaluations']} evaluations"
+                                 for s, d in distinct.items()) + ".")
+    return lines
+
+
+REFERENCE_NOTE = ("References (bfcl_listed: the row's own listed functions, BFCL's setting; "
+                  "all_tools: the whole pool) sit outside the budget: they frame the "
+                  "strategies and are never named best. In each suite's table they follow "
+                  "the strategies, below the *references* row.")
+"""What the references are, said once per report."""
+
+
+def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
+                    suites: dict[str, Any], plot_name: str | None, *,
+                    headline: list[dict[str, Any]] | None = None,
+                    cost: list[str] | None = None,
+                    plot_note: str = "", time_plot_name: str | None = None,
+                    calibration: list[dict[str, Any]] | None = None,
+                    agent: list[dict[str, Any]] | None = None,
+                    joint_split: list[dict[str, Any]] | None = None) -> str:
+    """The Markdown report. First screen: the verdict line per suite, the run in one
+    sentence and the success-against-budget plot; then the run header, the full comparison
+    table, the agent outcome table, joint versus split, suites, one table per suite
+    (strategies, then references), learned calibration, cost and definitions."""
+    lines = [f"# Junction benchmark report: run `{run['run_id']}`", ""]
+    if headline is not None:
+        lines.extend(first_screen_lines(headline))
+    if plot_name:
+        lines.append(f"![success against budget]({plot_name})")
+        lines.append("")
+        lines.append("Verified success rate per strategy against the token-budget scale, one "
+                     "panel per suite; bars are Wilson 95% intervals (scipy); references "
+                     "dashed. " + (plot_note or "Every budget scale that ran is shown."))
+        lines.append("")
+    lines.append("## Run")
+    lines.append("")
+    lines.append(f"- commit: `{run.get('git_commit') or 'unknown'}`"
+                 + (" (dirty working tree)" if run.get("git_dirty") else ""))
+    params = run.get("params", {})
+    lines.append(f"- strategies: {', '.join(params.get('strategies', []))}")
+    lines.append(f"- seeds: {params.get('seeds')}; budget scales: {params.get('budget_scales')}")
+    lines.extend(_plan_lines(params))
+    lines.extend(_agent_lines(params, run.get("agent_exposed_sets")))
+    lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")
+    lines.append("")
+    if headline is not None:
+        lines.extend(comparison_lines(headline))
+    lines.extend(agent_table_lines(agent or []))
+    lines.extend(joint_split_lines(joint_split or []))
+    for name, reason in sorted((run.get("suites_skipped") or {}).items()):
+        lines.append(f"- suite {name} was skipped: {reason}")
+    if run.get("suites_skipped"):
+        lines.append("")
+    lines.append("Every strategy ran on the same tasks under the same budget. "
+                 "Means skip tasks where a metric is undefined (–); see Definitions. "
+                 "`success_rate` is the retrieval proxy (`retrieval_success`); "
+                 "`agent_success_rate` is a language-model agent acting on the exposed set, "
+                 "graded by BFCL's checker, on the agent sample of each BFCL suite only "
+                 "(Suites: `agent`) at budget scale 1. Rates and fractions are in percent, "
+                 "tokens whole, objectives and ranking scores to 2 decimals (each metric's "
+                 "`display` in the catalog); `metrics.json` keeps full precision.")
+    lines.append("")
+    lines.append("## Suites")
+    lines.append("")
+    lines.append("| suite | tasks run | rows loaded | rows skipped | sampling | note |")
+    lines.append("|---|---|---|---|---|---|")
+    for name in sorted(suites):
+        info = suites[name]
+        skipped = ", ".join(f"{k}: {v}" for k, v in sorted(info.get("rows_skipped", {}).items()))
+        fewer = dict(info.get("strategy_tasks") or {})
+        if info.get("agent_tasks"):
+            fewer["agent"] = info["agent_tasks"]
+        tasks = str(info.get("tasks")) + (
+            " (" + ", ".join(f"{k}: {v}" for k, v in sorted(fewer.items())) + ")" if fewer else "")
+        lines.append(f"| {name} | {tasks} | {info.get('rows_loaded')} | "
+                     f"{skipped or '0'} | {info.get('sampling', '')} | "
+                     f"{info.get('note', '')} |")
+    lines.append("")
+    by_suite: dict[str, list[dict[str, Any]]] = {}
+    for row in summary:
+        by_suite.setdefault(row["suite"], []).append(row)
+    columns = _table_columns()
+    reference_names = reference_strategies()
+    if any(r["strategy"] in reference_names for r in summary):
+        lines.append(REFERENCE_NOTE)
+        lines.append("")
+    for suite in sorted(by_suite):
+        lines.append(f"## {suite}")
+        lines.append("")
+        lines.append("| strategy | budget scale | " + " | ".join(columns) + " |")
+        lines.append("|---|---|" + "---|" * len(columns))
+        rows = by_suite[suite]
+        strategies = [r for r in rows if r["strategy"] not in reference_names]
+        references = [r for r in rows if r["strategy"] in reference_names]
+        for row in strategies:
+            cells = " | ".join(_table_cell(c, row[c]) for c in columns)
+            lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
+        if references:
+            lines.append("| *references* | |" + " |" * len(columns))
+            for row in references:
+                cells = " | ".join(_table_cell(c, row[c]) for c in columns)
+                lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
+            if suite.startswith("bfcl-memory"):
+                lines.append("")
+                lines.append(MEMORY_REFERENCE_NOTE)
+        lines.append("")
+    lines.extend(_calibration_lines(calibration or []))
+    if cost:
+        lines.extend(cost)
+    if time_plot_name:
+        lines.append("Selection and execution time per strategy (seconds summed over the run's "
+                     "tasks, log scale; from `timings`, never in `metrics.json`):")
+        lines.append("")
+        lines.append(f"![selection and execution time per strategy]({time_plot_name})")
+        lines.append("")
+    lines.extend(_definitions_lines(suites))
+    return "\n".join(lines)

@@ -1,0 +1,185 @@
+"""The headline in words: one verdict line per suite, the run in one sentence, the full
+comparison table and the agent outcome table (Markdown lines of ``report.md``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from junction.evidence import metrics as catalog
+from junction.evidence import verdicts
+from junction.strategies.catalog import interaction_blind_strategies
+
+__all__ = ["agent_table_lines", "comparison_lines", "first_screen_lines", "primary_scale",
+           "run_summary", "verdict_lines"]
+
+
+def _percent(rate: float) -> str:
+    return catalog.format_value("percent", rate)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:+.0f}"
+
+
+def primary_scale(scales: list[float]) -> float:
+    """The budget scale a first screen reports: 1 when it ran, else the one nearest to 1
+    on a log scale (the smaller on a tie)."""
+    if 1.0 in scales:
+        return 1.0
+    return min(scales, key=lambda x: (abs(math.log(x)) if x > 0 else math.inf, x))
+
+
+_OUTCOME_WORDS = {"agent_success": "agent success", "success": "verified success"}
+
+
+def verdict_lines(headline: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One verdict per suite at its ``primary_scale``, from ``verdicts.headline``'s rows:
+    {suite, budget_scale, outcome, n, status, text}. ``status``: "detected", "none" (no
+    detectable difference), "too few" (the first comparison shares fewer than
+    ``verdicts.MIN_DECIDING_TASKS`` tasks) or "alone" (nothing to compare with)."""
+    by_suite: dict[str, dict[float, dict[str, Any]]] = {}
+    for h in headline:
+        by_suite.setdefault(h["suite"], {})[h["budget_scale"]] = h
+    out = []
+    for suite, cells in sorted(by_suite.items()):
+        scale = primary_scale(sorted(cells))
+        h = cells[scale]
+        words = _OUTCOME_WORDS.get(h["outcome"], h["outcome"])
+        if not h["comparisons"]:
+            rate, n = h["rates"][h["best"][0]]
+            out.append({"suite": suite, "budget_scale": scale, "outcome": h["outcome"], "n": n,
+                        "status": "alone",
+                        "text": f"**{suite}** (budget × {scale:g}, {words}, n = {n}): only "
+                                f"{' = '.join(h['best'])} ran ({_percent(rate)})."})
+            continue
+        c = h["comparisons"][0]
+        cmp = c["comparison"]
+        best = h["best"][0]
+        points = (f"{_pct(cmp.difference)} points [{_pct(cmp.ci_low)}, {_pct(cmp.ci_high)}]")
+        rates = f"{best} {_percent(cmp.rate_a)} against {c['other']} {_percent(cmp.rate_b)}"
+        if cmp.n < verdicts.MIN_DECIDING_TASKS:
+            status, verdict = "too few", f"too few tasks to decide; {rates}, {points}"
+        elif cmp.detected:
+            status, verdict = "detected", f"{best} beats {c['other']} by {points} ({rates})"
+        else:
+            status, verdict = "none", (f"no detectable difference between {best} and "
+                                       f"{c['other']}, {points} ({rates})")
+        tie = (f" Tied for best: {', '.join(h['best'])}." if len(h["best"]) > 1 else "")
+        passed = "".join(f" Not decided on {_OUTCOME_WORDS.get(k, k)}: {verdicts.too_few(v)}."
+                         for k, v in sorted(h.get("passed_over", {}).items()))
+        out.append({"suite": suite, "budget_scale": scale, "outcome": h["outcome"], "n": cmp.n,
+                    "status": status,
+                    "text": f"**{suite}** (budget × {scale:g}, {words}, n = {cmp.n}): "
+                            f"{verdict}.{tie}{passed}"})
+    return out
+
+
+def run_summary(lines: list[dict[str, Any]]) -> str:
+    """One sentence over ``verdict_lines``: where a difference was detected, where not, and
+    which suites are too small to decide."""
+    if not lines:
+        return "No task was evaluated."
+    groups = {status: [v["suite"] for v in lines if v["status"] == status]
+              for status in ("detected", "none", "too few", "alone")}
+    parts = []
+    if groups["detected"]:
+        parts.append(f"a difference is detected on {', '.join(groups['detected'])}")
+    if groups["none"]:
+        parts.append(f"no detectable difference on {', '.join(groups['none'])}")
+    if groups["too few"]:
+        parts.append(f"too few tasks to decide (under {verdicts.MIN_DECIDING_TASKS} shared) "
+                     f"on {', '.join(groups['too few'])}")
+    if groups["alone"]:
+        parts.append(f"a single strategy on {', '.join(groups['alone'])}")
+    text = "; ".join(parts)
+    return (f"Of {len(lines)} suite{'s' if len(lines) != 1 else ''} at the primary budget "
+            f"scale: {text}.")
+
+
+def first_screen_lines(headline: list[dict[str, Any]]) -> list[str]:
+    """The report's first screen: one verdict line per suite (``verdict_lines``) inside
+    ``<!-- verdicts -->`` markers (the HTML page turns them into ``<div id="verdicts">``),
+    then the one-sentence ``run_summary``."""
+    lines = ["## Headline", ""]
+    found = verdict_lines(headline)
+    if not found:
+        return lines + ["No task was evaluated.", ""]
+    lines += ["<!-- verdicts -->", ""]
+    lines += [f"- {v['text']}" for v in found]
+    lines += ["", "<!-- /verdicts -->", "", run_summary(found), ""]
+    return lines
+
+
+def comparison_lines(headline: list[dict[str, Any]]) -> list[str]:
+    """The full comparison table: every suite, budget scale and comparison. In the HTML
+    page it sits in a closed ``<details>`` block (``<!-- details -->`` markers)."""
+    lines = ["## Full comparison", ""]
+    if not headline:
+        return lines + ["No task was evaluated.", ""]
+    lines.append(
+        "Per suite: the best strategy by the primary outcome, compared with the best strategy "
+        "that ignores interactions "
+        f"({', '.join(interaction_blind_strategies())}) and with every other "
+        "strategy, on the tasks both ran. The primary outcome is agent success where the "
+        f"compared strategies share at least {verdicts.MIN_DECIDING_TASKS} tasks with an agent "
+        "outcome, else verified success (see Definitions). Differences are in points "
+        "(percentage points of success rate), with Newcombe's paired-difference 95% score "
+        "interval (1998, method 10) and the exact McNemar test (two-sided binomial test on "
+        "the discordant pairs, scipy's `binomtest`). A difference counts only if its "
+        f"interval excludes 0 and p < {verdicts.ALPHA:g}; otherwise it is \"no detectable "
+        f"difference\"; on fewer than {verdicts.MIN_DECIDING_TASKS} shared tasks it is "
+        "\"too few tasks to decide\".")
+    lines += ["", "<!-- details -->", ""]
+    lines.append("| suite | budget scale | outcome | best (rate) | compared with (rate) | tasks | "
+                 "difference, points | 95% CI | McNemar p | verdict |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    for h in headline:
+        best = " = ".join(h["best"])
+        rate = h["rates"][h["best"][0]][0]
+        if not h["comparisons"]:
+            n = h["rates"][h["best"][0]][1]
+            lines.append(f"| {h['suite']} | {h['budget_scale']:g} | {h['outcome']} | {best} "
+                         f"({_percent(rate)}) | – | {n} | – | – | – | only strategy |")
+        for c in h["comparisons"]:
+            cmp = c["comparison"]
+            tag = " (best interaction-blind)" if c["role"] == "interaction-blind best" else ""
+            verdict = ("difference" if cmp.detected else "no detectable difference")
+            if cmp.n < verdicts.MIN_DECIDING_TASKS:
+                verdict += f"; {verdicts.too_few(cmp.n)}"
+            lines.append(
+                f"| {h['suite']} | {h['budget_scale']:g} | {h['outcome']} | {best} "
+                f"({_percent(cmp.rate_a)}) | {c['other']}{tag} ({_percent(cmp.rate_b)}) | "
+                f"{cmp.n} | {_pct(cmp.difference)} | [{_pct(cmp.ci_low)}, {_pct(cmp.ci_high)}] "
+                f"| {cmp.p_value:.2g} | {verdict} |")
+    same = [f"{h['suite']} × {h['budget_scale']:g}, {h['best'][0]} against {c['other']}: "
+            f"{c['identical_sets']} of {c['comparison'].n}"
+            for h in headline for c in h["comparisons"] if c.get("identical_sets")]
+    if same:
+        lines.append("")
+        lines.append("Shared tasks on which both strategies exposed the identical set (the "
+                     "same prompt: concordant by construction, so only the others can "
+                     "differ): " + "; ".join(same) + ".")
+    lines += ["", "<!-- /details -->", ""]
+    return lines
+
+
+def agent_table_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Agent success per suite, scale and strategy (references too): n, rate, Wilson 95%
+    interval, and whether n reaches ``verdicts.MIN_DECIDING_TASKS``."""
+    if not rows:
+        return []
+    lines = ["## Agent outcome", "",
+             "`agent_success` per strategy on the agent sample, with its Wilson 95% interval "
+             "(scipy). It decides a headline cell only where the compared strategies share at "
+             f"least {verdicts.MIN_DECIDING_TASKS} tasks with an agent outcome; below that "
+             "it is shown here only.", "",
+             "| suite | budget scale | strategy | n | agent success | 95% CI | decides |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        decides = "yes" if r["decides"] else verdicts.too_few(r["n"])
+        lines.append(f"| {r['suite']} | {r['budget_scale']:g} | {r['strategy']} | {r['n']} | "
+                     f"{r['successes']}/{r['n']} = {_percent(r['rate'])} | "
+                     f"[{_percent(r['ci_low'])}, {_percent(r['ci_high'])}] | {decides} |")
+    lines.append("")
+    return lines

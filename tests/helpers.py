@@ -1,0 +1,56 @@
+"""Helpers that several test modules share, imported by public name
+(``from tests.helpers import trace_record``), so no test module imports another.
+
+- ``trace_record``: a valid ``TaskTraceRecord`` with any field overridden;
+- ``BFCL_DATA`` and ``needs_data``: the pinned ``bfcl-eval`` package's data folder, and the
+  mark that skips a test when it is not installed;
+- ``write_bfcl_category``: a hand-made BFCL category file (and its answers) in a folder.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+from pathlib import Path
+
+import pytest
+
+from junction.evidence.traces import CandidateRecord, TaskTraceRecord, ToolCallRecord
+
+__all__ = ["BFCL_DATA", "needs_data", "trace_record", "write_bfcl_category"]
+
+
+def trace_record(**overrides) -> TaskTraceRecord:
+    """A valid trace row (run r1, suite s, strategy exact, task t1: contexts c1 and c2, tool
+    t1; c1 and t1 exposed, 10 + 30 = 40 tokens, one call, success) with ``overrides``."""
+    base = dict(
+        run_id="r1", suite="s", strategy="exact", task_id="t1", seed=0, budget_scale=1.0,
+        budget_tokens=100, budget_tools=None, budget_latency_ms=None, budget_cost_usd=None,
+        context_candidates=(CandidateRecord(resource_id="c1", score=1.0, rank=0, token_cost=10),
+                            CandidateRecord(resource_id="c2", score=0.5, rank=1, token_cost=20)),
+        tool_candidates=(CandidateRecord(resource_id="t1", score=2.0, rank=0, token_cost=30),),
+        exposed_context_ids=("c1",), exposed_tool_ids=("t1",),
+        context_tokens=10, tool_tokens=30, tokens_used=40,
+        unary=1.0, interaction=0.5, objective=1.5, selector="enumeration", selection_status="optimal",
+        tool_calls=(ToolCallRecord(index=0, tool_id="t1"),),
+        success=True,
+    )
+    return TaskTraceRecord(**{**base, **overrides})
+
+
+try:
+    BFCL_DATA = importlib.resources.files("bfcl_eval") / "data"
+except ModuleNotFoundError:  # pragma: no cover - depends on the environment
+    BFCL_DATA = None
+needs_data = pytest.mark.skipif(BFCL_DATA is None, reason="bfcl-eval is not installed")
+
+
+def write_bfcl_category(root: Path, name: str, rows: list, answers: list | None) -> None:
+    """``root/BFCL_v4_<name>.json`` (one row per line; a str row is written as is, to make a
+    malformed line) and, unless ``answers`` is None, ``root/possible_answer/`` beside it."""
+    (root / "possible_answer").mkdir(parents=True, exist_ok=True)
+    (root / f"BFCL_v4_{name}.json").write_text(
+        "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows), encoding="utf-8")
+    if answers is not None:
+        (root / "possible_answer" / f"BFCL_v4_{name}.json").write_text(
+            "\n".join(json.dumps(a) for a in answers), encoding="utf-8")
