@@ -91,8 +91,11 @@ def _report_dir(out: str, env) -> Path:
 
 @pytest.fixture(scope="module")
 def two_runs(cli_env):
-    """A thread run, then a Dask run with two workers, of the same suites and seed."""
-    args = ("bench", "--suite", "synthetic", "--suite", "coupling")
+    """A thread run, then a Dask run with two workers, of the same suites and seed: every
+    default strategy, a small sample (the judge on 2 tasks) at two scales, several units."""
+    args = ("bench", "--suite", "synthetic", "--suite", "coupling", "--size", "12",
+            "--budget-scale", "0.5", "--budget-scale", "1", "--batch-size", "6",
+            "--strategy-size", "judge_admission=2", "--strategy-scale", "judge_admission=1")
     thread = run(cli_env, *args)
     dask = run(cli_env, *args, "--runner", "dask", "--workers", "2")
     return thread, dask
