@@ -30,7 +30,7 @@ from junction.tasks import VERIFIER_MEANINGS
 
 __all__ = ["ROUND_DIGITS", "comparable_traces", "summarise", "write_report", "render_markdown",
            "headline_rows", "run_timings", "html_page", "PAGE_STYLE", "plan_sentence",
-           "agent_rows", "primary_scale", "verdict_lines", "run_summary",
+           "agent_rows", "agent_pairs", "agent_fit", "primary_scale", "verdict_lines", "run_summary",
            "REFERENCE_NOTE"]
 
 
@@ -415,6 +415,67 @@ def _agent_table_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+AGENT_JOINT = strategies_where(sees_interactions=True)
+"""Strategies that use context–tool interactions (the catalog's ``sees_interactions``):
+the joint side of the agent's paired comparisons."""
+
+
+def agent_pairs(traces: pa.Table) -> list[dict[str, Any]]:
+    """``agent_success`` of each joint strategy (``AGENT_JOINT``) against each
+    interaction-blind one (``verdicts.INTERACTION_BLIND``) that has agent rows in the same
+    suite and budget scale, paired on (seed, task_id): {suite, budget_scale, a, b, n,
+    rate_a, rate_b, difference, ci_low, ci_high, p_value, identical_sets}; the interval is
+    Newcombe's paired 95% and p the exact McNemar test (``verdicts.paired_comparison``);
+    ``identical_sets``: shared tasks where both exposed the same set (concordant by
+    construction). [] without agent rows."""
+    if traces.num_rows == 0 or "agent_success" not in traces.column_names:
+        return []
+    values: dict[tuple[str, float, str], dict[tuple, tuple[bool, Any]]] = {}
+    for r in traces.select(["suite", "budget_scale", "strategy", "seed", "task_id",
+                            "agent_success", "exposed_context_ids",
+                            "exposed_tool_ids"]).to_pylist():
+        if r["agent_success"] is not None:
+            values.setdefault((r["suite"], float(r["budget_scale"]), r["strategy"]), {})[
+                (r["seed"], r["task_id"])] = (bool(r["agent_success"]), _exposed_set(r))
+    out = []
+    for suite, scale in sorted({(s, x) for s, x, _ in values}):
+        for a in AGENT_JOINT:
+            for b in verdicts.INTERACTION_BLIND:
+                va, vb = values.get((suite, scale, a)), values.get((suite, scale, b))
+                shared = sorted(set(va or {}) & set(vb or {}))
+                if not shared:
+                    continue
+                cmp = verdicts.paired_comparison([va[k][0] for k in shared],
+                                                 [vb[k][0] for k in shared])
+                out.append({"suite": suite, "budget_scale": scale, "a": a, "b": b,
+                            "n": cmp.n, "rate_a": cmp.rate_a, "rate_b": cmp.rate_b,
+                            "difference": cmp.difference, "ci_low": cmp.ci_low,
+                            "ci_high": cmp.ci_high, "p_value": cmp.p_value,
+                            "identical_sets": sum(va[k][1] == vb[k][1] for k in shared)})
+    return out
+
+
+def _agent_pair_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The agent's joint-against-split table (``agent_pairs``); empty without rows."""
+    if not rows:
+        return []
+    lines = ["Agent success of each joint strategy against each interaction-blind one on "
+             "the tasks both ran (difference A − B in points, Newcombe's paired 95% "
+             "interval, exact McNemar p; identical: shared tasks where both exposed the "
+             "same set, concordant by construction).", "",
+             "| suite | budget scale | A − B | n | A | B | difference [95% CI] | McNemar p | "
+             "identical sets |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        decides = "" if r["n"] >= verdicts.MIN_DECIDING_TASKS else f" ({verdicts.too_few(r['n'])})"
+        lines.append(
+            f"| {r['suite']} | {r['budget_scale']:g} | {r['a']} − {r['b']} | {r['n']} | "
+            f"{_percent(r['rate_a'])} | {_percent(r['rate_b'])} | {_pct(r['difference'])} "
+            f"[{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]{decides} | {r['p_value']:.2g} | "
+            f"{r['identical_sets']} of {r['n']} |")
+    lines.append("")
+    return lines
+
+
 def _cell(text: str) -> str:
     """A Markdown table cell: a literal ``|`` escaped so it does not split the cell."""
     return text.replace("|", "\\|")
@@ -554,15 +615,50 @@ def _plan_lines(params: dict[str, Any]) -> list[str]:
 
 
 MEMORY_REFERENCE_NOTE = (
-    "On this suite bfcl_listed exposes the memory API only, no turn of the prior "
-    "conversation: BFCL's own setting puts the conversation into the memory backend "
-    "before the question, which Junction's single-turn agent does not replay, so its "
-    "agent success is 0 by construction and it measures nothing. Exposing the whole prior "
-    "conversation outside the budget instead would take 780 to 20,293 tokens per scenario "
-    "(notetaker to student, characters / 4 as priced here), past the agent's 8,192-token "
-    "window on three of the five scenarios.")
-"""The reference note of the bfcl-memory suites (issue 27, item 4: not yet the reference
-that measures something)."""
+    "On this suite bfcl_listed shows what BFCL's own setting gives the model: the memory "
+    "API plus the scenario's whole prior conversation (every turn, outside the budget), "
+    "which BFCL replays to the model before it asks the question; Junction's single-turn "
+    "agent reads the turns as documents. Its agent success is what the agent does when "
+    "nothing is selected away, the budgeted strategies' ceiling for this agent; its "
+    "verified success is 100% by construction (every turn is exposed). A conversation "
+    "longer than the agent's context window (with the memory API's 2,148 tokens, four of "
+    "the five scenarios exceed the embedded agent's 8,192 tokens) is cut: the agent sees "
+    "the most recent turns that fit, the prompt says how many earlier ones were left out, "
+    "and the trace lists them (`agent_dropped_context_ids`); an answer in a left-out turn "
+    "is then out of the agent's reach.")
+"""The reference note of the bfcl-memory suites (what ``bfcl_listed`` exposes there:
+``junction.strategies.references``; the window rule: ``junction.agent.llm.fit_prompt``;
+2,148 tokens: the memory_kv API's prompt with no document, Qwen2.5's tokenizer)."""
+
+
+def agent_fit(traces: pa.Table) -> dict[tuple[str, str], dict[str, int]]:
+    """Per (suite, strategy) with agent rows whose prompt left contexts out
+    (``agent_dropped_context_ids``): ``{"agent_evaluations", "cut", "contexts_exposed",
+    "contexts_left_out"}`` (counts summed over the agent rows); {} when none was cut."""
+    needed = {"agent_success", "agent_dropped_context_ids", "exposed_context_ids"}
+    if traces.num_rows == 0 or not needed <= set(traces.column_names):
+        return {}
+    out: dict[tuple[str, str], dict[str, int]] = {}
+    for r in traces.select(["suite", "strategy", *sorted(needed)]).to_pylist():
+        if r["agent_success"] is None:
+            continue
+        e = out.setdefault((r["suite"], r["strategy"]), {
+            "agent_evaluations": 0, "cut": 0, "contexts_exposed": 0, "contexts_left_out": 0})
+        dropped = r["agent_dropped_context_ids"] or []
+        e["agent_evaluations"] += 1
+        e["cut"] += bool(dropped)
+        e["contexts_exposed"] += len(r["exposed_context_ids"] or [])
+        e["contexts_left_out"] += len(dropped)
+    return {k: v for k, v in sorted(out.items()) if v["cut"]}
+
+
+def _fit_lines(fit: dict[tuple[str, str], dict[str, int]], suite: str) -> list[str]:
+    """One sentence per strategy of ``suite`` whose agent prompts were cut (``agent_fit``)."""
+    parts = [f"{strategy}: {e['cut']} of {e['agent_evaluations']} agent prompts cut, "
+             f"{e['contexts_left_out']} of {e['contexts_exposed']} exposed turns left out "
+             f"({_percent(e['contexts_left_out'] / max(e['contexts_exposed'], 1))})"
+             for (s, strategy), e in fit.items() if s == suite]
+    return [f"In this run, {'; '.join(parts)}."] if parts else []
 
 
 def _agent_lines(params: dict[str, Any],
@@ -603,7 +699,9 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                     plot_note: str = "", time_plot_name: str | None = None,
                     calibration: list[dict[str, Any]] | None = None,
                     agent: list[dict[str, Any]] | None = None,
-                    joint_split: list[dict[str, Any]] | None = None) -> str:
+                    joint_split: list[dict[str, Any]] | None = None,
+                    agent_pairs: list[dict[str, Any]] | None = None,
+                    fit: dict[tuple[str, str], dict[str, int]] | None = None) -> str:
     """The Markdown report. First screen: the verdict line per suite, the run in one
     sentence and the success-against-budget plot; then the run header, the full comparison
     table, the agent outcome table, joint versus split, suites, one table per suite
@@ -632,6 +730,7 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     if headline is not None:
         lines.extend(_headline_lines(headline))
     lines.extend(_agent_table_lines(agent or []))
+    lines.extend(_agent_pair_lines(agent_pairs or []))
     lines.extend(joint_split_lines(joint_split or []))
     for name, reason in sorted((run.get("suites_skipped") or {}).items()):
         lines.append(f"- suite {name} was skipped: {reason}")
@@ -687,7 +786,8 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                 lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
             if suite.startswith("bfcl-memory"):
                 lines.append("")
-                lines.append(MEMORY_REFERENCE_NOTE)
+                lines.append(" ".join([MEMORY_REFERENCE_NOTE,
+                                       *_fit_lines(fit or {}, suite)]))
         lines.append("")
     lines.extend(_calibration_lines(calibration or []))
     if cost:
@@ -769,17 +869,20 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
                if c in traces.column_names]
     joint_split = joint_split_verdicts(traces.select(columns).to_pylist()
                                        if traces.num_rows else [])
+    pairs = agent_pairs(traces)
     md = render_markdown(run, summary, suites, plot_path.name if summary else None,
                          headline=headline, cost=cost, plot_note=plot_note,
                          time_plot_name=time_path.name if has_times and cost else None,
                          calibration=calibration, agent=agent_rows(traces),
-                         joint_split=joint_split)
+                         joint_split=joint_split, agent_pairs=pairs, fit=agent_fit(traces))
     body = markdown_lib.markdown(md, extensions=["tables"])
     page = html_page("Junction run " + run["run_id"], body)
     metrics = metrics_document(summary, report_params(run.get("params", {})), suites, headline,
                                calibration)
     if joint_split:
         metrics["joint_split"] = joint_split
+    if pairs:
+        metrics["agent_pairs"] = [{k: _round(v) for k, v in r.items()} for r in pairs]
     files = {
         "metrics.json": json.dumps(metrics, sort_keys=True, indent=2, allow_nan=False) + "\n",
         "run.json": json.dumps(run, sort_keys=True, indent=2, allow_nan=False) + "\n",
