@@ -364,3 +364,27 @@ def test_agent_on_the_memory_reference_fits_its_window_and_the_trace_says_what_i
     assert agent.count_prompt_tokens(fitted) == record.agent_prompt_tokens
     assert records_to_table([record]).column("agent_dropped_context_ids").to_pylist() == [
         list(dropped)]
+
+
+@pytest.mark.model
+def test_agent_reuses_a_shared_prefix_in_whole_batches_only(agent_model, multiple_123):
+    # A and B share the system prompt (every tool of the pool: ~1,500 tokens) and differ in
+    # the question: after A, only the shared whole 512-token blocks may stay in the KV cache
+    from llama_cpp import Llama
+
+    view = multiple_123.router_view()
+    tools = [t.id for t in multiple_123.tools]
+    a = render_prompt(view, (), tools)
+    b = render_prompt(view.model_copy(update={"objective": "What is 2 + 2?"}), (), tools)
+    ids_a, ids_b = agent_model.prompt_token_ids(a), agent_model.prompt_token_ids(b)
+    common = Llama.longest_token_prefix(ids_a, ids_b)
+    llm = agent_model._llm
+    assert common > 512 and agent_model.count_prompt_tokens(a) == len(ids_a)
+    llm.reset()
+    llm.eval(ids_a)
+    agent_model._keep_aligned_prefix(ids_b)
+    assert llm.n_tokens == common // llm.n_batch * llm.n_batch
+    agent_model._keep_aligned_prefix(ids_b[:1024])  # the whole prompt cached: last block again
+    assert llm.n_tokens == 512
+    agent_model._keep_aligned_prefix(ids_b[:100])
+    assert llm.n_tokens == 0

@@ -19,8 +19,10 @@ records them (``agent_dropped_context_ids``). Prompts that fit are rendered unch
 Decoding is greedy (temperature 0, top-k 1, fixed seed and thread count) with a cap on
 generated tokens (``AgentConfig``). Results are cached persistently by (model sha256,
 prompt sha256, decoding settings) in ``AgentCache``; a hit returns the stored text and
-token counts byte for byte. llama.cpp reuses the previous call's prompt prefix, so runs
-that share a system prompt prefix (same tools first) pay only for what differs.
+token counts byte for byte. The previous call's KV cache is reused in whole
+``n_batch`` (512-token) blocks of shared prompt prefix only (``LlamaAgent.generate``), so
+the text never depends on what was asked before: questions over one long shared system
+prompt (a scenario's whole conversation) pay for little more than the question.
 """
 
 from __future__ import annotations
@@ -281,24 +283,58 @@ class LlamaAgent:
         generation when prompt + cap reaches ``n_ctx``."""
         return self.config.n_ctx - self.config.max_tokens - 1
 
-    def count_prompt_tokens(self, prompt: AgentPrompt) -> int:
-        """The prompt's tokens as ``generate`` feeds them: the model's own chat template
+    def prompt_token_ids(self, prompt: AgentPrompt) -> list[int] | None:
+        """The prompt's token ids as ``generate`` feeds them: the model's own chat template
         (llama-cpp-python's ``Jinja2ChatFormatter``, as ``create_chat_completion`` renders
-        it for a GGUF with a template), tokenized with special tokens. A model without a
-        template (llama-cpp-python picks another chat format) is counted as its messages'
-        text plus 64 tokens for the format's markers."""
-        if self._formatter is not None:
-            result = self._formatter(messages=[dict(m) for m in prompt.messages])
-            return len(self._llm.tokenize(result.prompt.encode("utf-8"),
-                                          add_bos=not result.added_special, special=True))
+        it for a GGUF with a template), tokenized with special tokens; None for a model
+        without a template (llama-cpp-python then picks another chat format)."""
+        if self._formatter is None:
+            return None
+        result = self._formatter(messages=[dict(m) for m in prompt.messages])
+        return self._llm.tokenize(result.prompt.encode("utf-8"),
+                                  add_bos=not result.added_special, special=True)
+
+    def count_prompt_tokens(self, prompt: AgentPrompt) -> int:
+        """``len(prompt_token_ids(prompt))``; a model without a template is counted as its
+        messages' text plus 64 tokens for the chat format's markers."""
+        ids = self.prompt_token_ids(prompt)
+        if ids is not None:
+            return len(ids)
         text = "\n".join(m["content"] for m in prompt.messages)
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)) + 64
+
+    def _keep_aligned_prefix(self, ids: list[int] | None) -> None:
+        """Keep of the previous call's KV cache only the whole ``n_batch`` blocks it shares
+        with ``ids`` (none without token ids), so llama-cpp-python's own prefix reuse
+        evaluates the rest in the same batches as a cold evaluation would: the same
+        floating-point sums, hence the same greedy text whatever was asked before. Reuse
+        at any other boundary changed the text (bench/README.md, the agent's cost)."""
+        llm = self._llm
+        keep = 0
+        if ids is not None and llm.n_tokens > 0:
+            common = type(llm).longest_token_prefix(llm.input_ids[:llm.n_tokens].tolist(),
+                                                    ids)
+            keep = common // llm.n_batch * llm.n_batch
+            if keep >= len(ids):  # the whole prompt cached: re-evaluate its last block
+                keep -= llm.n_batch
+        if keep <= 0:
+            llm.reset()
+        else:
+            llm.n_tokens = keep
+
+    def forget_prefix(self) -> None:
+        """Drop the evaluated prompt from the model's KV cache, so the next ``generate``
+        evaluates its whole prompt (llama-cpp-python otherwise reuses the longest prefix
+        shared with the previous call); for measurements."""
+        with self._lock:
+            self._llm.reset()
 
     def generate(self, prompt: AgentPrompt) -> Generation:
         """The model's answer to ``prompt`` (greedy, capped at ``config.max_tokens``)."""
         cfg = self.config
         with self._lock:  # the clock starts once the model is ours: waiting is not its time
             t0 = time.perf_counter()
+            self._keep_aligned_prefix(self.prompt_token_ids(prompt))
             out = self._llm.create_chat_completion(
                 messages=[dict(m) for m in prompt.messages], temperature=cfg.temperature,
                 top_k=cfg.top_k, top_p=1.0, min_p=0.0, repeat_penalty=1.0, seed=cfg.seed,
