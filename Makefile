@@ -20,7 +20,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export DO_NOT_TRACK := 1
 
-.PHONY: setup bench bench-nightly test test-fast clean
+.PHONY: setup bench bench-agent bench-nightly test test-fast clean
 
 setup: $(VENV)/.installed
 
@@ -45,6 +45,24 @@ $(VENV)/.installed: pyproject.toml Makefile
 
 bench: setup
 	$(VENV)/bin/junction bench
+
+# the agent sample that decides: BENCH_AGENT_TASKS evaluation tasks of each of four BFCL
+# suites, the agent on every one, for the compared strategies and the bfcl_listed reference,
+# at budget scale 1. 20, not 30: at 30 the estimate on this shared machine is past 100
+# minutes (bench/README.md, "The agent sample that decides"). The fixed run id lets a
+# stopped run resume; generations are cached, so a re-run costs only what is missing. One
+# worker: the agent is one model behind a lock anyway, and one unit at a time keeps each
+# call's prompt prefix in llama.cpp's KV cache for the next (a scenario's questions share
+# the reference's 7,800-token system prompt).
+BENCH_AGENT_TASKS ?= 20
+BENCH_AGENT_RUN_ID ?= bench-agent-$(BENCH_AGENT_TASKS)
+bench-agent: setup
+	$(VENV)/bin/junction bench --suite bfcl-multiple --suite bfcl-live-multiple \
+		--suite bfcl-irrelevance --suite bfcl-memory \
+		--strategy exact --strategy adaptive_split --strategy fixed_split \
+		--strategy learned_exact --strategy bfcl_listed --budget-scale 1 \
+		--size $(BENCH_AGENT_TASKS) --agent-size $(BENCH_AGENT_TASKS) --workers 1 \
+		--run-id $(BENCH_AGENT_RUN_ID)
 
 # the full agent study: every evaluation row of every suite, the agent on each BFCL one
 # every evaluation row, with the all_tools reference the default run leaves out

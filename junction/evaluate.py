@@ -54,7 +54,8 @@ def _agent_fields(name: str, execution: ExecutionResult, grade: Any) -> dict[str
                 agent_generated_tokens=execution.generated_tokens,
                 agent_model_sha256=execution.model_sha256,
                 agent_prompt_sha256=execution.prompt_sha256, agent_output=execution.text,
-                agent_remote=execution.remote)
+                agent_remote=execution.remote,
+                agent_dropped_context_ids=execution.dropped_context_ids)
 
 
 def _run_agent(agent: Executor, jobs: list[tuple[BenchmarkTask, Any]]) -> list[ExecutionResult]:

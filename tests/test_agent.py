@@ -254,3 +254,137 @@ def test_bfcl_listed_refuses_a_task_without_a_listing():
     task = build_suite("synthetic", seed=0, size=1).tasks[0]
     with pytest.raises(Exception, match="listed_tool_ids"):
         make_strategy("bfcl_listed").select(task, 8)
+
+
+# --------------------------------------------------------------------------- memory reference
+
+
+@pytest.fixture(scope="module")
+def memory_task():
+    return memory_suite(size=1).tasks[0]
+
+
+def test_bfcl_listed_on_memory_exposes_the_whole_prior_conversation(memory_task):
+    (record,), _ = evaluate_batch([memory_task], make_strategy("bfcl_listed"), "bfcl_listed",
+                                  "r", 0, 1.0, 8)
+    assert record.exposed_context_ids == tuple(sorted(c.id for c in memory_task.contexts))
+    assert record.exposed_tool_ids == tuple(sorted(memory_task.metadata["listed_tool_ids"]))
+    assert record.context_tokens == sum(c.token_cost for c in memory_task.contexts)
+    assert record.tokens_used > memory_task.budget.max_tokens  # outside the budget
+    assert record.success  # the answer's turn is in the conversation
+
+
+def _chars(prompt):
+    """A stand-in tokenizer for the fitting rule: one token per 4 characters."""
+    return sum(len(m["content"]) for m in prompt.messages) // 4
+
+
+def _oracle_kept(view, ids, tools, limit):
+    """The most recent contexts that fit with the question reserve, by linear scan."""
+    from junction.agent.llm import QUESTION_RESERVE
+
+    ordered = [c.id for c in view.contexts if c.id in set(ids)]
+    for kept in range(len(ordered), -1, -1):
+        p = render_prompt(view, ordered[len(ordered) - kept:], tools,
+                          left_out=len(ordered) - kept, question="")
+        if _chars(p) + QUESTION_RESERVE <= limit:
+            return ordered[len(ordered) - kept:]
+    return []
+
+
+@pytest.mark.parametrize("limit", [3500, 5000, 8000])
+def test_fit_prompt_keeps_the_most_recent_contexts_that_fit(memory_task, limit):
+    from junction.agent.llm import LEFT_OUT_NOTE, fit_prompt
+
+    view = memory_task.router_view()
+    ids = [c.id for c in memory_task.contexts]
+    tools = memory_task.metadata["listed_tool_ids"]
+    assert _chars(render_prompt(view, ids, tools)) > 8000  # the whole conversation does not fit
+    prompt, dropped = fit_prompt(view, ids, tools, _chars, limit)
+    kept = _oracle_kept(view, ids, tools, limit)
+    assert 0 < len(kept) < len(ids)
+    assert list(dropped) == ids[:len(ids) - len(kept)]  # oldest first
+    assert _chars(prompt) <= limit
+    system = prompt.messages[0]["content"]
+    assert LEFT_OUT_NOTE.format(n=len(dropped)) in system
+    assert all(f"[document {c}]\n" in system for c in kept)
+    assert not any(f"[document {c}]\n" in system for c in dropped)
+    assert prompt.messages[1] == {"role": "user", "content": memory_task.objective}
+
+
+def test_fit_prompt_leaves_a_fitting_prompt_unchanged_and_shares_the_system_message(
+        memory_task):
+    from junction.agent.llm import fit_prompt
+
+    view = memory_task.router_view()
+    ids = [c.id for c in memory_task.contexts[:3]]
+    prompt, dropped = fit_prompt(view, ids, (), _chars, 10_000)
+    assert (prompt, dropped) == (render_prompt(view, ids, ()), ())
+    # two questions under the reserve, the same exposed set: the same system message
+    every = [c.id for c in memory_task.contexts]
+    short = view.model_copy(update={"objective": "Where do I live?"})
+    longer = view.model_copy(update={"objective": "Where do I live? " * 20})
+    a, _ = fit_prompt(short, every, (), _chars, 3000)
+    b, _ = fit_prompt(longer, every, (), _chars, 3000)
+    assert a.messages[0] == b.messages[0] and a.messages[1] != b.messages[1]
+
+
+def test_fit_prompt_refuses_when_the_tools_alone_exceed_the_limit(memory_task):
+    from junction.agent.llm import AgentError, fit_prompt
+
+    view = memory_task.router_view()
+    tools = memory_task.metadata["listed_tool_ids"]
+    with pytest.raises(AgentError, match="every context left out"):
+        fit_prompt(view, [c.id for c in memory_task.contexts], tools, _chars, 100)
+
+
+@pytest.mark.model
+def test_agent_on_the_memory_reference_fits_its_window_and_the_trace_says_what_it_left_out(
+        tmp_path):
+    from junction.agent.llm import AgentConfig, LlamaAgent
+    from junction.models import embedded_model_path, file_sha256
+
+    path = embedded_model_path()
+    # a 3,072-token window: the memory API takes 2,148 of it, notetaker's 24 turns 3,428 in all
+    agent = LlamaAgent(path, file_sha256(path), AgentConfig(n_ctx=3072, max_tokens=16))
+    task = next(t for t in memory_suite(size=None).tasks if t.metadata["scenario"] == "notetaker")
+    executor = LLMExecutor(agent, AgentCache(tmp_path / "agent.sqlite"))
+    (record,), _ = evaluate_batch([task], make_strategy("bfcl_listed"), "bfcl_listed", "r", 0,
+                                  1.0, 8, agent=executor, agent_task_ids={task.task_id})
+    dropped = record.agent_dropped_context_ids
+    assert 0 < len(dropped) < len(task.contexts)
+    assert list(dropped) == [c.id for c in task.contexts[:len(dropped)]]
+    assert record.agent_outcome in AGENT_OUTCOMES
+    # the count the fit used is the count llama.cpp reported for the generation
+    assert record.agent_prompt_tokens <= agent.prompt_limit
+    kept = [c.id for c in task.contexts[len(dropped):]]
+    fitted = render_prompt(task.router_view(), kept, record.exposed_tool_ids,
+                           left_out=len(dropped))
+    assert fitted.sha256 == record.agent_prompt_sha256
+    assert agent.count_prompt_tokens(fitted) == record.agent_prompt_tokens
+    assert records_to_table([record]).column("agent_dropped_context_ids").to_pylist() == [
+        list(dropped)]
+
+
+@pytest.mark.model
+def test_agent_reuses_a_shared_prefix_in_whole_batches_only(agent_model, multiple_123):
+    # A and B share the system prompt (every tool of the pool: ~1,500 tokens) and differ in
+    # the question: after A, only the shared whole 512-token blocks may stay in the KV cache
+    from llama_cpp import Llama
+
+    view = multiple_123.router_view()
+    tools = [t.id for t in multiple_123.tools]
+    a = render_prompt(view, (), tools)
+    b = render_prompt(view.model_copy(update={"objective": "What is 2 + 2?"}), (), tools)
+    ids_a, ids_b = agent_model.prompt_token_ids(a), agent_model.prompt_token_ids(b)
+    common = Llama.longest_token_prefix(ids_a, ids_b)
+    llm = agent_model._llm
+    assert common > 512 and agent_model.count_prompt_tokens(a) == len(ids_a)
+    llm.reset()
+    llm.eval(ids_a)
+    agent_model._keep_aligned_prefix(ids_b)
+    assert llm.n_tokens == common // llm.n_batch * llm.n_batch
+    agent_model._keep_aligned_prefix(ids_b[:1024])  # the whole prompt cached: last block again
+    assert llm.n_tokens == 512
+    agent_model._keep_aligned_prefix(ids_b[:100])
+    assert llm.n_tokens == 0

@@ -31,6 +31,7 @@ NOT_METRICS = {
     "selection_gap", "tool_calls", "failure_reason", "gold_context_ids", "gold_tool_ids",
     "extra_json", "executor", "agent_outcome", "agent_error_type", "agent_generated_tokens",
     "agent_model_sha256", "agent_prompt_sha256", "agent_output", "agent_remote",
+    "agent_dropped_context_ids",
 }
 SUMMARY_KEYS = ["run_id", "suite", "strategy", "budget_scale", "tasks"]
 ARROW_TYPES = {"bool": pa.bool_(), "int": pa.int64(), "float": pa.float64()}

@@ -332,3 +332,45 @@ def test_distinct_exposed_sets_and_identical_sets_on_shared_tasks():
     # 2 shared agent tasks are under MIN_DECIDING_TASKS: the cell is decided on verified
     # success, and the identical-set count is the same on its shared tasks
     assert (h["outcome"], c["comparison"].n, c["identical_sets"]) == ("success", 2, 1)
+
+
+def test_agent_pairs_compare_each_joint_with_each_blind_strategy_and_count_identical_sets(
+        tmp_path):
+    # 20 agent tasks. exact succeeds on all; fixed_split on t0-t7 (b = 12, c = 0: the
+    # "winner" worked example, +60 [+33, +78], p = 1/2048); adaptive_split on all (a tie,
+    # p = 1). exact and adaptive_split expose the same set (c1) on every task; fixed_split
+    # exposes no context on t10-t19, so 10 of its 20 shared tasks are identical to exact's.
+    from junction.evidence.reports import agent_fit, agent_pairs
+
+    def rec(strategy, i, ok, contexts, dropped=()):
+        cost = {"c1": 10, "c2": 20}  # the _record candidates' token costs
+        tokens = sum(cost[c] for c in contexts)
+        return trace_record(strategy=strategy, task_id=f"t{i}", success=True,
+                       exposed_context_ids=contexts, context_tokens=tokens,
+                       tokens_used=tokens + 30, executor="llm",
+                       agent_success=ok, agent_outcome="correct" if ok else "wrong_call",
+                       agent_dropped_context_ids=dropped,
+                       selection_status="optimal" if strategy == "exact" else "heuristic")
+
+    records = ([rec("exact", i, True, ("c1",)) for i in range(20)]
+               + [rec("adaptive_split", i, True, ("c1",)) for i in range(20)]
+               + [rec("fixed_split", i, i < 8, ("c1",) if i < 10 else ()) for i in range(20)]
+               + [rec("bfcl_listed", i, True, ("c1", "c2"), ("c1",) if i < 3 else ())
+                  for i in range(20)])
+    table = records_to_table(records)
+    rows = {r["b"]: r for r in agent_pairs(table)}
+    assert set(rows) == {"adaptive_split", "fixed_split"}
+    assert {r["a"] for r in rows.values()} == {"exact"}
+    fixed, adaptive = rows["fixed_split"], rows["adaptive_split"]
+    assert (fixed["n"], fixed["identical_sets"]) == (20, 10)
+    assert (fixed["difference"], fixed["ci_low"], fixed["ci_high"]) == pytest.approx(
+        (0.60, 0.3326, 0.7812), abs=1e-3)
+    assert fixed["p_value"] == pytest.approx(1 / 2048)
+    assert (adaptive["difference"], adaptive["p_value"], adaptive["identical_sets"]) == (
+        0.0, 1.0, 20)
+    assert agent_fit(table) == {("s", "bfcl_listed"): {
+        "agent_evaluations": 20, "cut": 3, "contexts_exposed": 40, "contexts_left_out": 3}}
+    paths = write_report(tmp_path, {"run_id": "r1", "params": {}}, table, {})
+    md = paths["report.md"].read_text()
+    assert "| s | 1 | exact − fixed_split | 20 | 100% | 40% | +60 [+33, +78] | 0.00049 | 10 of 20 |" in md
+    assert json.loads(paths["metrics.json"].read_text())["agent_pairs"][1]["b"] == "fixed_split"

@@ -53,7 +53,9 @@ class ExecutionResult(BaseModel):
     model's and the prompt's sha256, whether the generation came from the cache and its
     wall-clock milliseconds (``wall_ms``: timings only, never a trace field). A remote
     agent (``junction.agent.remote``) gives no model sha256 but ``remote``: the server's
-    ``host[:port]/path`` and the model id it serves.
+    ``host[:port]/path`` and the model id it serves. ``dropped_context_ids``: exposed
+    contexts the embedded agent left out of its prompt to fit its context window
+    (``junction.agent.llm.fit_prompt``), oldest first.
     """
 
     model_config = ConfigDict(frozen=True, allow_inf_nan=False)
@@ -71,6 +73,7 @@ class ExecutionResult(BaseModel):
     cached: bool | None = None
     wall_ms: float | None = None
     remote: str | None = None
+    dropped_context_ids: tuple[str, ...] = ()
 
 
 class Executor(Protocol):

@@ -10,11 +10,19 @@ message is the task's objective. The agent answers ``[func(arg=value)]`` or plai
 The executor reads only ``task.router_view()`` and the exposed ids: never gold, never the
 verifier, never metadata (``render_prompt`` takes a ``RouterView``).
 
+A prompt that does not fit the model's context window with room for the generation (a
+reference's whole prior conversation can take 20,000 tokens) keeps the most recent exposed
+contexts that fit, oldest left out first in the view's order, and says so in the prompt
+(``LEFT_OUT_NOTE``); the result names the contexts left out (``fit_prompt``), and the trace
+records them (``agent_dropped_context_ids``). Prompts that fit are rendered unchanged.
+
 Decoding is greedy (temperature 0, top-k 1, fixed seed and thread count) with a cap on
 generated tokens (``AgentConfig``). Results are cached persistently by (model sha256,
 prompt sha256, decoding settings) in ``AgentCache``; a hit returns the stored text and
-token counts byte for byte. llama.cpp reuses the previous call's prompt prefix, so runs
-that share a system prompt prefix (same tools first) pay only for what differs.
+token counts byte for byte. The previous call's KV cache is reused in whole
+``n_batch`` (512-token) blocks of shared prompt prefix only (``LlamaAgent.generate``), so
+the text never depends on what was asked before: questions over one long shared system
+prompt (a scenario's whole conversation) pay for little more than the question.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +52,9 @@ __all__ = [
     "LlamaAgent",
     "LLMExecutor",
     "DOCUMENTS_HEADER",
+    "LEFT_OUT_NOTE",
+    "QUESTION_RESERVE",
+    "fit_prompt",
     "render_prompt",
     "parse_output",
 ]
@@ -51,6 +62,14 @@ __all__ = [
 DOCUMENTS_HEADER = ("Here are documents that may help. If they answer the question, reply "
                     "with the answer in plain text instead of a function call.")
 """Introduces the exposed contexts after BFCL's system prompt (Junction's addition)."""
+
+LEFT_OUT_NOTE = "[{n} earlier documents left out: they do not fit the context window]"
+"""Follows ``DOCUMENTS_HEADER`` when ``fit_prompt`` left ``n`` contexts out."""
+
+QUESTION_RESERVE = 128
+"""Prompt tokens ``fit_prompt`` keeps for the user message when it fits the system message,
+so that questions shorter than this (every BFCL memory question) over the same exposed set
+get the same system message, hence a shared prompt prefix llama.cpp reuses."""
 
 
 class AgentError(JunctionError):
@@ -96,23 +115,73 @@ def _tool_doc(view: RouterView, tool_id: str) -> dict[str, Any]:
 
 
 def render_prompt(view: RouterView, context_ids: Iterable[str],
-                  tool_ids: Iterable[str]) -> AgentPrompt:
+                  tool_ids: Iterable[str], left_out: int = 0,
+                  question: str | None = None) -> AgentPrompt:
     """The agent's prompt for the exposed set (layout in the module docstring).
 
-    Raises ``KeyError`` naming an id that is not a resource of the view.
+    ``left_out`` > 0 adds ``LEFT_OUT_NOTE`` after the documents header (``fit_prompt``);
+    ``question`` replaces the objective as the user message (``fit_prompt`` measures the
+    system message with an empty one). Raises ``KeyError`` naming an id that is not a
+    resource of the view.
     """
     if not isinstance(view, RouterView):
         raise TypeError(f"render_prompt takes a RouterView, got {type(view).__name__}")
     tools = [_tool_doc(view, t) for t in sorted(tool_ids)]
     system = system_prompt(tools)
     contexts = [view.context(c) for c in sorted(context_ids)]
-    if contexts:
+    if contexts or left_out:
+        header = DOCUMENTS_HEADER + ("\n" + LEFT_OUT_NOTE.format(n=left_out) if left_out else "")
         blocks = [f"[document {c.id}]\n{c.content}" for c in contexts]
-        system = system.rstrip("\n") + "\n\n" + DOCUMENTS_HEADER + "\n" + "\n\n".join(blocks) + "\n"
+        system = system.rstrip("\n") + "\n\n" + header + "\n" + "\n\n".join(blocks) + "\n"
     messages = ({"role": "system", "content": system},
-                {"role": "user", "content": view.objective})
+                {"role": "user", "content": view.objective if question is None else question})
     canonical = json.dumps(messages, sort_keys=True, ensure_ascii=False)
     return AgentPrompt(messages, hashlib.sha256(canonical.encode("utf-8")).hexdigest())
+
+
+def fit_prompt(view: RouterView, context_ids: Iterable[str], tool_ids: Iterable[str],
+               count: Callable[[AgentPrompt], int],
+               limit: int) -> tuple[AgentPrompt, tuple[str, ...]]:
+    """``render_prompt`` of the exposed set, fitted to ``limit`` prompt tokens.
+
+    ``count`` gives a prompt's tokens as the model will read them (``LlamaAgent.
+    count_prompt_tokens``). When the whole prompt fits it is returned unchanged with no id
+    left out. Otherwise the exposed contexts are kept from the most recent (last in the
+    view's context order) back, as many as fit with ``QUESTION_RESERVE`` tokens kept for
+    the question (a binary search: tokens grow with each context kept), then more are left
+    out while the actual question does not fit. Returns (prompt, ids left out, view
+    order). Raises ``AgentError`` when the prompt does not fit even with every context left
+    out (the tool schemas alone exceed the window).
+    """
+    cs, ts = tuple(sorted(context_ids)), tuple(sorted(tool_ids))
+    whole = render_prompt(view, cs, ts)
+    if count(whole) <= limit:
+        return whole, ()
+    exposed = set(cs)
+    ordered = [c.id for c in view.contexts if c.id in exposed]
+
+    def prompt(kept: int, question: str | None = None) -> AgentPrompt:
+        return render_prompt(view, ordered[len(ordered) - kept:] if kept else (), ts,
+                             left_out=len(ordered) - kept, question=question)
+
+    low, high = 0, len(ordered) - 1  # the most kept with the question reserve fitting
+    if count(prompt(0, "")) + QUESTION_RESERVE > limit:
+        high = -1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if count(prompt(mid, "")) + QUESTION_RESERVE <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    kept = max(high, 0)
+    while kept > 0 and count(prompt(kept)) > limit:
+        kept -= 1
+    fitted = prompt(kept)
+    if count(fitted) > limit:
+        raise AgentError(f"the agent's prompt takes {count(fitted)} tokens with every "
+                         f"context left out, over its {limit}-token limit: fewer tools "
+                         "or a larger n_ctx")
+    return fitted, tuple(ordered[:len(ordered) - kept])
 
 
 @dataclass(frozen=True)
@@ -194,12 +263,78 @@ class LlamaAgent:
         except (ValueError, RuntimeError) as exc:
             raise AgentError(f"llama.cpp cannot load {model_path}: {exc}") from exc
         self._lock = threading.Lock()
+        self._formatter = None
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if self._llm.chat_format == "chat_template.default" and template:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            def text(token: int) -> str:
+                return "" if token == -1 else self._llm.detokenize(
+                    [token], special=True).decode("utf-8", "replace")
+
+            self._formatter = Jinja2ChatFormatter(template=template,
+                                                  eos_token=text(self._llm.token_eos()),
+                                                  bos_token=text(self._llm.token_bos()))
+
+    @property
+    def prompt_limit(self) -> int:
+        """The most prompt tokens that leave room for ``max_tokens`` generated ones:
+        llama-cpp-python refuses a prompt of ``n_ctx`` tokens or more and shortens the
+        generation when prompt + cap reaches ``n_ctx``."""
+        return self.config.n_ctx - self.config.max_tokens - 1
+
+    def prompt_token_ids(self, prompt: AgentPrompt) -> list[int] | None:
+        """The prompt's token ids as ``generate`` feeds them: the model's own chat template
+        (llama-cpp-python's ``Jinja2ChatFormatter``, as ``create_chat_completion`` renders
+        it for a GGUF with a template), tokenized with special tokens; None for a model
+        without a template (llama-cpp-python then picks another chat format)."""
+        if self._formatter is None:
+            return None
+        result = self._formatter(messages=[dict(m) for m in prompt.messages])
+        return self._llm.tokenize(result.prompt.encode("utf-8"),
+                                  add_bos=not result.added_special, special=True)
+
+    def count_prompt_tokens(self, prompt: AgentPrompt) -> int:
+        """``len(prompt_token_ids(prompt))``; a model without a template is counted as its
+        messages' text plus 64 tokens for the chat format's markers."""
+        ids = self.prompt_token_ids(prompt)
+        if ids is not None:
+            return len(ids)
+        text = "\n".join(m["content"] for m in prompt.messages)
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)) + 64
+
+    def _keep_aligned_prefix(self, ids: list[int] | None) -> None:
+        """Keep of the previous call's KV cache only the whole ``n_batch`` blocks it shares
+        with ``ids`` (none without token ids), so llama-cpp-python's own prefix reuse
+        evaluates the rest in the same batches as a cold evaluation would: the same
+        floating-point sums, hence the same greedy text whatever was asked before. Reuse
+        at any other boundary changed the text (bench/README.md, the agent's cost)."""
+        llm = self._llm
+        keep = 0
+        if ids is not None and llm.n_tokens > 0:
+            common = type(llm).longest_token_prefix(llm.input_ids[:llm.n_tokens].tolist(),
+                                                    ids)
+            keep = common // llm.n_batch * llm.n_batch
+            if keep >= len(ids):  # the whole prompt cached: re-evaluate its last block
+                keep -= llm.n_batch
+        if keep <= 0:
+            llm.reset()
+        else:
+            llm.n_tokens = keep
+
+    def forget_prefix(self) -> None:
+        """Drop the evaluated prompt from the model's KV cache, so the next ``generate``
+        evaluates its whole prompt (llama-cpp-python otherwise reuses the longest prefix
+        shared with the previous call); for measurements."""
+        with self._lock:
+            self._llm.reset()
 
     def generate(self, prompt: AgentPrompt) -> Generation:
         """The model's answer to ``prompt`` (greedy, capped at ``config.max_tokens``)."""
         cfg = self.config
         with self._lock:  # the clock starts once the model is ours: waiting is not its time
             t0 = time.perf_counter()
+            self._keep_aligned_prefix(self.prompt_token_ids(prompt))
             out = self._llm.create_chat_completion(
                 messages=[dict(m) for m in prompt.messages], temperature=cfg.temperature,
                 top_k=cfg.top_k, top_p=1.0, min_p=0.0, repeat_penalty=1.0, seed=cfg.seed,
@@ -232,9 +367,11 @@ def parse_output(text: str, exposed_tool_ids: Sequence[str]) -> tuple[str, list[
 class LLMExecutor:
     """The ``llm`` executor: ``execute(task, context_ids, tool_ids)`` like the toy one.
 
-    Reads only ``task.router_view()``; looks the prompt up in ``cache`` (if any) before
-    calling the model. The result carries the text, the decoded calls (tool ids as the
-    model named them), token counts, both hashes, ``cached`` and ``wall_ms`` (timings only).
+    Reads only ``task.router_view()``; fits the prompt to the model's window
+    (``fit_prompt``) and looks it up in ``cache`` (if any) before calling the model. The
+    result carries the text, the decoded calls (tool ids as the model named them), token
+    counts, both hashes, the contexts left out to fit (``dropped_context_ids``), ``cached``
+    and ``wall_ms`` (timings only).
     """
 
     name = "llm"
@@ -252,7 +389,8 @@ class LLMExecutor:
                      tool_ids: Iterable[str]) -> ExecutionResult:
         """``execute`` on a router view (what the agent may see)."""
         cs, ts = tuple(sorted(context_ids)), tuple(sorted(tool_ids))
-        prompt = render_prompt(view, cs, ts)
+        prompt, dropped = fit_prompt(view, cs, ts, self.agent.count_prompt_tokens,
+                                     self.agent.prompt_limit)
         settings = self.agent.config.key()
         t0 = time.perf_counter()
         key = AgentCache.key(self.agent.model_sha256, prompt.sha256, settings)
@@ -276,4 +414,5 @@ class LLMExecutor:
             prompt_tokens=generation.prompt_tokens,
             generated_tokens=generation.generated_tokens,
             model_sha256=self.agent.model_sha256, prompt_sha256=prompt.sha256,
-            cached=generation.cached, wall_ms=generation.wall_ms)
+            cached=generation.cached, wall_ms=generation.wall_ms,
+            dropped_context_ids=dropped)

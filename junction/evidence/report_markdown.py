@@ -10,6 +10,7 @@ from typing import Any
 
 from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
+from junction.evidence.agent_tables import agent_pair_lines, fit_lines
 from junction.evidence.joint_split import joint_split_lines
 from junction.evidence.verdict_text import agent_table_lines, comparison_lines, first_screen_lines
 from junction.strategies.catalog import reference_strategies
@@ -136,15 +137,20 @@ def _plan_lines(params: dict[str, Any]) -> list[str]:
 
 
 MEMORY_REFERENCE_NOTE = (
-    "On this suite bfcl_listed exposes the memory API only, no turn of the prior "
-    "conversation: BFCL's own setting puts the conversation into the memory backend "
-    "before the question, which Junction's single-turn agent does not replay, so its "
-    "agent success is 0 by construction and it measures nothing. Exposing the whole prior "
-    "conversation outside the budget instead would take 780 to 20,293 tokens per scenario "
-    "(notetaker to student, characters / 4 as priced here), past the agent's 8,192-token "
-    "window on three of the five scenarios.")
-"""The reference note of the bfcl-memory suites (there the listed reference measures
-nothing yet)."""
+    "On this suite bfcl_listed shows what BFCL's own setting gives the model: the memory "
+    "API plus the scenario's whole prior conversation (every turn, outside the budget), "
+    "which BFCL replays to the model before it asks the question; Junction's single-turn "
+    "agent reads the turns as documents. Its agent success is what the agent does when "
+    "nothing is selected away, the budgeted strategies' ceiling for this agent; its "
+    "verified success is 100% by construction (every turn is exposed). A conversation "
+    "longer than the agent's context window (with the memory API's 2,148 tokens, four of "
+    "the five scenarios exceed the embedded agent's 8,192 tokens) is cut: the agent sees "
+    "the most recent turns that fit, the prompt says how many earlier ones were left out, "
+    "and the trace lists them (`agent_dropped_context_ids`); an answer in a left-out turn "
+    "is then out of the agent's reach.")
+"""The reference note of the bfcl-memory suites (what ``bfcl_listed`` exposes there:
+``junction.strategies.references``; the window rule: ``junction.agent.llm.fit_prompt``;
+2,148 tokens: the memory_kv API's prompt with no document, Qwen2.5's tokenizer)."""
 
 
 def _agent_lines(params: dict[str, Any],
@@ -185,7 +191,9 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                     plot_note: str = "", time_plot_name: str | None = None,
                     calibration: list[dict[str, Any]] | None = None,
                     agent: list[dict[str, Any]] | None = None,
-                    joint_split: list[dict[str, Any]] | None = None) -> str:
+                    joint_split: list[dict[str, Any]] | None = None,
+                    agent_pairs: list[dict[str, Any]] | None = None,
+                    fit: dict[tuple[str, str], dict[str, int]] | None = None) -> str:
     """The Markdown report. First screen: the verdict line per suite, the run in one
     sentence and the success-against-budget plot; then the run header, the full comparison
     table, the agent outcome table, joint versus split, suites, one table per suite
@@ -214,6 +222,7 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     if headline is not None:
         lines.extend(comparison_lines(headline))
     lines.extend(agent_table_lines(agent or []))
+    lines.extend(agent_pair_lines(agent_pairs or []))
     lines.extend(joint_split_lines(joint_split or []))
     for name, reason in sorted((run.get("suites_skipped") or {}).items()):
         lines.append(f"- suite {name} was skipped: {reason}")
@@ -270,7 +279,7 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                 lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
             if suite.startswith("bfcl-memory"):
                 lines.append("")
-                lines.append(MEMORY_REFERENCE_NOTE)
+                lines.append(" ".join([MEMORY_REFERENCE_NOTE, *fit_lines(fit or {}, suite)]))
         lines.append("")
     lines.extend(_calibration_lines(calibration or []))
     if cost:

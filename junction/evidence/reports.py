@@ -5,7 +5,7 @@ Each job has its module under ``junction.evidence``: ``summary`` (the trace rows
 summarised, in DuckDB), ``metrics_json`` (what ``metrics.json`` holds and its rounding),
 ``verdict_text`` (the headline in words), ``report_markdown`` (``report.md``), ``cost`` (the
 ``timings`` view and the cost section), ``page`` (the HTML page), ``plots`` (the figures),
-``calibration`` and ``joint_split`` (their analyses).
+``calibration``, ``joint_split`` and ``agent_tables`` (their analyses).
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ import markdown as markdown_lib
 import pyarrow as pa
 
 from junction.evidence import plots
+from junction.evidence.agent_tables import agent_fit, agent_pairs
 from junction.evidence.calibration import learned_calibration
 from junction.evidence.cost import cost_lines, run_timings
 from junction.evidence.joint_split import MEASURES, joint_split_verdicts
 from junction.evidence.report_markdown import render_markdown
-from junction.evidence.metrics_json import metrics_document
+from junction.evidence.metrics_json import metrics_document, rounded
 from junction.evidence.page import html_page
 from junction.evidence.params import report_params
 from junction.evidence.summary import (
@@ -33,7 +34,7 @@ from junction.evidence.summary import (
     summarise,
 )
 
-__all__ = ["run_timings", "write_report"]
+__all__ = ["agent_fit", "agent_pairs", "run_timings", "write_report"]
 
 
 def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
@@ -78,17 +79,20 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
                if c in traces.column_names]
     joint_split = joint_split_verdicts(traces.select(columns).to_pylist()
                                        if traces.num_rows else [])
+    pairs = agent_pairs(traces)
     md = render_markdown(run, summary, suites, plot_path.name if summary else None,
                          headline=headline, cost=cost, plot_note=plot_note,
                          time_plot_name=time_path.name if has_times and cost else None,
                          calibration=calibration, agent=agent_rows(traces),
-                         joint_split=joint_split)
+                         joint_split=joint_split, agent_pairs=pairs, fit=agent_fit(traces))
     body = markdown_lib.markdown(md, extensions=["tables"])
     page = html_page("Junction run " + run["run_id"], body)
     metrics = metrics_document(summary, report_params(run.get("params", {})), suites, headline,
                                calibration)
     if joint_split:
         metrics["joint_split"] = joint_split
+    if pairs:
+        metrics["agent_pairs"] = [{k: rounded(v) for k, v in r.items()} for r in pairs]
     files = {
         "metrics.json": json.dumps(metrics, sort_keys=True, indent=2, allow_nan=False) + "\n",
         "run.json": json.dumps(run, sort_keys=True, indent=2, allow_nan=False) + "\n",

@@ -17,7 +17,7 @@ from junction.evidence import verdicts
 from junction.evidence.metrics_json import rounded
 from junction.strategies.catalog import reference_strategies
 
-__all__ = ["CLOCK_STOPPED", "agent_rows", "comparable_traces", "distinct_exposed_sets",
+__all__ = ["CLOCK_STOPPED", "exposed_set", "agent_rows", "comparable_traces", "distinct_exposed_sets",
            "headline_rows", "summarise"]
 
 
@@ -79,7 +79,7 @@ def headline_rows(traces: pa.Table) -> list[dict[str, Any]]:
                                 *(c for c in verdicts.PRIMARY_OUTCOMES
                                   if c in traces.column_names)]).to_pylist():
             exposed[(r["suite"], float(r["budget_scale"]), r["strategy"], r["seed"],
-                     r["task_id"])] = (r, _exposed_set(r))
+                     r["task_id"])] = (r, exposed_set(r))
     for h in out:
         for c in h["comparisons"]:
             both = {}
@@ -93,7 +93,8 @@ def headline_rows(traces: pa.Table) -> list[dict[str, Any]]:
     return out
 
 
-def _exposed_set(row: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def exposed_set(row: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A trace row's exposed set: (sorted context ids, sorted tool ids)."""
     return tuple(sorted(row["exposed_context_ids"])), tuple(sorted(row["exposed_tool_ids"]))
 
 
@@ -114,7 +115,7 @@ def distinct_exposed_sets(traces: pa.Table) -> dict[str, dict[str, int]]:
             continue
         entry = out.setdefault(r["suite"], {"agent_evaluations": 0, "sets": set()})
         entry["agent_evaluations"] += 1
-        entry["sets"].add((r["seed"], r["task_id"], _exposed_set(r)))
+        entry["sets"].add((r["seed"], r["task_id"], exposed_set(r)))
     return {s: {"agent_evaluations": e["agent_evaluations"],
                 "distinct_exposed_sets": len(e["sets"])} for s, e in sorted(out.items())}
 

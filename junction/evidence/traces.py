@@ -42,13 +42,15 @@ __all__ = [
     "timings_to_table",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """2: ``selector`` added (the algorithm that produced the selection). 3: the agent outcome
 added (``executor``, ``agent_success``, ``agent_outcome``, ``agent_error_type``,
 ``agent_prompt_tokens``, ``agent_generated_tokens``, ``agent_model_sha256``,
 ``agent_prompt_sha256``, ``agent_output``); ``success`` stays the retrieval proxy (the
 ``traces`` view also names it ``retrieval_success``). 4: ``agent_remote`` added (the
-server and model id of a ``remote`` agent; ``agent_model_sha256`` is then NULL)."""
+server and model id of a ``remote`` agent; ``agent_model_sha256`` is then NULL). 5:
+``agent_dropped_context_ids`` added (exposed contexts the agent's prompt left out to fit
+its context window)."""
 
 
 class CandidateRecord(BaseModel):
@@ -124,6 +126,10 @@ class TaskTraceRecord(BaseModel):
     agent_output: str | None = None
     agent_remote: str | None = None
     """``host[:port]/path model-id`` of a remote agent (no credentials); None otherwise."""
+    agent_dropped_context_ids: tuple[str, ...] = ()
+    """Exposed contexts the agent did not see: left out, oldest first, so the prompt fits
+    the model's context window (``junction.agent.llm.fit_prompt``); empty where all fit
+    or no agent ran."""
     gold_context_ids: tuple[str, ...] = ()
     gold_tool_ids: tuple[str, ...] = ()
     context_recall: float | None = None
@@ -239,6 +245,7 @@ TRACE_SCHEMA = pa.schema([
     ("agent_prompt_sha256", pa.string()),
     ("agent_output", pa.string()),
     ("agent_remote", pa.string()),
+    ("agent_dropped_context_ids", pa.list_(pa.string())),
     ("gold_context_ids", pa.list_(pa.string())),
     ("gold_tool_ids", pa.list_(pa.string())),
     ("context_recall", pa.float64()),

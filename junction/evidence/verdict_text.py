@@ -10,15 +10,17 @@ from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
 from junction.strategies.catalog import interaction_blind_strategies
 
-__all__ = ["agent_table_lines", "comparison_lines", "first_screen_lines", "primary_scale",
+__all__ = ["percent_text", "points_text", "agent_table_lines", "comparison_lines", "first_screen_lines", "primary_scale",
            "run_summary", "verdict_lines"]
 
 
-def _percent(rate: float) -> str:
+def percent_text(rate: float) -> str:
+    """A rate as the catalog prints a percent (``metrics.format_value``)."""
     return catalog.format_value("percent", rate)
 
 
-def _pct(x: float) -> str:
+def points_text(x: float) -> str:
+    """A difference of rates in signed whole points (+12)."""
     return f"{100 * x:+.0f}"
 
 
@@ -51,13 +53,13 @@ def verdict_lines(headline: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append({"suite": suite, "budget_scale": scale, "outcome": h["outcome"], "n": n,
                         "status": "alone",
                         "text": f"**{suite}** (budget × {scale:g}, {words}, n = {n}): only "
-                                f"{' = '.join(h['best'])} ran ({_percent(rate)})."})
+                                f"{' = '.join(h['best'])} ran ({percent_text(rate)})."})
             continue
         c = h["comparisons"][0]
         cmp = c["comparison"]
         best = h["best"][0]
-        points = (f"{_pct(cmp.difference)} points [{_pct(cmp.ci_low)}, {_pct(cmp.ci_high)}]")
-        rates = f"{best} {_percent(cmp.rate_a)} against {c['other']} {_percent(cmp.rate_b)}"
+        points = (f"{points_text(cmp.difference)} points [{points_text(cmp.ci_low)}, {points_text(cmp.ci_high)}]")
+        rates = f"{best} {percent_text(cmp.rate_a)} against {c['other']} {percent_text(cmp.rate_b)}"
         if cmp.n < verdicts.MIN_DECIDING_TASKS:
             status, verdict = "too few", f"too few tasks to decide; {rates}, {points}"
         elif cmp.detected:
@@ -140,7 +142,7 @@ def comparison_lines(headline: list[dict[str, Any]]) -> list[str]:
         if not h["comparisons"]:
             n = h["rates"][h["best"][0]][1]
             lines.append(f"| {h['suite']} | {h['budget_scale']:g} | {h['outcome']} | {best} "
-                         f"({_percent(rate)}) | – | {n} | – | – | – | only strategy |")
+                         f"({percent_text(rate)}) | – | {n} | – | – | – | only strategy |")
         for c in h["comparisons"]:
             cmp = c["comparison"]
             tag = " (best interaction-blind)" if c["role"] == "interaction-blind best" else ""
@@ -149,8 +151,8 @@ def comparison_lines(headline: list[dict[str, Any]]) -> list[str]:
                 verdict += f"; {verdicts.too_few(cmp.n)}"
             lines.append(
                 f"| {h['suite']} | {h['budget_scale']:g} | {h['outcome']} | {best} "
-                f"({_percent(cmp.rate_a)}) | {c['other']}{tag} ({_percent(cmp.rate_b)}) | "
-                f"{cmp.n} | {_pct(cmp.difference)} | [{_pct(cmp.ci_low)}, {_pct(cmp.ci_high)}] "
+                f"({percent_text(cmp.rate_a)}) | {c['other']}{tag} ({percent_text(cmp.rate_b)}) | "
+                f"{cmp.n} | {points_text(cmp.difference)} | [{points_text(cmp.ci_low)}, {points_text(cmp.ci_high)}] "
                 f"| {cmp.p_value:.2g} | {verdict} |")
     same = [f"{h['suite']} × {h['budget_scale']:g}, {h['best'][0]} against {c['other']}: "
             f"{c['identical_sets']} of {c['comparison'].n}"
@@ -179,7 +181,7 @@ def agent_table_lines(rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         decides = "yes" if r["decides"] else verdicts.too_few(r["n"])
         lines.append(f"| {r['suite']} | {r['budget_scale']:g} | {r['strategy']} | {r['n']} | "
-                     f"{r['successes']}/{r['n']} = {_percent(r['rate'])} | "
-                     f"[{_percent(r['ci_low'])}, {_percent(r['ci_high'])}] | {decides} |")
+                     f"{r['successes']}/{r['n']} = {percent_text(r['rate'])} | "
+                     f"[{percent_text(r['ci_low'])}, {percent_text(r['ci_high'])}] | {decides} |")
     lines.append("")
     return lines

@@ -3,14 +3,20 @@
 They give agent success a scale; neither respects the task's budget (``respects_budget``
 is False; the report shows them apart and the headline never names one best):
 
-- ``bfcl_listed``: exactly the row's own listed functions (``task.metadata
-  ["listed_tool_ids"]``, set by the BFCL suite builders): BFCL's standard setting, where
-  the listing itself tells the agent which few functions matter;
-- ``all_tools``: every tool of the task's pool (the row's functions and the distractors).
+- ``bfcl_listed``: what BFCL's own setting gives the model: the row's own listed
+  functions (``task.metadata["listed_tool_ids"]``, set by the BFCL suite builders), where
+  the listing itself tells the agent which few functions matter, and on a memory row
+  (``metadata["bfcl_category"] == "memory"``) also every context of the task: the
+  scenario's whole prior conversation, which BFCL's memory run replays to the model
+  before it asks the question (``listed_context_ids``);
+- ``all_tools``: every tool of the task's pool (the row's functions and the distractors),
+  no context.
 
-Both expose no context. A reference reads the task (the listing is not in the router
-view), so it is called as ``select(task, pool_limit)``; its candidate pools are the whole
-lanes (``pool_limit`` is ignored), so every exposed tool is a candidate.
+A reference reads the task (the listing is not in the router view), so it is called as
+``select(task, pool_limit)``; its candidate pools are the whole lanes (``pool_limit`` is
+ignored), so every exposed resource is a candidate. A whole prior conversation can exceed
+the agent's context window; the agent, not the reference, then keeps the most recent turns
+that fit (``junction.agent.llm.fit_prompt``), so the exposed set stays BFCL's.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from junction.candidates import candidate_pools
 from junction.strategies.base import StrategyResult
 from junction.tasks import BenchmarkTask
 
-__all__ = ["ReferenceStrategy", "listed_tool_ids"]
+__all__ = ["ReferenceStrategy", "listed_context_ids", "listed_tool_ids"]
+
 
 def listed_tool_ids(task: BenchmarkTask) -> tuple[str, ...]:
     """The row's own listed functions; ``JunctionError`` naming the task if it has none."""
@@ -34,14 +41,28 @@ def listed_tool_ids(task: BenchmarkTask) -> tuple[str, ...]:
     return tuple(sorted(listed))
 
 
+def listed_context_ids(task: BenchmarkTask) -> tuple[str, ...]:
+    """The contexts BFCL's setting shows the model: on a memory row every context of the
+    task (its scenario's prior conversation, task order), elsewhere none."""
+    if task.metadata.get("bfcl_category") == "memory":
+        return tuple(c.id for c in task.contexts)
+    return ()
+
+
+def _none(task: BenchmarkTask) -> tuple[str, ...]:
+    return ()
+
+
 class ReferenceStrategy:
     """A reference: ``select(task, pool_limit) -> StrategyResult`` (module docstring)."""
 
     respects_budget = False
 
-    def __init__(self, name: str, choose: Callable[[BenchmarkTask], tuple[str, ...]]) -> None:
+    def __init__(self, name: str, choose: Callable[[BenchmarkTask], tuple[str, ...]],
+                 choose_contexts: Callable[[BenchmarkTask], tuple[str, ...]] = _none) -> None:
         self.name = name
         self._choose = choose
+        self._choose_contexts = choose_contexts
 
     def select(self, task: BenchmarkTask, pool_limit: int | None) -> StrategyResult:
         """The reference's exposed set for ``task`` (not its router view: the catalog's
@@ -51,9 +72,11 @@ class ReferenceStrategy:
             raise JunctionError(f"{self.name} is a reference strategy: it reads the task, "
                                 "call select(task, pool_limit)")
         tool_ids = tuple(sorted(self._choose(task)))
+        context_ids = tuple(sorted(self._choose_contexts(task)))
         pools = candidate_pools(task.router_view(), None)
-        tokens = sum(task.tool(t).token_cost for t in tool_ids)
-        selection = Selection(strategy=self.name, context_ids=(), tool_ids=tool_ids,
+        tokens = (sum(task.tool(t).token_cost for t in tool_ids)
+                  + sum(task.context(c).token_cost for c in context_ids))
+        selection = Selection(strategy=self.name, context_ids=context_ids, tool_ids=tool_ids,
                               tokens_used=tokens, unary=0.0, interaction=0.0, objective=0.0,
                               status="reference")
         return StrategyResult(selection=selection, pools=pools,
@@ -65,8 +88,9 @@ class ReferenceStrategy:
 
 
 def make_bfcl_listed() -> ReferenceStrategy:
-    """``bfcl_listed``: the row's own listed functions."""
-    return ReferenceStrategy("bfcl_listed", listed_tool_ids)
+    """``bfcl_listed``: the row's own listed functions, and on a memory row its prior
+    conversation (module docstring)."""
+    return ReferenceStrategy("bfcl_listed", listed_tool_ids, listed_context_ids)
 
 
 def make_all_tools() -> ReferenceStrategy:
