@@ -15,10 +15,15 @@ from junction.select.exact.auto import AUTO_COMBINATORIAL_MAX, AutoJointSelector
 from junction.select.exact.bnb import COMBINATORIAL_MAX, CombinatorialJointSelector
 from junction.select.exact.bnc import BranchAndCutJointSelector
 from junction.select.exact.enumerate import EnumerationJointSelector
-from junction.select.exact.kernel import DEFAULT_TIME_LIMIT_S, DEFAULT_WORK_LIMIT
+from junction.select.exact.kernel import (
+    CLOCK_SLACK_S,
+    DEFAULT_TIME_LIMIT_S,
+    DEFAULT_WORK_LIMIT,
+)
 
 __all__ = [
     "AUTO_COMBINATORIAL_MAX",
+    "CLOCK_SLACK_S",
     "COMBINATORIAL_MAX",
     "DEFAULT_TIME_LIMIT_S",
     "DEFAULT_WORK_LIMIT",

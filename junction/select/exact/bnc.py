@@ -55,8 +55,14 @@ iterations summed over every LP of the search, HiGHS's own count) stopped it, wi
 best set found and gap (bound - objective) / max(|objective|, 1e-9), bound = the largest
 LP bound of an open node (None if the root LP did not finish); ``stopped_by_clock``, same
 fields, when the wall-clock safety net did (or cut short the RENS solve of a search the
-work limit then stopped). Deterministic: every stop rule but the clock counts work (LP
-iterations, RENS nodes), and HiGHS's dual simplex is deterministic and single-threaded
+work limit then stopped); then the search returns within the limit plus
+``kernel.CLOCK_SLACK_S`` (the RENS sub-MIP is abandoned at the deadline: ``highs_milp``).
+Every step up to the clock's stop is the same at any time limit (a clock-cut RENS solve
+seeds no local search: ``root.rens``), so a larger limit never returns a worse set. Work
+caps: every LP has the simplex (and interior-point) iterations left; RENS has
+``_RENS_NODES`` nodes, and HiGHS offers no cap on a MIP's root processing (no LP
+iteration limit for a MIP, none reported to callbacks), so only the clock bounds that.
+Deterministic: every stop rule but the clock counts work (LP iterations, RENS nodes), and HiGHS's dual simplex is deterministic and single-threaded
 here, so the set, status, gap and node count repeat on any machine at any load unless
 the status is ``stopped_by_clock``.
 """
@@ -155,7 +161,9 @@ class BranchAndCutJointSelector(ReducingSelector):
     ``None``: none) stops the search deterministically: the best set found is returned
     with status ``work_limit`` and its gap. ``time_limit_s`` (seconds; ``None``: none) is
     a safety net on the clock: a search it cuts short gets status ``stopped_by_clock``
-    (the result depends on the machine's speed; reports leave it out of comparisons).
+    (the result depends on the machine's speed; reports leave it out of comparisons);
+    ``select`` returns within it plus ``kernel.CLOCK_SLACK_S``, and a larger limit never
+    returns a worse set (every sub-solve follows the same path until the clock stops it).
     ``root_cut_min_candidates``: odd-cycle cuts at the root from this many candidates up.
     ``product_rows``: add ``kernel.product_rows`` to the LP (default on); ``probing``: fix
     variables by root LP probes before the search (default on); both change the time,

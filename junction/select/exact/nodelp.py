@@ -102,7 +102,8 @@ class NodeLP:
         point, |reduced cost| of x), value and reduced costs in the objective's units.
         "cutoff": the dual simplex proved the LP value below ``cutoff`` (HiGHS's
         ``objective_bound``) and stopped early; "work_limit": ``iterations_left`` simplex
-        iterations were spent first (HiGHS's ``simplex_iteration_limit``, deterministic);
+        iterations were spent first (HiGHS's ``simplex_iteration_limit``, and
+        ``ipm_iteration_limit`` for ``method="ipm"``: deterministic);
         "time_limit": ``time_left`` seconds were (the clock: a safety net). Raises
         ``SelectionError`` if HiGHS fails twice (from the warm basis, then from scratch)
         in a way other than these. ``method="ipm"``: interior point with crossover (a
@@ -115,8 +116,10 @@ class NodeLP:
         # HiGHS's time limit is on its own clock, which runs on across ``run`` calls.
         limit = math.inf if time_left is None else h.getRunTime() + max(time_left, 1e-3)
         h.setOptionValue("time_limit", limit)
-        h.setOptionValue("simplex_iteration_limit",
-                         int(min(max(iterations_left, 0), HIGHS_INT_MAX)))
+        cap = int(min(max(iterations_left, 0), HIGHS_INT_MAX))
+        h.setOptionValue("simplex_iteration_limit", cap)
+        if method != "simplex":  # the interior point's own iterations are capped too
+            h.setOptionValue("ipm_iteration_limit", cap)
         h.run()
         info = h.getInfo()
         self.iterations += max(int(info.simplex_iteration_count), 0)

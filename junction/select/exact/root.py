@@ -80,9 +80,14 @@ def seed_incumbents(search: Search, point: np.ndarray) -> None:
 
 def rens(search: Search, point: np.ndarray) -> None:
     """RENS (Berthold 2014): the MILP with every x that is integral in the root LP fixed
-    to its value, solved by HiGHS; its set seeds ``Search.heuristic``. HiGHS stops it after
-    ``_RENS_NODES`` nodes (deterministic) or when the clock runs out (noted in
-    ``clock_touched``)."""
+    to its value, solved by HiGHS. Limits: ``_RENS_NODES`` nodes (HiGHS's
+    ``mip_max_nodes``: deterministic) and the search's clock (``highs_milp``'s
+    ``deadline``: abandoned there; noted in ``clock_touched``). Every improving point
+    HiGHS reports is recorded as it is if it fits exactly, and the last one seeds
+    ``Search.heuristic`` unless the clock cut the solve short: a point found before the
+    clock struck is an intermediate one in a longer run, where no local search starts
+    from it, so a larger time limit never yields a worse set (bench/README.md, "Solver
+    limits")."""
     x = point[: search.nx]
     frac = (x > EPS) & (x < 1 - EPS)
     if not frac.any():
@@ -94,7 +99,11 @@ def rens(search: Search, point: np.ndarray) -> None:
     left = search.time_left()
     limit = None if left is None else max(left, 0.0)
     res = search.model.solve(-search.model.obj, lb=lb, ub=ub, time_limit=limit,
-                             node_limit=_RENS_NODES)
+                             node_limit=_RENS_NODES, deadline=search.deadline)
+    for found in res.solutions:
+        chosen = tuple(int(i) for i in np.flatnonzero(found[: search.nx] > 0.5))
+        if search.red.exceeded(chosen, search.problem.budget, search.max_size) is None:
+            search.record(chosen)
     search.clock_touched |= res.status == 1
-    if res.x is not None:
+    if res.x is not None and res.status != 1:
         search.heuristic(res.x)
