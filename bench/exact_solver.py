@@ -78,7 +78,7 @@ from junction.select import (  # noqa: E402
     EnumerationJointSelector,
     JointProblem,
 )
-from junction.select.exact.bnc import root_bounds  # noqa: E402
+from qkp_bounds import root_bounds  # noqa: E402
 from junction.select.exact.milp_reference import MilpJointSelector  # noqa: E402
 from junction.select.instances import FAMILIES, family_problem, gallo_problem, random_problem  # noqa: E402,F401
 

@@ -4,7 +4,7 @@
   every subset of drawn instances, with y the products x_c x_t.
 - Its root bound lies between the optimum and the McCormick LP's, and is strictly below
   the latter on a ``gallo`` instance where a context's partners cannot all fit.
-- Probing (``_Tree._probe``) with the optimum as incumbent never fixes out a set within
+- Probing (``probing.probe``) with the optimum as incumbent never fixes out a set within
   the tie tolerance of the optimum (all sets checked; flipping the fixed side fails it).
 - The branch and cut with product rows and probing (the default), and without either,
   gives the enumerator's selection, ties included, on drawn instances and on the seeded
@@ -15,14 +15,17 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from junction.select import BranchAndCutJointSelector, EnumerationJointSelector, JointProblem
-from junction.select.exact.bnc import root_bounds
 from junction.select.exact.kernel import BudgetArrays, Model, product_rows, reduce
+from junction.select.exact.probing import probe
+from junction.select.exact.root import solve_root
+from junction.select.exact.search import Search
 from test_milp import problems, same
 
 from junction.select.instances import family_problem, gallo_problem
@@ -66,9 +69,17 @@ def test_product_rows_tighten_the_root_bound_on_a_gallo_instance() -> None:
     problem = gallo_problem(30, 7, delta=0.5)
     best = BranchAndCutJointSelector(time_limit_s=None).select(problem)
     assert best.status == "optimal"
-    plain = root_bounds(problem, product_rows=False, cycle_cuts=False)["lp"]
-    tight = root_bounds(problem, product_rows=True, cycle_cuts=False)["lp"]
+    plain, tight = (_root_lp(problem, products) for products in (False, True))
     assert best.objective - 1e-6 <= tight < plain - 50.0
+
+
+def _root_lp(problem: JointProblem, products: bool) -> float:
+    """The branch and cut's first root LP value (no cuts), with or without product rows."""
+    red = reduce(problem, problem.max_size)
+    status, value, _, _ = solve_root(Search(problem, red, problem.max_size, None), products,
+                                     cut_min=math.inf)
+    assert status == "optimal"
+    return value
 
 
 @pytest.mark.slow
@@ -113,22 +124,21 @@ def test_probing_never_fixes_a_tie_of_the_optimum_out(problem: JointProblem) -> 
     # With the optimum as the incumbent (the strongest cutoff probing can see), every set
     # within the tie tolerance of the optimum must agree with the fixings: the
     # enumerator's pick in particular, and every set of equal objective it examined.
-    from junction.select.exact.bnc import _Tree
     from junction.select.problem import OBJECTIVE_TOLERANCE, exceeded_limit, objective_terms
 
     red = reduce(problem, problem.max_size)
     if not red.items or not red.pairs:
         return
-    tree = _Tree(problem, red, problem.max_size, None, 0, None, True)
-    res = tree._root()
+    search = Search(problem, red, problem.max_size, None)
+    res = solve_root(search)
     if res[0] != "optimal":
         return
     expected = EnumerationJointSelector().select(problem)
-    tree._record(())
+    search.record(())
     index = {r.id: i for i, r in enumerate(red.items)}
     best = tuple(sorted(index[i] for i in expected.exposed_ids))
-    tree._record(best)
-    lb, ub = tree._probe(res[1], res[2], res[3])
+    search.record(best)
+    lb, ub = probe(search, res[1], res[2], res[3])
     n = len(red.items)
     for size in range(n + 1):
         for chosen in itertools.combinations(range(n), size):

@@ -7,8 +7,9 @@ Nothing here knows the joint objective: matrices in, solver status and points ou
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.sparse import csr_array
@@ -28,7 +29,10 @@ class MipResult:
     """What a caller reads from one HiGHS MIP solve (named as in scipy's
     ``OptimizeResult``, same meanings): ``status`` 0 optimal,
     1 time limit, 2 infeasible, 4 other; ``x`` None when HiGHS holds no feasible point;
-    ``mip_dual_bound`` in the minimisation's sense."""
+    ``mip_dual_bound`` in the minimisation's sense. ``solutions``: every improving point
+    HiGHS reported (``kCallbackMipImprovingSolution``), in the order found. A solve
+    abandoned at its deadline (``highs_milp``) has status 1, the last reported point as
+    ``x``, node count 0 and no gap or bound."""
 
     status: int
     x: np.ndarray | None
@@ -36,6 +40,7 @@ class MipResult:
     mip_gap: float | None
     mip_dual_bound: float | None
     message: str
+    solutions: list[np.ndarray] = field(default_factory=list)
 
 
 NO_HEURISTICS: dict[str, object] = {
@@ -105,10 +110,18 @@ def highs_lp(c: np.ndarray, A: csr_array, row_lo: np.ndarray, row_hi: np.ndarray
 
 def highs_milp(c: np.ndarray, A: csr_array, row_lo: np.ndarray, row_hi: np.ndarray,
                col_lo: np.ndarray, col_hi: np.ndarray, n_int: int,
-               options: dict[str, object], start: np.ndarray | None = None) -> MipResult:
+               options: dict[str, object], start: np.ndarray | None = None,
+               deadline: float | None = None) -> MipResult:
     """Minimise ``c @ v`` s.t. row_lo <= A v <= row_hi, col_lo <= v <= col_hi, the first
     ``n_int`` columns integer, with HiGHS through ``highspy`` (``Highs.passModel``; same
-    solver as ``scipy.optimize.milp``, which does not expose the heuristic options)."""
+    solver as ``scipy.optimize.milp``, which does not expose the heuristic options).
+
+    ``deadline`` (a ``time.perf_counter()`` value; None: none): HiGHS runs in highspy's
+    solver thread (``Highs.startSolve``) and is abandoned at the deadline: HiGHS checks
+    its own ``time_limit`` only between root separation rounds and nodes, which took
+    tens of seconds on large sub-MIPs (bench/README.md, "Solver limits"), so the caller
+    stops waiting instead, asks HiGHS to stop (``cancelSolve``; it does at its next
+    check, in the background) and gets the improving points reported so far."""
     import highspy
 
     h = new_highs()
@@ -124,7 +137,23 @@ def highs_milp(c: np.ndarray, A: csr_array, row_lo: np.ndarray, row_hi: np.ndarr
         solution.col_value = [float(v) for v in start]
         solution.value_valid = True
         h.setSolution(solution)
-    h.run()
+    found: list[np.ndarray] = []
+
+    def keep(event) -> None:
+        found.append(np.array(event.data_out.mip_solution, dtype=float))
+
+    h.cbMipImprovingSolution += keep
+    if deadline is None:
+        h.run()
+    else:
+        h.HandleUserInterrupt = True
+        thread = h.startSolve()
+        thread.join(max(deadline - time.perf_counter(), 0.0))
+        if thread.is_alive():
+            h.cancelSolve()
+            points = list(found)
+            return MipResult(1, points[-1] if points else None, 0, None, None,
+                             "abandoned at the deadline", points)
     model_status = h.getModelStatus()
     info = h.getInfo()
     has_point = info.primal_solution_status == 2  # kSolutionStatusFeasible
@@ -142,7 +171,7 @@ def highs_milp(c: np.ndarray, A: csr_array, row_lo: np.ndarray, row_hi: np.ndarr
     return MipResult(status, x, max(int(info.mip_node_count), 0),
                      float(info.mip_gap) if math.isfinite(info.mip_gap) else None,
                      bound if math.isfinite(bound) else None,
-                     h.modelStatusToString(model_status))
+                     h.modelStatusToString(model_status), list(found))
 
 
 def rows_to_csr(coefs: Sequence[np.ndarray], ncols: int) -> csr_array:

@@ -70,6 +70,7 @@ from junction.select.problem import (
 )
 
 __all__ = [
+    "CLOCK_SLACK_S",
     "DEFAULT_TIME_LIMIT_S",
     "DEFAULT_WORK_LIMIT",
     "LIMIT_COLUMNS",
@@ -93,6 +94,14 @@ DEFAULT_TIME_LIMIT_S = 300.0
 """Wall-clock safety net (seconds) of one ``select`` call of the LP-based solvers; a search
 it stops is flagged ``stopped_by_clock``. Far above ``DEFAULT_WORK_LIMIT``'s time on a
 loaded 2-core machine, so the work limit is what stops a search."""
+
+CLOCK_SLACK_S = 2.0
+"""A branch and cut ``select`` call with ``time_limit_s`` returns within ``time_limit_s``
+plus this (seconds). Why a slack at all: the clock is read between steps (HiGHS reads it
+inside each LP; the RENS sub-MIP is abandoned at the deadline), so what runs between two
+reads can pass it: the set-up before the first LP (reduction, model, product rows), one
+round of cut separation, one local search, one interior-point iteration. Measured
+overshoot: bench/README.md, "Solver limits"."""
 
 Resource = ContextResource | ToolResource
 
@@ -415,12 +424,13 @@ class Model:
         heuristics: bool = True,
         start: np.ndarray | None = None,
         node_limit: int | None = None,
+        deadline: float | None = None,
     ) -> MipResult:
         """Minimise ``c @ v`` over the model plus cuts and ``extra`` rows with HiGHS
         (``highspy``), x integer. ``lb``/``ub``: column bounds (default 0/1);
         ``time_limit`` in seconds; ``node_limit``: HiGHS's ``mip_max_nodes``; ``heuristics=False`` switches HiGHS's primal heuristics
         off (``NO_HEURISTICS``); ``start``: a feasible point handed to HiGHS
-        (``Highs.setSolution``) as its first incumbent."""
+        (``Highs.setSolution``) as its first incumbent; ``deadline``: see ``highs_milp``."""
         A, lo, hi = self.rows(extra)
         options: dict[str, object] = {"presolve": "on", "mip_rel_gap": 0.0}
         if not heuristics:
@@ -432,7 +442,7 @@ class Model:
         return highs_milp(c, csr_array(A), lo, hi,
                            np.zeros(self.nvar) if lb is None else lb,
                            np.ones(self.nvar) if ub is None else ub,
-                           self.nx, options, start)
+                           self.nx, options, start, deadline)
 
 
 def cycle_cuts(model: Model, v: np.ndarray, max_cuts: int,
