@@ -18,7 +18,7 @@ from junction.budget import Budget
 from junction.errors import SelectionError
 from junction.select import EnumerationJointSelector, JointProblem
 from junction.select.exact import COMBINATORIAL_MAX, CombinatorialJointSelector
-from test_milp import FUZZED, TABLE, ctx, problems, same, tool
+from tests.solver_cases import FUZZED, TABLE, ctx, problems, same, tool
 
 from junction.select.instances import random_problem
 

@@ -26,7 +26,7 @@ from junction.select.exact.kernel import BudgetArrays, Model, product_rows, redu
 from junction.select.exact.probing import probe
 from junction.select.exact.root import solve_root
 from junction.select.exact.search import Search
-from test_milp import problems, same
+from tests.solver_cases import problems, same
 
 from junction.select.instances import family_problem, gallo_problem
 
