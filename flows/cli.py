@@ -18,8 +18,9 @@ from flows.cli_admit import admit
 from flows.cli_judge import judge_app
 from flows.cli_models import models_app
 from flows.environment import configure_prefect_env
-from junction.environment import PROJECT_ROOT
+from junction.environment import PROJECT_ROOT, state_dir
 from junction.errors import JunctionError
+from junction.sqlite_cache import check_caches
 
 configure_prefect_env(logging_level="WARNING")  # before anything imports prefect
 
@@ -244,6 +245,7 @@ def bench(
     )  # every check that needs no suite data: one error before anything starts
     for path in suite_file or []:
         load_suite_file(path)  # refuse a malformed file before anything starts
+    check_caches(state_dir())  # a corrupt cache: one warning, set aside; unwritable: one line
     if run_id:
         from junction.evidence.store import TraceStore
 
