@@ -16,7 +16,7 @@ import unicodedata
 
 from bm25s.stopwords import STOPWORDS_EN
 
-__all__ = ["CJK_CHARS", "THAI_CHARS", "lexical_tokens"]
+__all__ = ["CJK_CHARS", "THAI_CHARS", "binary_offset", "lexical_tokens"]
 
 CJK_CHARS = ("\u1100-\u11ff"  # Hangul Jamo
              "\u3040-\u309f"  # Hiragana
@@ -54,3 +54,29 @@ def lexical_tokens(text: str) -> list[str]:
     """
     return [tok for tok in _LEXICAL.findall(unicodedata.normalize("NFKC", text).lower())
             if _SCRIPT_CHAR.match(tok) or (len(tok) >= _SPACED_MIN and tok not in _STOPWORDS)]
+
+
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+"""Control characters that text does not hold: C0 but tab, newline, vertical tab, form
+feed and carriage return; DEL; C1."""
+BINARY_CONTROL_SHARE = 0.5
+"""Above this share of control characters among the non-whitespace characters, a text is
+binary ("mostly control characters"); ANSI colour codes in a log stay well below it."""
+
+
+def binary_offset(text: str) -> int | None:
+    """Where ``text`` shows it is not text: the UTF-8 byte offset of its first NUL, or, when
+    control characters (``_CONTROL``) are more than ``BINARY_CONTROL_SHARE`` of its
+    non-whitespace characters, of its first control character; None for text.
+    """
+    nul = text.find("\0")
+    if nul >= 0:
+        return len(text[:nul].encode("utf-8", "surrogatepass"))
+    first = _CONTROL.search(text)
+    if first is None:
+        return None
+    controls = len(_CONTROL.findall(text))
+    visible = sum(not ch.isspace() for ch in text)
+    if controls > BINARY_CONTROL_SHARE * visible:
+        return len(text[:first.start()].encode("utf-8", "surrogatepass"))
+    return None
