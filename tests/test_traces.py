@@ -120,9 +120,11 @@ def _timing(**overrides) -> dict:
      [_timing()], "unary: Input should be a finite number"),
     ([_record(run_id="other")], [_timing()],
      "a trace row of unit r1/s/exact/u0 names run_id 'other'"),
-    ([_record()], [_timing(total_ms=float("nan"))], "timing total_ms=nan of task 't1'"),
-    ([_record()], [_timing(select_ms=-1.0)], "timing select_ms=-1.0 .* finite number >= 0"),
-    ([_record()], [_timing(select_ms="fast")], "timing select_ms='fast'"),
+    ([_record()], [_timing(total_ms=float("nan"))], "timing total_ms=nan of task 't1' is not "
+     "finite"),
+    ([_record()], [_timing(select_ms=-1.0)], "timing select_ms=-1.0 of task 't1' is negative"),
+    ([_record()], [_timing(select_ms="fast")], "timing select_ms='fast' of task 't1' is not a "
+     "number"),
     ([_record()], [{**_timing(), "extra": 1}], "must have the keys run_id"),
     ([_record()], [_timing(strategy="fixed_split")],
      "a timing row of unit r1/s/exact/u0 names strategy 'fixed_split'"),

@@ -302,31 +302,41 @@ def records_to_table(records: list[TaskTraceRecord]) -> pa.Table:
 
 
 _TIMING_FLOATS = ("budget_scale", "select_ms", "execute_ms", "total_ms", "agent_ms")
+_TIMING_OPTIONAL = ("agent_ms", "agent_cached")  # None (or left out) where no agent ran
 
 
 def timings_to_table(rows: list[dict[str, Any]]) -> pa.Table:
-    """Timing rows (dicts with exactly ``TIMING_SCHEMA``'s keys) as an Arrow table.
+    """Timing rows (dicts with ``TIMING_SCHEMA``'s keys) as an Arrow table.
 
     Raises ``TraceError`` naming the task and field of a missing or unknown key, a time
     that is not a finite number >= 0 (an average over the ``timings`` view would turn
-    NaN), or a value of the wrong type; ``agent_ms``/``agent_cached`` may be None.
+    NaN), or a value of the wrong type; ``agent_ms``/``agent_cached`` may be None or left
+    out.
     """
     names = TIMING_SCHEMA.names
     for row in rows:
         task = row.get("task_id") if isinstance(row, dict) else None
-        if not isinstance(row, dict) or set(row) != set(names):
+        keys = set(row) if isinstance(row, dict) else set()
+        if not isinstance(row, dict) or not set(names) - set(_TIMING_OPTIONAL) <= keys <= \
+                set(names):
             got = sorted(row) if isinstance(row, dict) else type(row).__name__
             raise TraceError(f"timing row of task {task!r} must have the keys "
-                             f"{', '.join(names)}; got {got}")
+                             f"{', '.join(names)} (agent_ms, agent_cached may be left out); "
+                             f"got {got}")
         for key in _TIMING_FLOATS:
-            value = row[key]
-            if value is None and key == "agent_ms":
+            value = row.get(key)
+            if value is None and key in _TIMING_OPTIONAL:
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value < 0:
-                raise TraceError(f"timing {key}={value!r} of task {task!r} is not a finite "
-                                 "number >= 0; timings must be finite milliseconds")
-        if row["agent_cached"] is not None and not isinstance(row["agent_cached"], bool):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TraceError(f"timing {key}={value!r} of task {task!r} is not a number; "
+                                 "timings are milliseconds")
+            if not math.isfinite(value):
+                raise TraceError(f"timing {key}={value!r} of task {task!r} is not finite; "
+                                 "timings must be finite milliseconds")
+            if value < 0:
+                raise TraceError(f"timing {key}={value!r} of task {task!r} is negative; "
+                                 "timings are milliseconds >= 0")
+        if row.get("agent_cached") is not None and not isinstance(row["agent_cached"], bool):
             raise TraceError(f"timing agent_cached={row['agent_cached']!r} of task {task!r} "
                              "must be true, false or null")
     try:
