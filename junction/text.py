@@ -38,8 +38,10 @@ _LEXICAL = re.compile(
     rf"|[{THAI_CHARS}][{_THAI_MARKS}]*"  # one Thai character with its combining marks
     rf"|[^\W{CJK_CHARS}{THAI_CHARS}]+"  # a run of other word characters
 )
-_SPACED_MIN = 2
-"""Shortest token kept from space-separated scripts (bm25s's ``\\w\\w+`` default)."""
+_SPACED_MIN = 1
+"""Shortest token kept from space-separated scripts: one character, so a one-letter name
+("R", the "x" and "y" of a plot tool) is a term (bm25s's ``\\w\\w+`` default drops them;
+of English one-letter words only "a" is a stopword)."""
 _STOPWORDS = frozenset(STOPWORDS_EN)
 _SCRIPT_CHAR = re.compile(rf"[{CJK_CHARS}{THAI_CHARS}]")
 
@@ -48,9 +50,9 @@ def lexical_tokens(text: str) -> list[str]:
     """The BM25 tokens of ``text``, in order.
 
     NFKC-normalised (full-width letters and digits become ASCII) and lower-cased; every
-    CJK or Thai character is one token, kept even alone; runs of other word characters
-    are tokens when at least two characters long and not an English stopword (bm25s's
-    ``stopwords="en"`` list), as ``bm25s.tokenize`` does by default.
+    CJK or Thai character is one token; runs of other word characters are tokens, one
+    character long included, unless an English stopword (bm25s's ``stopwords="en"`` list,
+    as ``bm25s.tokenize`` uses; its ``\\w\\w+`` pattern would drop one-letter tokens).
     """
     return [tok for tok in _LEXICAL.findall(unicodedata.normalize("NFKC", text).lower())
             if _SCRIPT_CHAR.match(tok) or (len(tok) >= _SPACED_MIN and tok not in _STOPWORDS)]
