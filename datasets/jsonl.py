@@ -1,6 +1,7 @@
 """Suites from a JSON Lines file: one ``BenchmarkTask`` object per line.
 
-Every line is validated before any task is returned; the first bad line raises
+Every line is validated before any task is returned (a NUL byte, or a string holding binary
+content, is refused as "binary content at byte N"); the first bad line raises
 ``DatasetError`` naming the file, the line number, the task id (when readable) and the
 field, so a malformed suite is refused whole and nothing downstream is written. All tasks
 of a file must share one ``suite`` name, and task ids must be unique.
@@ -25,6 +26,7 @@ from pydantic import ValidationError
 
 from junction.pages.chunking import ChunkingError, chunk_page
 from junction.errors import DatasetError
+from junction.text import binary_offset
 from junction.tasks import BenchmarkTask
 
 from junction_datasets.registry import SuiteBuild
@@ -119,6 +121,23 @@ def expand_html_contexts(obj: dict) -> dict:
     return {**obj, "contexts": expanded}
 
 
+def _binary_field(value: object, where: str = "") -> tuple[str, int] | None:
+    """The first string of a parsed task (depth first, in order) holding binary content
+    (``junction.text.binary_offset``: a NUL, e.g. written ``\\u0000``, or mostly control
+    characters), as (field path, byte offset in that string); None if there is none."""
+    if isinstance(value, str):
+        offset = binary_offset(value)
+        return None if offset is None else (where or "task", offset)
+    items = (value.items() if isinstance(value, dict) else
+             enumerate(value) if isinstance(value, list) else ())
+    for key, item in items:
+        found = _binary_field(item, f"{where}[{key}]" if isinstance(key, int) else
+                              f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
+
+
 def load_suite_file(path: str | Path, size: int | None = None) -> SuiteBuild:
     """Load and validate every task of ``path``; keep the first ``size`` (None: all).
 
@@ -130,15 +149,25 @@ def load_suite_file(path: str | Path, size: int | None = None) -> SuiteBuild:
         raise DatasetError(f"{path}: no such suite file")
     tasks: list[BenchmarkTask] = []
     seen: dict[str, int] = {}
+    position = 0  # byte offset of the line in the file
     with path.open("rb") as handle:
         for line_no, raw in enumerate(handle, start=1):
+            start, position = position, position + len(raw)
             if len(raw) > MAX_LINE_BYTES:
                 raise DatasetError(f"{path}:{line_no}: line is {len(raw)} bytes; "
                                    f"the limit is {MAX_LINE_BYTES}")
+            nul = raw.find(b"\0")
+            if nul >= 0:
+                raise DatasetError(f"{path}:{line_no}: binary content at byte {start + nul}; "
+                                   "a suite file is JSON Lines text")
             if not raw.strip():
                 continue
             try:
                 text = raw.decode("utf-8")
+                offset = binary_offset(text)  # mostly control characters: not JSON text
+                if offset is not None:
+                    raise DatasetError(f"{path}:{line_no}: binary content at byte "
+                                       f"{start + offset}; a suite file is JSON Lines text")
                 obj = json.loads(text, parse_constant=_refuse_constant)
             except (UnicodeDecodeError, ValueError) as exc:
                 raise DatasetError(f"{path}:{line_no}: not valid JSON: {exc}") from None
@@ -146,6 +175,10 @@ def load_suite_file(path: str | Path, size: int | None = None) -> SuiteBuild:
                 raise DatasetError(f"{path}:{line_no}: expected a JSON object, got "
                                    f"{type(obj).__name__}")
             task_id = obj.get("task_id", "?")
+            binary = _binary_field(obj)
+            if binary is not None:
+                raise DatasetError(f"{path}:{line_no}: task {task_id!r}: {binary[0]}: binary "
+                                   f"content at byte {binary[1]}")
             try:
                 obj = expand_html_contexts(obj)
             except ValueError as exc:

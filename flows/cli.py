@@ -7,6 +7,7 @@ exit with status 1; they never print a traceback.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from enum import Enum
@@ -17,6 +18,7 @@ import typer
 from flows.cli_admit import admit
 from flows.cli_judge import judge_app
 from flows.cli_models import models_app
+from flows.cli_text import echo, require_text, terminal_safe
 from flows.environment import configure_prefect_env
 from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError
@@ -81,12 +83,13 @@ def _print_table(header, rows, title: str | None = None, width: int | None = 200
     """Print rows of strings as a rich table (``width`` None: the terminal's width)."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title)
+    table = Table(title=None if title is None else Text(terminal_safe(title)))
     for col in header:
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*row)
+        table.add_column(Text(terminal_safe(col)))
+    for row in rows:  # plain text: a cell's "[...]" is not rich markup, its controls escaped
+        table.add_row(*(Text(terminal_safe(cell)) for cell in row))
     Console(width=width).print(table)
 
 
@@ -402,6 +405,7 @@ def sql(
     """Run one read-only SQL query (SELECT only) against the warehouse views."""
     from junction.evidence.warehouse import Warehouse
 
+    require_text(query, "QUERY")
     result = Warehouse(warehouse or _warehouse_root()).query(query)
     if fmt is SqlFormat.csv:
         import pyarrow.csv as pacsv
@@ -411,11 +415,24 @@ def sql(
         sink.flush()
         return
     rows = result.to_pylist()
-    if fmt is SqlFormat.json:
-        typer.echo(json.dumps(rows, default=str, sort_keys=True))
+    if fmt is SqlFormat.json:  # JSON has no NaN or infinity: they are null
+        typer.echo(json.dumps(_json_finite(rows), default=str, sort_keys=True,
+                              allow_nan=False))
         return
     _print_table(result.column_names,
                  [["NULL" if v is None else _cell_text(v) for v in row.values()] for row in rows])
+
+
+def _json_finite(value):
+    """``value`` (rows of Python values, nested lists and dicts) with every NaN or infinite
+    float replaced by None, so ``json.dumps`` gives valid JSON (RFC 8259 has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_finite(v) for v in value]
+    return value
 
 
 def _cell_text(value) -> str:
@@ -465,7 +482,7 @@ def serve(
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """``warnings.showwarning`` for the command line: ``warning: <message>``, one line."""
-    print(f"warning: {message}", file=file or sys.stderr)
+    print(terminal_safe(f"warning: {message}"), file=file or sys.stderr)
 
 
 def main() -> None:
@@ -477,7 +494,7 @@ def main() -> None:
     try:
         app()
     except JunctionError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        echo(f"error: {exc}", err=True)
         sys.exit(1)
 
 

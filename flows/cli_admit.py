@@ -17,13 +17,13 @@ prints one object instead.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import typer
 
 from flows.cli_judge import KV_OPTION, MODEL_OPTION, TEMPLATE_OPTION
+from flows.cli_text import echo, json_text, require_text, require_text_content
 
 MAX_PAGE_BYTES = 16 * 1024 * 1024
 """Largest page read (bytes), as a suite file's line (``junction_datasets.jsonl``)."""
@@ -33,7 +33,7 @@ def _read_page(page: str) -> str:
     """The page's text from ``page`` (a path, or ``-`` for standard input), UTF-8.
 
     Raises ``JunctionError`` naming the page: missing, a folder, unreadable, over
-    ``MAX_PAGE_BYTES`` or not UTF-8.
+    ``MAX_PAGE_BYTES``, not UTF-8 or binary (``require_text_content``).
     """
     from junction.errors import JunctionError
 
@@ -56,9 +56,10 @@ def _read_page(page: str) -> str:
         raise JunctionError(f"{name}: larger than {MAX_PAGE_BYTES} bytes; the limit is "
                             f"{MAX_PAGE_BYTES}")
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise JunctionError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return require_text_content(text, name)
 
 
 def _chunk_row(scored, text: str | None = None, **extra) -> dict:
@@ -97,8 +98,7 @@ def admit(
     from junction.judge.session import judge_session
     from junction.strategies.page_admission import judge_page_documents
 
-    if not query.strip():
-        raise JunctionError("--query must not be empty")
+    require_text(query, "--query")
     if exploit and not (original or "").strip():
         raise JunctionError("--exploit needs --original TASK (the task the query serves)")
     if original is not None and not exploit:
@@ -153,24 +153,24 @@ def admit(
                      for s in best_rejected],
     }
     if as_json:
-        typer.echo(json.dumps(payload, sort_keys=True, ensure_ascii=False))
+        typer.echo(json_text(payload))
         return
-    typer.echo(f"{name}: {payload['chunks']} chunks, {payload['page_tokens']} tokens; "
-               f"{payload['mode']} mode; admitted {len(admitted)} chunks, "
-               f"{payload['admitted_tokens']} of {budget} tokens (top-{top_k}); model "
-               f"sha256 {judge.model_hash[:12]}, noise floor {floor} logits")
+    echo(f"{name}: {payload['chunks']} chunks, {payload['page_tokens']} tokens; "
+         f"{payload['mode']} mode; admitted {len(admitted)} chunks, "
+         f"{payload['admitted_tokens']} of {budget} tokens (top-{top_k}); model "
+         f"sha256 {judge.model_hash[:12]}, noise floor {floor} logits")
     for row in payload["admitted"]:
         cut = " (cut to fit)" if row["truncated"] else ""
-        typer.echo(f"\n[{row['rank']}] score {row['score']:+.4f}  {row['tokens_admitted']} "
-                   f"tokens{cut}  {row['heading_path'] or '(before any heading)'}")
-        typer.echo(row["text"])
+        echo(f"\n[{row['rank']}] score {row['score']:+.4f}  {row['tokens_admitted']} "
+             f"tokens{cut}  {row['heading_path'] or '(before any heading)'}")
+        echo(row["text"])  # the page's own text: escaped, as everything printed
     if payload["rejected"]:
         typer.echo("\nbest rejected:")
         for row in payload["rejected"]:
             preview = " ".join(row["text"].split())
             preview = preview if len(preview) <= 60 else preview[:57] + "..."
-            typer.echo(f"  score {row['score']:+.4f}  {row['tokens']} tokens  {row['reason']}"
-                       f"  {row['heading_path'] or '(before any heading)'}: {preview}")
+            echo(f"  score {row['score']:+.4f}  {row['tokens']} tokens  {row['reason']}"
+                 f"  {row['heading_path'] or '(before any heading)'}: {preview}")
     if judged.degenerate:
         typer.echo("warning: every score lies within the noise floor: the judge told these "
                    "chunks apart by nothing, so nothing is admitted", err=True)

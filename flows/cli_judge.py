@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import typer
+
+from flows.cli_text import echo, json_text, require_text, require_text_content
 
 judge_app = typer.Typer(no_args_is_help=True, help="The yes/no judge (admission lane).")
 
@@ -115,6 +116,10 @@ def score(
     from junction.judge.cache import judge_documents
     from junction.judge.noise import noise_floor
 
+    require_text(query, "QUERY")
+    require_text_content(query, "QUERY")
+    for i, doc in enumerate(documents):
+        require_text_content(doc, f"DOCUMENT {i + 1}")
     if instruction is None:
         rule = RETRIEVAL_INSTRUCTION
     else:
@@ -153,15 +158,15 @@ def score(
                "kv_type": judge.config.kv_type, "noise_floor": floor,
                "degenerate": batch.degenerate, "scores": rows}
     if as_json:
-        typer.echo(json.dumps(payload, sort_keys=True, ensure_ascii=False))
+        typer.echo(json_text(payload))
         return
-    typer.echo(f"model {payload['model']} (sha256 {judge.model_hash[:12]}), template "
-               f"{payload['template']}, instruction {payload['instruction_hash'][:12]}, "
-               f"noise floor {floor} logits")
+    echo(f"model {payload['model']} (sha256 {judge.model_hash[:12]}), template "
+         f"{payload['template']}, instruction {payload['instruction_hash'][:12]}, "
+         f"noise floor {floor} logits")
     for r in sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["index"])):
         text = r["document"] if len(r["document"]) <= 70 else r["document"][:67] + "..."
         if r["status"] != "scored":
-            typer.echo(f"   -  skipped ({r['status']})  [{r['index']}] {text!r}")
+            echo(f"   -  skipped ({r['status']})  [{r['index']}] {text!r}")
             continue
         notes = []
         if r["tied_with"]:
@@ -169,8 +174,8 @@ def score(
         if r["truncated"]:
             notes.append(f"cut {r['truncated']['original_tokens']}->"
                          f"{r['truncated']['kept_tokens']} tokens")
-        typer.echo(f"{r['rank']:>4}  {r['score']:+8.4f}  [{r['index']}] {text}"
-                   + (f"  ({'; '.join(notes)})" if notes else ""))
+        echo(f"{r['rank']:>4}  {r['score']:+8.4f}  [{r['index']}] {text}"
+             + (f"  ({'; '.join(notes)})" if notes else ""))
     if batch.degenerate:
         typer.echo("warning: every score lies within the noise floor: the judge told these "
                    "documents apart by nothing", err=True)

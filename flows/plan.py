@@ -21,10 +21,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
-from junction.environment import PROJECT_ROOT
+from junction.environment import PROJECT_ROOT, state_dir
 from junction.errors import JunctionError, UnknownNameError
 from junction.evidence.params import resume_params
 from junction.evidence.store import TraceStore, check_name
+from junction.sqlite_cache import check_caches
 from junction.strategies import STRATEGIES, default_strategies, strategy_info
 from junction_datasets import SUITES, get_suite, suite_names
 
@@ -363,13 +364,15 @@ def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
     """Check what ``plan`` needs of the world before anything starts; return the run id.
 
     The run id (``check_name``; a new one when None), the traces root
-    (``check_writable``), a resumed run's parameters (``check_resume``) and, for a remote
+    (``check_writable``), a resumed run's parameters (``check_resume``), the sqlite caches
+    (``check_caches``: a corrupt one is set aside with a warning) and, for a remote
     agent that will act, the server's model list (``AgentError``, one line). So a mistake
     is one error before Prefect or any work starts.
     """
     run_id = check_name(run_id, "run_id") if run_id else new_run_id()
     check_writable(plan.output_root)  # an unknown protocol or a missing fsspec backend too
     check_resume(plan, run_id)
+    check_caches(state_dir())  # a corrupt cache: one warning, set aside; unwritable: one line
     if plan.agent_url is not None and plan.agent_size != 0:
         from flows.workers import agent_executor
 

@@ -16,7 +16,7 @@ import unicodedata
 
 from bm25s.stopwords import STOPWORDS_EN
 
-__all__ = ["CJK_CHARS", "SENTENCE_END", "THAI_CHARS", "lexical_tokens"]
+__all__ = ["CJK_CHARS", "SENTENCE_END", "THAI_CHARS", "binary_offset", "lexical_tokens"]
 
 CJK_CHARS = ("\u1100-\u11ff"  # Hangul Jamo
              "\u3040-\u309f"  # Hiragana
@@ -42,8 +42,10 @@ _LEXICAL = re.compile(
     rf"|[{THAI_CHARS}][{_THAI_MARKS}]*"  # one Thai character with its combining marks
     rf"|[^\W{CJK_CHARS}{THAI_CHARS}]+"  # a run of other word characters
 )
-_SPACED_MIN = 2
-"""Shortest token kept from space-separated scripts (bm25s's ``\\w\\w+`` default)."""
+_SPACED_MIN = 1
+"""Shortest token kept from space-separated scripts: one character, so a one-letter name
+("R", the "x" and "y" of a plot tool) is a term (bm25s's ``\\w\\w+`` default drops them;
+of English one-letter words only "a" is a stopword)."""
 _STOPWORDS = frozenset(STOPWORDS_EN)
 _SCRIPT_CHAR = re.compile(rf"[{CJK_CHARS}{THAI_CHARS}]")
 
@@ -52,9 +54,35 @@ def lexical_tokens(text: str) -> list[str]:
     """The BM25 tokens of ``text``, in order.
 
     NFKC-normalised (full-width letters and digits become ASCII) and lower-cased; every
-    CJK or Thai character is one token, kept even alone; runs of other word characters
-    are tokens when at least two characters long and not an English stopword (bm25s's
-    ``stopwords="en"`` list), as ``bm25s.tokenize`` does by default.
+    CJK or Thai character is one token; runs of other word characters are tokens, one
+    character long included, unless an English stopword (bm25s's ``stopwords="en"`` list,
+    as ``bm25s.tokenize`` uses; its ``\\w\\w+`` pattern would drop one-letter tokens).
     """
     return [tok for tok in _LEXICAL.findall(unicodedata.normalize("NFKC", text).lower())
             if _SCRIPT_CHAR.match(tok) or (len(tok) >= _SPACED_MIN and tok not in _STOPWORDS)]
+
+
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+"""Control characters that text does not hold: C0 but tab, newline, vertical tab, form
+feed and carriage return; DEL; C1."""
+BINARY_CONTROL_SHARE = 0.5
+"""Above this share of control characters among the non-whitespace characters, a text is
+binary ("mostly control characters"); ANSI colour codes in a log stay well below it."""
+
+
+def binary_offset(text: str) -> int | None:
+    """Where ``text`` shows it is not text: the UTF-8 byte offset of its first NUL, or, when
+    control characters (``_CONTROL``) are more than ``BINARY_CONTROL_SHARE`` of its
+    non-whitespace characters, of its first control character; None for text.
+    """
+    nul = text.find("\0")
+    if nul >= 0:
+        return len(text[:nul].encode("utf-8", "surrogatepass"))
+    first = _CONTROL.search(text)
+    if first is None:
+        return None
+    controls = len(_CONTROL.findall(text))
+    visible = sum(not ch.isspace() for ch in text)
+    if controls > BINARY_CONTROL_SHARE * visible:
+        return len(text[:first.start()].encode("utf-8", "surrogatepass"))
+    return None

@@ -1,22 +1,25 @@
 """Token counting: one protocol for every token cost in Junction.
 
-The default counter needs no model file. It approximates the sub-word (BPE-style)
-tokenizer of the embedded judge model (Gemma 3, 262k-entry vocabulary), measured in
-tests/test_tokens.py: text is split into runs of CJK characters, runs of Thai
-characters, runs of other word characters and runs of punctuation (whitespace is free),
-and each run costs
+The default counter needs no model file. It approximates the byte-level BPE tokenizer of
+the default model, Qwen2.5 (151k-entry vocabulary; the embedded
+Qwen2.5-Coder-0.5B-Instruct, ``junction.models``), measured per script against the
+tokenizer itself by ``bench/token_prices.py`` on the fixed sample
+``bench/data/token_scripts.json`` (``tests/test_text.py`` holds every script within 25%).
+Text is split into runs of one script, runs of digits and runs of punctuation
+(whitespace is free), and each run costs ceil(rate · characters), with the rate per
+character:
 
-- CJK (``junction.text.CJK_CHARS``): ceil(0.6 · characters): Gemma spends 0.55–0.63
-  tokens per Han, kana or Hangul character (about one per character, many common pairs
-  being one token);
-- Thai: ceil(characters / 3) (Gemma: about 0.3 per character);
-- other words: ceil(characters / 8): a large vocabulary holds most English words whole;
-- punctuation: ceil(characters / 3): JSON's ``":{"`` and the like merge into few tokens.
+- Latin and every other script not listed (word characters): 1/8: a large vocabulary holds
+  most English words, and JSON keys, whole;
+- Cyrillic 1/3, Arabic 2/5, Hebrew 1/3: about 2.2–2.6 characters a token;
+- Greek 1 and Devanagari 1: Qwen2.5's vocabulary holds few of their letter pairs, so about
+  one token a character (a Devanagari vowel sign, a combining mark, counts as one);
+- CJK (``junction.text.CJK_CHARS``) 3/5 and Thai (``junction.text.THAI_CHARS``) 3/5;
+- digits 1: Qwen2's pre-tokenizer splits every number into single digits;
+- punctuation 1/4: JSON's ``":{"`` and the like merge into few tokens.
 
-Measured on BFCL tool descriptions, rendered JSON schemas, BFCL memory text and
-hand-written Chinese, the rule is within 25% of Gemma's count (the test's table). It is
-deterministic and monotone: appending text never lowers the count (each run's cost grows
-with its length, and a new run adds).
+It is deterministic and monotone: appending text never lowers the count (each run's cost
+grows with its length, and a new run adds).
 """
 
 from __future__ import annotations
@@ -29,16 +32,33 @@ from typing import Any, Protocol, runtime_checkable
 
 from junction.text import CJK_CHARS, THAI_CHARS
 
-__all__ = ["TokenCounter", "ApproxTokenCounter", "DEFAULT_TOKEN_COUNTER", "render_tool_schema"]
+__all__ = ["TokenCounter", "ApproxTokenCounter", "DEFAULT_TOKEN_COUNTER", "SCRIPT_RANGES",
+           "render_tool_schema"]
 
-_RUN = re.compile(
-    rf"([{CJK_CHARS}]+)|([{THAI_CHARS}]+)|([^\W{CJK_CHARS}{THAI_CHARS}]+)|([^\w\s]+)"
-)
+SCRIPT_RANGES: dict[str, str] = {
+    "cjk": CJK_CHARS,
+    "thai": THAI_CHARS,
+    "devanagari": "\u0900-\u097f",
+    "greek": "\u0370-\u03ff\u1f00-\u1fff",
+    "cyrillic": "\u0400-\u052f",
+    "arabic": "\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff",
+    "hebrew": "\u0590-\u05ff",
+}
+"""Character-class ranges (inside ``[...]``) of the scripts priced apart (Unicode blocks);
+everything else that is a word character is priced as Latin."""
+
 # Tokens per character of each run kind (exact fractions: no float rounding in ceil).
-_CJK_RATE = Fraction(3, 5)
-_THAI_RATE = Fraction(1, 3)
-_WORD_RATE = Fraction(1, 8)
-_PUNCT_RATE = Fraction(1, 3)
+_RATES: dict[str, Fraction] = {
+    "cjk": Fraction(3, 5), "thai": Fraction(3, 5), "devanagari": Fraction(1),
+    "greek": Fraction(1), "cyrillic": Fraction(1, 3), "arabic": Fraction(2, 5),
+    "hebrew": Fraction(1, 3), "digits": Fraction(1), "word": Fraction(1, 8),
+    "punct": Fraction(1, 4),
+}
+_ALL_SCRIPTS = "".join(SCRIPT_RANGES.values())
+_RUN = re.compile("|".join(
+    [f"(?P<{name}>[{chars}]+)" for name, chars in SCRIPT_RANGES.items()]
+    + ["(?P<digits>[0-9]+)", f"(?P<word>[^\\W0-9{_ALL_SCRIPTS}]+)",
+       f"(?P<punct>[^\\w\\s{_ALL_SCRIPTS}]+)"]))
 
 
 @runtime_checkable
@@ -55,16 +75,12 @@ class TokenCounter(Protocol):
 class ApproxTokenCounter:
     """Deterministic default counter (no model file); see the module docstring for the rule."""
 
-    name = "approx-gemma3"
+    name = "approx-qwen2.5"
 
     def count(self, text: str) -> int:
         """Tokens of ``text``: each run costs ceil(rate · length), rates per script above."""
-        total = 0
-        for cjk, thai, word, punct in _RUN.findall(text):
-            run, rate = ((cjk, _CJK_RATE) if cjk else (thai, _THAI_RATE) if thai
-                         else (word, _WORD_RATE) if word else (punct, _PUNCT_RATE))
-            total += math.ceil(len(run) * rate)
-        return total
+        return sum(math.ceil(len(m.group()) * _RATES[m.lastgroup])
+                   for m in _RUN.finditer(text))
 
 
 DEFAULT_TOKEN_COUNTER: TokenCounter = ApproxTokenCounter()

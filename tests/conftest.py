@@ -17,7 +17,7 @@ from flows.environment import configure_prefect_env  # noqa: E402
 
 configure_prefect_env(logging_level="WARNING")
 
-_MODEL_FIXTURES = {"judge", "agent_model"}
+_MODEL_FIXTURES = {"judge", "agent_model", "default_tokenizer"}
 _FLOW_FIXTURES = {"prefect_harness", "cli_env", "installed"}
 
 
@@ -68,3 +68,16 @@ def agent_model():
 
     path = embedded_model_path()
     return LlamaAgent(path, file_sha256(path))
+
+
+@pytest.fixture(scope="session")
+def default_tokenizer():
+    """``text -> token ids`` of the default model's own tokenizer, loaded vocab-only (no
+    weights) once per session (the embedded Qwen2.5 GGUF; ``bench/token_prices.py``)."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed; run `make setup`")
+    from llama_cpp import Llama
+
+    from junction.models import embedded_model_path
+
+    llm = Llama(model_path=str(embedded_model_path()), vocab_only=True, verbose=False)
+    return lambda text: llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)

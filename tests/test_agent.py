@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from junction.agent import bfcl_checker
-from junction.agent.llm import AgentCache, Generation, LLMExecutor, parse_output, render_prompt
+from junction.agent.llm import (EMBEDDED_GENERATIONS, AgentCache, Generation, LLMExecutor,
+                                parse_output, render_prompt)
 from junction.evaluate import evaluate_batch
 from junction.agent.execution import ExecutionResult, ToolCall
 from junction.agent.grading import AGENT_OUTCOMES, bfcl_doc, grade_agent
@@ -191,7 +192,7 @@ def test_memory_prompt_renders_exposed_contexts_as_documents():
 
 def test_cache_round_trips_a_generation_byte_for_byte(tmp_path):
     cache = AgentCache(tmp_path / "agent.sqlite")
-    key = AgentCache.key("m" * 64, "p" * 64, "{}")
+    key = EMBEDDED_GENERATIONS.key("m" * 64, "p" * 64, "{}")
     assert cache.get(key) is None
     text = "[f(a='ü\\n')]\n  trailing space "
     cache.put(key, "m" * 64, "p" * 64, "{}", Generation(text, 12, 7))
@@ -201,6 +202,30 @@ def test_cache_round_trips_a_generation_byte_for_byte(tmp_path):
     assert len(cache) == 1
     with sqlite3.connect(tmp_path / "agent.sqlite") as db:
         assert db.execute("select count(*) from agent_generations").fetchone() == (1,)
+
+
+def test_both_executors_share_one_cache_class_and_keep_their_keys(tmp_path):
+    # the keys are those the two former cache classes computed, so existing caches still
+    # hit: sha256 of the NUL-joined fields, the remote one prefixed with "remote"
+    import hashlib
+
+    from junction.agent.remote import REMOTE_GENERATIONS, RemoteGenerationCache
+
+    fields = ("m" * 64, "p" * 64, "{}")
+    assert EMBEDDED_GENERATIONS.key(*fields) == hashlib.sha256(
+        "\0".join(fields).encode()).hexdigest()
+    assert REMOTE_GENERATIONS.key(*fields) == hashlib.sha256(
+        "\0".join(("remote", *fields)).encode()).hexdigest()
+    embedded = AgentCache(tmp_path / "agent.sqlite")
+    remote = RemoteGenerationCache(tmp_path / "agent.sqlite")
+    embedded.put(EMBEDDED_GENERATIONS.key(*fields), *fields, Generation("local", 3, 1))
+    remote.put(REMOTE_GENERATIONS.key(*fields), *fields, Generation("server", 4, 2))
+    assert embedded.get(EMBEDDED_GENERATIONS.key(*fields)).text == "local"
+    assert remote.get(REMOTE_GENERATIONS.key(*fields)).text == "server"
+    assert embedded.get(REMOTE_GENERATIONS.key(*fields)) is None  # a table each
+    with sqlite3.connect(tmp_path / "agent.sqlite") as db:
+        columns = [r[1] for r in db.execute("pragma table_info(remote_generations)")]
+    assert columns[1] == "model_id"
 
 
 # --------------------------------------------------------------------------- model

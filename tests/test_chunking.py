@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -165,6 +166,14 @@ def test_over_long_paragraph_is_cut_at_sentences_then_words() -> None:
     chunks = chunk_html(f"<p>{' '.join([sentence] * 6)}</p>", max_tokens=20)
     assert {c.cut for c in chunks} == {"sentences"}
     assert [c.text for c in chunks] == [f"{sentence} {sentence}"] * 3
+    long_word = "x" * 3000  # one word of 375 tokens: cut at characters, marked like the rest
+    cut = chunk_page(f"<h1>Blob</h1><p>{long_word}</p>", max_tokens=40).chunks
+    pieces = [c for c in cut if c.cut]
+    assert {c.cut for c in pieces} == {"chars"} and len(pieces) == math.ceil(3000 / 320)
+    assert all(c.token_cost <= 40 and c.heading_path == "Blob" for c in pieces)
+    assert "".join(c.text for c in pieces) == long_word
+    assert [(c.part, c.parts) for c in pieces] == [(k, len(pieces))
+                                                  for k in range(1, len(pieces) + 1)]
     words = chunk_html("<p>" + " ".join(["word"] * 30) + "</p>", max_tokens=7)
     assert {c.cut for c in words} == {"words"}  # one line, one sentence: words it is
     assert all(c.token_cost <= 7 for c in words)
@@ -226,18 +235,18 @@ def _visible_text(html: str) -> str:
 @given(html=_PAGES, max_tokens=st.integers(3, 60), min_tokens=st.integers(0, 12))
 def test_chunks_keep_every_word_of_the_page_in_order(html, max_tokens, min_tokens) -> None:
     page = chunk_page(html, max_tokens=max_tokens, min_tokens=min_tokens)
-    joined = " ".join(c.text for c in page.chunks)
     # every word of the visible text, in order, and nothing else (" | " joins cells)
-    assert re.findall(r"\w+", joined) == re.findall(r"\w+", _visible_text(html))
+    assert re.findall(r"\w+", page.text) == re.findall(r"\w+", _visible_text(html))
     # each chunk is a verbatim slice of the page text; chunks tile it in order, with only
-    # whitespace between them
+    # whitespace between them (so the chunks hold every word; a word over the limit is
+    # cut at characters, its pieces adjacent)
     cursor = 0
     for i, chunk in enumerate(page.chunks):
         assert chunk.index == i and chunk.text == page.text[chunk.start:chunk.end]
         assert chunk.text.strip() and not page.text[cursor:chunk.start].strip()
         assert chunk.token_cost == DEFAULT_TOKEN_COUNTER.count(chunk.text)
-        # over the limit only as one word that cannot be cut
-        assert chunk.token_cost <= max_tokens or len(chunk.text.split()) == 1
+        # never over the limit, unless one character alone is
+        assert chunk.token_cost <= max_tokens or len(chunk.text) == 1
         cursor = chunk.end
     assert not page.text[cursor:].strip()
     assert chunk_page(html, max_tokens=max_tokens, min_tokens=min_tokens) == page
@@ -321,3 +330,18 @@ def test_admit_and_the_page_strategies_admit_the_same_chunks() -> None:
         strategy = admit_top_k(resources, Budget(max_tokens=7), k=2, tie_logits=floor)
         assert [c.chunk.index for c in cli] == expected
         assert [contexts.index(r.resource) for r in strategy.admitted] == expected
+
+
+@pytest.mark.parametrize(("html", "offset"), [
+    ("\0" * 100_000, 0),  # the replayed report: 100 KB of NUL bytes, "1 chunk, 33334 tokens"
+    ("<p>caf\u00e9</p>\0", 12),  # the byte offset counts UTF-8 bytes (é is two)
+    ("".join(map(chr, range(1, 32))) * 40, 0),  # ASCII control bytes, ESC among them
+])
+def test_binary_content_is_refused_at_its_byte(html, offset) -> None:
+    with pytest.raises(ChunkingError, match=f"^html: binary content at byte {offset};"):
+        chunk_page(html)
+
+
+def test_text_with_a_few_control_characters_is_still_a_page() -> None:
+    page = chunk_page("<p>\x1b[31mred\x1b[0m alert: the build failed</p>")
+    assert page.chunks[0].text.startswith("\x1b[31mred")

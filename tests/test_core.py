@@ -84,13 +84,21 @@ def test_resources_are_frozen():
 
 
 @pytest.mark.parametrize("text, tokens", [
+    # rates per character (junction.tokens): Latin words 1/8, punctuation 1/4, digits 1,
+    # CJK and Thai 3/5, Cyrillic 1/3, Arabic 2/5, Hebrew 1/3, Greek and Devanagari 1
     ("Pay back Dana.", 4),  # Pay back Dana: 1 each (<= 8 chars); "." 1
     ("reimbursement", 2),  # ceil(13 / 8)
-    ('{"a":{"b":1}}', 8),  # punctuation runs {" ":{" ": }} cost 1, 2, 1, 1; a, b, 1: 1 each
+    ('{"a":{"b":1}}', 7),  # punctuation runs {" ":{" ": }} cost 1 each; a, b 1; digit 1
     ("北京后天的天气如何？", 7),  # 9 Han: ceil(9 · 0.6) = 6; "？" 1
-    ("获取p4工单", 5),  # 获取 ceil(2 · 0.6) = 2, p4 1, 工单 2
-    ("สวัสดีครับ", 4),  # 10 Thai characters: ceil(10 / 3)
+    ("获取p4工单", 6),  # 获取 ceil(2 · 0.6) = 2, p 1, 4 (a digit) 1, 工单 2
+    ("สวัสดีครับ", 6),  # 10 Thai characters: ceil(10 · 0.6)
     ("다용도실 통돌이", 5),  # Hangul runs of 4 and 3: ceil(2.4) + ceil(1.8)
+    ("2024", 4),  # Qwen2 splits numbers into digits
+    ("Привет", 2),  # 6 Cyrillic: ceil(6 / 3)
+    ("مرحبا", 2),  # 5 Arabic: ceil(5 · 0.4)
+    ("שלום", 2),  # 4 Hebrew: ceil(4 / 3)
+    ("Καλημέρα", 8),  # 8 Greek: 1 each
+    ("नमस्ते", 6),  # 6 Devanagari code points (consonants, virama, vowel sign): 1 each
     ("", 0),
 ])
 def test_default_counter_table(text: str, tokens: int) -> None:

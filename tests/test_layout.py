@@ -170,8 +170,8 @@ def test_the_installed_package_runs_demo_bench_and_sql(installed):
 
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("junction.errors", "junction.text", "junction.environment", "junction.sqlite_cache"),
-    ("junction.tokens", "junction.models"),
+    ("junction.errors", "junction.text", "junction.environment"),
+    ("junction.tokens", "junction.models", "junction.sqlite_cache"),
     ("junction.resources",),
     ("junction.budget", "junction.verifiers"),
     ("junction.tasks",),

@@ -48,6 +48,9 @@ __all__ = [
     "AgentError",
     "AgentPrompt",
     "AgentCache",
+    "AGENT_CACHE_NAME",
+    "EMBEDDED_GENERATIONS",
+    "GenerationTable",
     "Generation",
     "LlamaAgent",
     "LLMExecutor",
@@ -196,48 +199,74 @@ class Generation:
     wall_ms: float = 0.0
 
 
-class AgentCache:
-    """sqlite cache (WAL) of generations keyed by sha256(model, prompt, settings).
+AGENT_CACHE_NAME = "agent_cache.sqlite"
+"""The agent cache's file name under ``state_dir()`` (one of ``junction.sqlite_cache.
+CACHE_FILES``): the embedded and the remote executors' generations, a table each."""
 
-    Raises ``AgentError`` naming the file if it cannot be opened.
+
+@dataclass(frozen=True)
+class GenerationTable:
+    """Where one executor's generations live in the agent cache: the sqlite table, the
+    name of its model column (a file sha256, or a server's model id) and the fields put
+    before the model in the key (a remote key starts with ``remote``, so it never equals
+    an embedded one)."""
+
+    name: str
+    model_column: str
+    key_prefix: tuple[str, ...] = ()
+
+    def key(self, model: str, prompt_sha256: str, settings: str) -> str:
+        """sha256 (hex) of the key prefix, the model, the prompt's sha256 and the
+        settings, NUL-separated."""
+        return hashlib.sha256("\0".join((*self.key_prefix, model, prompt_sha256, settings))
+                              .encode("utf-8")).hexdigest()
+
+
+EMBEDDED_GENERATIONS = GenerationTable("agent_generations", "model_sha256")
+"""The embedded ``llm`` executor's table: keyed by the GGUF file's sha256."""
+
+
+class AgentCache:
+    """sqlite cache (WAL) of generations keyed by ``table.key(model, prompt, settings)``.
+
+    ``table``: ``EMBEDDED_GENERATIONS`` or the remote executor's
+    (``junction.agent.remote.REMOTE_GENERATIONS``); both share the one file. Raises
+    ``AgentError`` naming the file if it cannot be opened; a corrupt file is moved aside
+    (``junction.sqlite_cache.check_cache``).
     """
 
-    def __init__(self, path: Path, busy_timeout_s: float = 30.0) -> None:
+    def __init__(self, path: Path, table: GenerationTable = EMBEDDED_GENERATIONS,
+                 busy_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
+        self.table = table
         self._db = open_wal(
             self.path,
-            "CREATE TABLE IF NOT EXISTS agent_generations ("
-            " key TEXT PRIMARY KEY, model_sha256 TEXT NOT NULL,"
+            f"CREATE TABLE IF NOT EXISTS {table.name} ("
+            f" key TEXT PRIMARY KEY, {table.model_column} TEXT NOT NULL,"
             " prompt_sha256 TEXT NOT NULL, settings TEXT NOT NULL, text TEXT NOT NULL,"
             " prompt_tokens INTEGER NOT NULL, generated_tokens INTEGER NOT NULL)",
             AgentError, "agent cache", busy_timeout_s)
         self._lock = threading.Lock()
 
-    @staticmethod
-    def key(model_sha256: str, prompt_sha256: str, settings: str) -> str:
-        """sha256 (hex) of the three fields, NUL-separated."""
-        return hashlib.sha256("\0".join((model_sha256, prompt_sha256, settings))
-                              .encode("utf-8")).hexdigest()
-
     def get(self, key: str) -> Generation | None:
         """The stored generation for ``key`` (``cached=True``), or None."""
         with self._lock:
             row = self._db.execute("SELECT text, prompt_tokens, generated_tokens FROM "
-                                   "agent_generations WHERE key = ?", (key,)).fetchone()
+                                   f"{self.table.name} WHERE key = ?", (key,)).fetchone()
         return None if row is None else Generation(row[0], row[1], row[2], cached=True)
 
-    def put(self, key: str, model_sha256: str, prompt_sha256: str, settings: str,
+    def put(self, key: str, model: str, prompt_sha256: str, settings: str,
             generation: Generation) -> None:
         """Store a generation; an existing key is kept."""
         with self._lock:
             self._db.execute(
-                "INSERT OR IGNORE INTO agent_generations VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, model_sha256, prompt_sha256, settings, generation.text,
+                f"INSERT OR IGNORE INTO {self.table.name} VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, model, prompt_sha256, settings, generation.text,
                  generation.prompt_tokens, generation.generated_tokens))
 
     def __len__(self) -> int:
         with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM agent_generations").fetchone()[0]
+            return self._db.execute(f"SELECT COUNT(*) FROM {self.table.name}").fetchone()[0]
 
 
 class LlamaAgent:
@@ -393,7 +422,7 @@ class LLMExecutor:
                                      self.agent.prompt_limit)
         settings = self.agent.config.key()
         t0 = time.perf_counter()
-        key = AgentCache.key(self.agent.model_sha256, prompt.sha256, settings)
+        key = EMBEDDED_GENERATIONS.key(self.agent.model_sha256, prompt.sha256, settings)
         generation = self.cache.get(key) if self.cache is not None else None
         if generation is not None:
             generation = Generation(generation.text, generation.prompt_tokens,

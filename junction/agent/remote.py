@@ -29,7 +29,6 @@ host are taken to give the same text.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -40,14 +39,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from junction.agent.llm import (AgentConfig, AgentError, AgentPrompt, Generation, parse_output,
-                            render_prompt)
+from junction.agent.llm import (AgentCache, AgentConfig, AgentError, AgentPrompt, Generation,
+                                GenerationTable, parse_output, render_prompt)
 from junction.agent.execution import ExecutionResult, ToolCall
 from junction.agent.grading import json_safe
-from junction.sqlite_cache import open_wal
 from junction.tasks import BenchmarkTask, RouterView
 
-__all__ = ["API_KEY_ENV", "EXTRA_BODY", "RemoteAgentConfig", "RemoteAgent",
+__all__ = ["API_KEY_ENV", "EXTRA_BODY", "REMOTE_GENERATIONS", "RemoteAgentConfig", "RemoteAgent",
            "RemoteGenerationCache", "RemoteExecutor", "check_agent_url"]
 
 API_KEY_ENV = "JUNCTION_AGENT_API_KEY"
@@ -110,49 +108,15 @@ def check_agent_url(url: str) -> str:
     return url
 
 
-class RemoteGenerationCache:
-    """sqlite cache (WAL) of remote generations keyed by sha256(model id, prompt, settings).
+REMOTE_GENERATIONS = GenerationTable("remote_generations", "model_id", ("remote",))
+"""The remote executor's table in the agent cache: keyed by the server's model id."""
 
-    Raises ``AgentError`` naming the file if it cannot be opened.
-    """
+
+class RemoteGenerationCache(AgentCache):
+    """The agent cache's ``REMOTE_GENERATIONS`` table (``AgentCache``) at ``path``."""
 
     def __init__(self, path: Path, busy_timeout_s: float = 30.0) -> None:
-        self.path = Path(path)
-        self._db = open_wal(
-            self.path,
-            "CREATE TABLE IF NOT EXISTS remote_generations ("
-            " key TEXT PRIMARY KEY, model_id TEXT NOT NULL,"
-            " prompt_sha256 TEXT NOT NULL, settings TEXT NOT NULL, text TEXT NOT NULL,"
-            " prompt_tokens INTEGER NOT NULL, generated_tokens INTEGER NOT NULL)",
-            AgentError, "agent cache", busy_timeout_s)
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def key(model_id: str, prompt_sha256: str, settings: str) -> str:
-        """sha256 (hex) of ``remote``, the model id, the prompt's sha256 and the settings,
-        NUL-separated."""
-        return hashlib.sha256("\0".join(("remote", model_id, prompt_sha256, settings))
-                              .encode("utf-8")).hexdigest()
-
-    def get(self, key: str) -> Generation | None:
-        """The stored generation for ``key`` (``cached=True``), or None."""
-        with self._lock:
-            row = self._db.execute("SELECT text, prompt_tokens, generated_tokens FROM "
-                                   "remote_generations WHERE key = ?", (key,)).fetchone()
-        return None if row is None else Generation(row[0], row[1], row[2], cached=True)
-
-    def put(self, key: str, model_id: str, prompt_sha256: str, settings: str,
-            generation: Generation) -> None:
-        """Store a generation; an existing key is kept."""
-        with self._lock:
-            self._db.execute(
-                "INSERT OR IGNORE INTO remote_generations VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, model_id, prompt_sha256, settings, generation.text,
-                 generation.prompt_tokens, generation.generated_tokens))
-
-    def __len__(self) -> int:
-        with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM remote_generations").fetchone()[0]
+        super().__init__(path, REMOTE_GENERATIONS, busy_timeout_s)
 
 
 class RemoteAgent:
@@ -260,7 +224,7 @@ class RemoteExecutor:
         prompt = render_prompt(view, cs, ts)
         settings = self.agent.config.key()
         t0 = time.perf_counter()
-        key = RemoteGenerationCache.key(self.agent.model, prompt.sha256, settings)
+        key = REMOTE_GENERATIONS.key(self.agent.model, prompt.sha256, settings)
         with self._pending_guard:
             pending = self._pending.setdefault(key, threading.Lock())
         with pending:  # two units asking the same prompt at once: one request, one hit

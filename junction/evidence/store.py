@@ -121,12 +121,24 @@ class TraceStore:
     ) -> str:
         """Write one unit's timings, then its traces; return the trace file's path.
 
-        Re-writing a unit replaces its files (same deterministic name): no duplicate rows.
+        Every record and timing row is validated first, however it was made
+        (``records_to_table``, ``timings_to_table``), and each must name this unit's run,
+        suite and strategy: ``TraceError`` naming the first bad one, and then neither file
+        is written. Re-writing a unit replaces its files (same deterministic name): no
+        duplicate rows.
         """
+        traces, timing_table = records_to_table(records), timings_to_table(timings)
+        for kind, table in (("trace", traces), ("timing", timing_table)):
+            for column, expected in (("run_id", run_id), ("suite", suite),
+                                     ("strategy", strategy)):
+                found = set(table.column(column).to_pylist()) - {expected}
+                if found:
+                    raise TraceError(f"a {kind} row of unit {run_id}/{suite}/{strategy}/{unit} "
+                                     f"names {column} {sorted(found)[0]!r}; nothing was written")
         timing_path = self._unit_path("timings", run_id, suite, strategy, unit)
-        self._atomic_write(timing_path, self._parquet_bytes(timings_to_table(timings)))
+        self._atomic_write(timing_path, self._parquet_bytes(timing_table))
         path = self.trace_path(run_id, suite, strategy, unit)
-        self._atomic_write(path, self._parquet_bytes(records_to_table(records)))
+        self._atomic_write(path, self._parquet_bytes(traces))
         return path
 
     def learned_model_path(self, family: str, sha256: str) -> str:

@@ -277,20 +277,76 @@ TIMING_SCHEMA = pa.schema([
 ``agent_cached`` whether its answer came from the generation cache."""
 
 
+def _revalidated(record: Any) -> TaskTraceRecord:
+    """``record`` validated again from its fields, whatever path made it: pydantic's
+    ``model_copy(update=...)`` and ``model_construct`` skip validation, so a record changed
+    after it was built (an objective turned NaN) is caught here, before any byte is written.
+    Raises ``TraceError`` naming the record and the field."""
+    if not isinstance(record, TaskTraceRecord):
+        raise TraceError(f"a trace row must be a TaskTraceRecord, got {type(record).__name__}")
+    try:
+        return TaskTraceRecord.model_validate(record.model_dump(mode="python"))
+    except ValueError as exc:
+        where = (f"trace {record.run_id}/{record.suite}/{record.strategy}/{record.task_id}"
+                 if hasattr(record, "task_id") else "trace record")
+        errors = getattr(exc, "errors", None)
+        if errors is not None:
+            first = errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "record"
+            raise TraceError(f"{where}: {field}: {first['msg']} (got {first.get('input')!r}); "
+                             "nothing was written") from None
+        raise TraceError(f"{where}: {exc}; nothing was written") from None
+
+
 def records_to_table(records: list[TaskTraceRecord]) -> pa.Table:
-    """Trace records as an Arrow table with ``TRACE_SCHEMA`` (rows in the given order)."""
-    return pa.Table.from_pylist([r.to_row() for r in records], schema=TRACE_SCHEMA)
+    """Trace records as an Arrow table with ``TRACE_SCHEMA`` (rows in the given order).
+
+    Every record is validated again first (``TraceError`` naming the record and field of
+    the first invalid one: a NaN objective, a broken invariant), however it was made.
+    """
+    return pa.Table.from_pylist([_revalidated(r).to_row() for r in records],
+                                schema=TRACE_SCHEMA)
+
+
+_TIMING_FLOATS = ("budget_scale", "select_ms", "execute_ms", "total_ms", "agent_ms")
+_TIMING_OPTIONAL = ("agent_ms", "agent_cached")  # None (or left out) where no agent ran
 
 
 def timings_to_table(rows: list[dict[str, Any]]) -> pa.Table:
     """Timing rows (dicts with ``TIMING_SCHEMA``'s keys) as an Arrow table.
 
-    Raises ``TraceError`` naming the task and field of a NaN or infinite timing (an average
-    over the ``timings`` view would turn NaN).
+    Raises ``TraceError`` naming the task and field of a missing or unknown key, a time
+    that is not a finite number >= 0 (an average over the ``timings`` view would turn
+    NaN), or a value of the wrong type; ``agent_ms``/``agent_cached`` may be None or left
+    out.
     """
+    names = TIMING_SCHEMA.names
     for row in rows:
-        for key, value in row.items():
-            if isinstance(value, float) and not math.isfinite(value):
-                raise TraceError(f"timing {key}={value} of task {row.get('task_id')!r} is "
-                                 "not finite; timings must be finite milliseconds")
-    return pa.Table.from_pylist(rows, schema=TIMING_SCHEMA)
+        task = row.get("task_id") if isinstance(row, dict) else None
+        keys = set(row) if isinstance(row, dict) else set()
+        if not isinstance(row, dict) or not set(names) - set(_TIMING_OPTIONAL) <= keys <= \
+                set(names):
+            got = sorted(row) if isinstance(row, dict) else type(row).__name__
+            raise TraceError(f"timing row of task {task!r} must have the keys "
+                             f"{', '.join(names)} (agent_ms, agent_cached may be left out); "
+                             f"got {got}")
+        for key in _TIMING_FLOATS:
+            value = row.get(key)
+            if value is None and key in _TIMING_OPTIONAL:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TraceError(f"timing {key}={value!r} of task {task!r} is not a number; "
+                                 "timings are milliseconds")
+            if not math.isfinite(value):
+                raise TraceError(f"timing {key}={value!r} of task {task!r} is not finite; "
+                                 "timings must be finite milliseconds")
+            if value < 0:
+                raise TraceError(f"timing {key}={value!r} of task {task!r} is negative; "
+                                 "timings are milliseconds >= 0")
+        if row.get("agent_cached") is not None and not isinstance(row["agent_cached"], bool):
+            raise TraceError(f"timing agent_cached={row['agent_cached']!r} of task {task!r} "
+                             "must be true, false or null")
+    try:
+        return pa.Table.from_pylist(rows, schema=TIMING_SCHEMA)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        raise TraceError(f"timing rows do not fit the timings schema: {exc}") from None

@@ -135,12 +135,14 @@ def check_read_only(sql: str) -> None:
     """Refuse ``sql`` unless every statement is a SELECT (DuckDB's own parser says which).
 
     Raises ``ReadOnlyError`` naming the first other statement kind, ``WarehouseError`` for
-    SQL that does not parse.
+    SQL that does not parse or holds no statement (empty, only comments).
     """
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
         raise WarehouseError(f"query failed: {str(exc).splitlines()[0]}") from None
+    if not statements:
+        raise WarehouseError("the query holds no SQL statement; give one SELECT statement")
     for statement in statements:
         if statement.type not in _READ_ONLY_STATEMENTS:
             raise ReadOnlyError(f"refused: {statement.type.name} statement; `junction sql` "

@@ -39,7 +39,8 @@ def score_key(model_hash: str, instruction_hash: str, query: str, document: str,
 
 
 class ScoreCache:
-    """sqlite-backed score cache at ``path`` (created with its folder if missing).
+    """sqlite-backed score cache at ``path`` (created with its folder if missing; a corrupt
+    file is moved aside and a fresh one made: ``junction.sqlite_cache.check_cache``).
 
     Raises ``JudgeError`` naming the file if it cannot be opened.
     """

@@ -24,7 +24,8 @@ from junction.judge.smoke import run_smoke
 __all__ = ["JudgeSession", "SCORE_CACHE_NAME", "judge_session"]
 
 SCORE_CACHE_NAME = "judge_scores.sqlite"
-"""The judge score cache's file name under ``state_dir()``."""
+"""The judge score cache's file name under ``state_dir()`` (one of
+``junction.sqlite_cache.CACHE_FILES``)."""
 
 _LOCK = threading.Lock()
 _SMOKED: set[tuple[Any, str]] = set()

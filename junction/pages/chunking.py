@@ -24,9 +24,10 @@ one chunk). Rules:
 2. blocks join the current chunk while it stays within ``max_tokens``; a table or code block
    that does not fit starts a new chunk and is kept whole;
 3. a block that alone exceeds ``max_tokens`` is cut (tables at row boundaries, code and
-   paragraphs at line boundaries, then sentence, then word boundaries) into pieces of at
-   most ``max_tokens`` (a single word over the limit stays whole); each piece is its own
-   chunk, marked by ``cut`` (the boundaries used, e.g. ``"rows"``) and ``part``/``parts``;
+   paragraphs at line boundaries, then sentence, then word boundaries, and a single word
+   still over the limit at character boundaries, the longest prefix that fits) into
+   pieces of at most ``max_tokens``; each piece is its own chunk, marked by ``cut`` (the
+   boundaries used, e.g. ``"rows"`` or ``"words,chars"``) and ``part``/``parts``;
 4. a chunk under ``min_tokens`` is merged into the next chunk when the two fit within
    ``max_tokens``, else into the previous one, else kept as it is: nothing is dropped. A
    merged chunk's ``heading_path`` is the longest common prefix of the sections it covers
@@ -56,7 +57,7 @@ from bs4.element import (
 )
 
 from junction.errors import JunctionError
-from junction.text import SENTENCE_END
+from junction.text import SENTENCE_END, binary_offset
 from junction.tokens import DEFAULT_TOKEN_COUNTER, TokenCounter
 
 __all__ = [
@@ -101,8 +102,9 @@ _BLOCK_SEPARATOR = "\n\n"
 _BR = object()  # a <br> in an inline run
 _FLUSH = object()  # the end of a block container
 # Cut boundaries of an over-long block, coarse to fine, per block kind.
-_CUT_LEVELS = {"table": ("rows", "sentences", "words"), "code": ("lines", "words"),
-               "text": ("lines", "sentences", "words"), "heading": ("words",)}
+_CUT_LEVELS = {"table": ("rows", "sentences", "words", "chars"),
+               "code": ("lines", "words", "chars"),
+               "text": ("lines", "sentences", "words", "chars"), "heading": ("words", "chars")}
 
 
 class ChunkingError(JunctionError, ValueError):
@@ -122,7 +124,7 @@ class Chunk:
     - ``start``/``end``: character offsets of ``text`` in the page text
     - ``cut``: "" for whole blocks; for a piece of a block that alone exceeded the chunk
       limit, the boundaries it was cut at (``"rows"``, ``"lines"``, ``"sentences"``,
-      ``"words"``, comma-joined), with ``part`` (1-based) of ``parts``
+      ``"words"``, ``"chars"``, comma-joined), with ``part`` (1-based) of ``parts``
     - ``sections``: every heading path the chunk covers (more than one after a merge)
     """
 
@@ -309,6 +311,22 @@ class _Packer:
     def cost(self, a: int, b: int) -> int:
         return self.counter.count(self.text[a:b])
 
+    def _prefixes(self, a: int, b: int) -> list[tuple[int, int]]:
+        """(a, b) as consecutive pieces, each the longest prefix of what is left that costs
+        at most ``limit`` (binary search: the counter is monotone), at least one character."""
+        pieces = []
+        while a < b:
+            lo, hi = a + 1, b
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if self.cost(a, mid) <= self.limit:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            pieces.append((a, lo))
+            a = lo
+        return pieces
+
     def cut(self, a: int, b: int, levels: Sequence[str]) -> tuple[list[tuple[int, int]], str]:
         """Pieces of the over-long span (a, b), coarsest boundaries first, and the levels used."""
         used: list[str] = []
@@ -317,7 +335,8 @@ class _Packer:
             finer = []
             for x, y in units:
                 if self.cost(x, y) > self.limit:
-                    sub = _units(self.text, x, y, level)
+                    sub = (self._prefixes(x, y) if level == "chars"
+                           else _units(self.text, x, y, level))
                     finer.extend(sub)
                     if len(sub) > 1 and level not in used:
                         used.append(level)
@@ -432,15 +451,19 @@ def chunk_page(
 ) -> ChunkedPage:
     """Chunk ``html`` (rules in the module docstring): the page text and its chunks.
 
-    ``max_tokens`` (tokens, >= 1; default ``DEFAULT_MAX_CHUNK_TOKENS``) is the largest chunk,
-    except a single word longer than it; ``min_tokens`` (tokens, >= 0; default
+    ``max_tokens`` (tokens, >= 1; default ``DEFAULT_MAX_CHUNK_TOKENS``) is the largest chunk
+    (a word longer than it is cut at characters); ``min_tokens`` (tokens, >= 0; default
     ``DEFAULT_MIN_CHUNK_TOKENS``) the smallest chunk kept on its own. A page with no visible
     text gives no chunk. Deterministic: the same input gives the same chunks.
-    Raises ``ChunkingError`` naming the argument for ``html`` that is not a string,
+    Raises ``ChunkingError`` naming the argument for ``html`` that is not a string or holds
+    binary content (``junction.text.binary_offset``: a NUL, or mostly control characters),
     ``max_tokens`` < 1 or ``min_tokens`` < 0.
     """
     if not isinstance(html, str):
         raise ChunkingError(f"html must be a string, got {type(html).__name__}")
+    offset = binary_offset(html)
+    if offset is not None:
+        raise ChunkingError(f"html: binary content at byte {offset}; a page must be text")
     _check_limits(max_tokens, min_tokens)
     soup = BeautifulSoup(html, "html.parser")
     for tag in soup.find_all(_DROP):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
 
 from junction.resources import ContextResource, ToolResource
 from junction.select.problem import (
