@@ -96,23 +96,23 @@ def _timing(**overrides) -> dict:
 
 @pytest.mark.parametrize(("records", "timings", "message"), [
     # model_copy(update=...) skips validation: the store validates again as it writes
-    ([_record().model_copy(update={"objective": float("nan")})], [_timing()],
+    ([trace_record().model_copy(update={"objective": float("nan")})], [_timing()],
      "trace r1/s/exact/t1: objective: Input should be a finite number"),
-    ([_record().model_copy(update={"tokens_used": 41})], [_timing()],
+    ([trace_record().model_copy(update={"tokens_used": 41})], [_timing()],
      "tokens_used 41 != context_tokens 10 \\+ tool_tokens 30"),
-    ([TaskTraceRecord.model_construct(**{**dict(_record()), "unary": float("inf")})],
+    ([TaskTraceRecord.model_construct(**{**dict(trace_record()), "unary": float("inf")})],
      [_timing()], "unary: Input should be a finite number"),
-    ([_record(run_id="other")], [_timing()],
+    ([trace_record(run_id="other")], [_timing()],
      "a trace row of unit r1/s/exact/u0 names run_id 'other'"),
-    ([_record()], [_timing(total_ms=float("nan"))], "timing total_ms=nan of task 't1' is not "
+    ([trace_record()], [_timing(total_ms=float("nan"))], "timing total_ms=nan of task 't1' is not "
      "finite"),
-    ([_record()], [_timing(select_ms=-1.0)], "timing select_ms=-1.0 of task 't1' is negative"),
-    ([_record()], [_timing(select_ms="fast")], "timing select_ms='fast' of task 't1' is not a "
+    ([trace_record()], [_timing(select_ms=-1.0)], "timing select_ms=-1.0 of task 't1' is negative"),
+    ([trace_record()], [_timing(select_ms="fast")], "timing select_ms='fast' of task 't1' is not a "
      "number"),
-    ([_record()], [{**_timing(), "extra": 1}], "must have the keys run_id"),
-    ([_record()], [_timing(strategy="fixed_split")],
+    ([trace_record()], [{**_timing(), "extra": 1}], "must have the keys run_id"),
+    ([trace_record()], [_timing(strategy="fixed_split")],
      "a timing row of unit r1/s/exact/u0 names strategy 'fixed_split'"),
-    ([_record()], [_timing(agent_cached="yes")], "agent_cached='yes'"),
+    ([trace_record()], [_timing(agent_cached="yes")], "agent_cached='yes'"),
 ])
 def test_the_store_validates_every_row_as_it_writes(tmp_path, records, timings, message):
     store = TraceStore(str(tmp_path))
@@ -125,6 +125,6 @@ def test_the_store_validates_every_row_as_it_writes(tmp_path, records, timings, 
 
 def test_a_valid_timing_row_with_an_agent_is_written(tmp_path):
     store = TraceStore(str(tmp_path))
-    store.write_unit("r1", "s", "exact", "u0", [_record()],
+    store.write_unit("r1", "s", "exact", "u0", [trace_record()],
                      [_timing(agent_ms=12.0, agent_cached=True)])
     assert store.unit_done("r1", "s", "exact", "u0")

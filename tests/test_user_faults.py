@@ -163,10 +163,10 @@ def test_admit_prints_a_page_with_escape_sequences_escaped(judge, tmp_path):
 def warehouse(cli_env):
     """The module's warehouse with one run of one unit (``sql`` needs traces to query)."""
     from junction.evidence.store import TraceStore
-    from tests.test_traces import _record
+    from tests.helpers import trace_record
 
     store = TraceStore(cli_env["JUNCTION_WAREHOUSE"])
-    store.write_unit("r1", "s", "exact", "u0", [_record()], [])
+    store.write_unit("r1", "s", "exact", "u0", [trace_record()], [])
     return store
 
 
