@@ -7,6 +7,7 @@ Nothing here knows the joint objective: matrices in, solver status and points ou
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,14 @@ NO_HEURISTICS: dict[str, object] = {
 infeasibility proofs (junction/select/exact/milp_reference.py's tie pass; timings in bench/README.md)."""
 
 _HIGHS_BANNER_SHOWN = False
+
+_THREADED = threading.Lock()
+"""Held around a solve in highspy's solver thread: ``Highs.startSolve`` guards its thread
+with a class-level lock, so a process runs one such solve at a time (a second raises
+"Solver is already running")."""
+_ABANDONED: list[threading.Thread] = []
+"""Solver threads abandoned at a deadline and perhaps still running (HiGHS stops at its
+next check); the next threaded solve waits for them, up to its own deadline."""
 
 
 def new_highs():
@@ -146,14 +155,27 @@ def highs_milp(c: np.ndarray, A: csr_array, row_lo: np.ndarray, row_hi: np.ndarr
     if deadline is None:
         h.run()
     else:
-        h.HandleUserInterrupt = True
-        thread = h.startSolve()
-        thread.join(max(deadline - time.perf_counter(), 0.0))
-        if thread.is_alive():
-            h.cancelSolve()
-            points = list(found)
-            return MipResult(1, points[-1] if points else None, 0, None, None,
-                             "abandoned at the deadline", points)
+        abandoned = MipResult(1, None, 0, None, None, "abandoned at the deadline", [])
+        if not _THREADED.acquire(timeout=max(deadline - time.perf_counter(), 0.0)):
+            return abandoned
+        try:
+            for earlier in list(_ABANDONED):  # highspy runs one threaded solve at a time
+                earlier.join(max(deadline - time.perf_counter(), 0.0))
+                if not earlier.is_alive():
+                    _ABANDONED.remove(earlier)
+            if _ABANDONED:
+                return abandoned
+            h.HandleUserInterrupt = True
+            thread = h.startSolve()
+            thread.join(max(deadline - time.perf_counter(), 0.0))
+            if thread.is_alive():
+                h.cancelSolve()
+                _ABANDONED.append(thread)
+                points = list(found)
+                return MipResult(1, points[-1] if points else None, 0, None, None,
+                                 "abandoned at the deadline", points)
+        finally:
+            _THREADED.release()
     model_status = h.getModelStatus()
     info = h.getInfo()
     has_point = info.primal_solution_status == 2  # kSolutionStatusFeasible
