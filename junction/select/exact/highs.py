@@ -6,6 +6,7 @@ Nothing here knows the joint objective: matrices in, solver status and points ou
 
 from __future__ import annotations
 
+import atexit
 import math
 import threading
 import time
@@ -63,6 +64,16 @@ with a class-level lock, so a process runs one such solve at a time (a second ra
 _ABANDONED: list[threading.Thread] = []
 """Solver threads abandoned at a deadline and perhaps still running (HiGHS stops at its
 next check); the next threaded solve waits for them, up to its own deadline."""
+
+
+def _join_abandoned() -> None:
+    """At exit, wait for abandoned solver threads: one still running while the interpreter
+    shuts down calls back into Python (its improving-solution callback) and crashes it."""
+    for thread in _ABANDONED:
+        thread.join()
+
+
+atexit.register(_join_abandoned)
 
 
 def new_highs():
