@@ -2,21 +2,21 @@
 
 Used by tests (tests/test_milp.py) and benchmarks (bench/exact_solver.py) only, as a
 second exact search to set beside ``junction.select.exact.bnc``. It is not independent
-of the library: it shares ``junction.select.exact.kernel`` (``reduce``, ``Model``, the
-local search, the odd-cycle cuts, ``Reduced.exceeded``) and the HiGHS glue with the branch
+of the library: it shares ``reduction.reduce``, ``model.Model``, the local search, the
+odd-cycle cuts and ``Reduced.exceeded`` and the HiGHS glue with the branch
 and cut; what differs is who branches (HiGHS here, the library's own tree there) and how
 the tie rule is met (extra solver passes here, inside the tree there). A bug in the shared
-kernel would be shared too; the enumeration oracle (``EnumerationJointSelector``) shares
+code would be shared too; the enumeration oracle (``EnumerationJointSelector``) shares
 none of it.
 
-Model and reduction: ``kernel``'s module docstring. Root cuts (from
+Model and reduction: the module docstrings of model.py and reduction.py. Root cuts (from
 ``CYCLE_CUT_MIN_CANDIDATES`` candidates up): rounds of LP relaxation plus exact separation
-of the odd-cycle inequalities (``kernel.cycle_cuts``); the cuts stay in the model for
+of the odd-cycle inequalities (``model.cycle_cuts``); the cuts stay in the model for
 every pass.
 
 Ties: broken by a documented second pass, not inside one model. Pass 1 maximises the
 objective (value z); with root cuts it starts from an incumbent (the root LP point
-rounded, then ``kernel.local_search``) and a row objective >= its value (``_Search.run``).
+rounded, then ``local_search.local_search``) and a row objective >= its value (``_Search.run``).
 Pass 2 asks whether another set with a key tokens·(N+1) + |S| no larger than the best's
 (N = number of candidates; the key orders sets exactly as the first two levels of the tie
 rule: fewer tokens, then fewer resources) has an objective >= z - ``OBJECTIVE_TOLERANCE``
@@ -57,14 +57,10 @@ from scipy.optimize import linprog
 from scipy.sparse import vstack
 
 from junction.errors import SelectionError
-from junction.select.exact.kernel import (
-    DEFAULT_TIME_LIMIT_S,
-    Model,
-    Reduced,
-    ReducingSelector,
-    cycle_cuts,
-    local_search,
-)
+from junction.select.exact.limits import DEFAULT_TIME_LIMIT_S
+from junction.select.exact.local_search import local_search
+from junction.select.exact.model import Model, cycle_cuts
+from junction.select.exact.reduction import Reduced, ReducingSelector
 from junction.select.problem import (
     OBJECTIVE_TOLERANCE,
     JointProblem,
