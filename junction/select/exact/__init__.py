@@ -10,6 +10,8 @@ reduction.py (the reduced problem and its arrays), local_search.py (incumbents),
 glue) are shared by bnb/bnc and by junction/select/exact/milp_reference.py. The branch and
 cut's parts: nodelp.py (its LP), search.py (the state they share), root.py (root bounds
 and incumbents), probing.py (fixing before the search), branching.py; bnc.py drives them.
+The MILP reference (milp_reference.py, for tests and bench/ only): its passes in
+milp_search.py, its LP relaxation in milp_lp.py.
 """
 
 from junction.select.exact.auto import AUTO_COMBINATORIAL_MAX, AutoJointSelector
