@@ -2,5 +2,7 @@
 
 - ``blocks``: a page's visible text as blocks (BeautifulSoup);
 - ``chunking``: the chunker (blocks packed into chunks), nothing lost;
-- ``admission``: top-K admission of scored chunks inside a token budget.
+- ``admission``: the admission policies over judge scores (the one top-K rule, floors,
+  sub-tasks);
+- ``chunk_admission``: top-K admission of a page's scored chunks inside a token budget.
 """

@@ -22,7 +22,7 @@ one chunk). Rules:
    merged chunk's ``heading_path`` is the longest common prefix of the sections it covers
    (``sections`` lists them all).
 
-The module only parses: admission of scored chunks is ``junction.pages.admission``
+The module only parses: admission of scored chunks is ``junction.pages.chunk_admission``
 (``admit_chunks``). Token costs use ``junction.tokens.DEFAULT_TOKEN_COUNTER`` unless
 another counter is given.
 """
