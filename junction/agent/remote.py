@@ -24,7 +24,9 @@ The prompt is fitted to the server's context window as the embedded agent's is
 (``junction.agent.prompt.fit_prompt``: the most recent exposed contexts that fit, with room
 for ``max_tokens``). The window is ``RemoteAgentConfig.context_tokens`` (``--agent-context-
 tokens``) or what the server reports (``RemoteAgent.context_window``); tokens are counted
-by the server's own tokenizer (``RemoteAgent.count_prompt_tokens``).
+by the server's own tokenizer (``RemoteAgent.count_prompt_tokens``). The tests run
+llama-cpp-python's server; vLLM's and llama.cpp's fields and endpoints are read as their
+documentation gives them.
 
 Generations are cached (sqlite, WAL, table ``remote_generations`` beside the embedded
 agent's in the same file) by sha256 of (server model id, prompt sha256, decoding
@@ -50,9 +52,9 @@ from junction.agent.llm import AgentConfig
 from junction.agent.prompt import AgentError, AgentPrompt, prompt_limit
 from junction.tokens import DEFAULT_TOKEN_COUNTER
 
-__all__ = ["API_KEY_ENV", "APPROX_MARGIN", "EXTRA_BODY", "REMOTE_GENERATIONS", "TOKENIZE_ENDPOINTS",
-           "RemoteAgentConfig", "RemoteAgent", "RemoteGenerationCache", "RemoteExecutor",
-           "check_agent_url"]
+__all__ = ["API_KEY_ENV", "APPROX_MARGIN", "EXTRA_BODY", "REMOTE_GENERATIONS",
+           "TOKENIZE_ENDPOINTS", "RemoteAgentConfig", "RemoteAgent", "RemoteGenerationCache",
+           "RemoteExecutor", "check_agent_url"]
 
 API_KEY_ENV = "JUNCTION_AGENT_API_KEY"
 """The environment variable holding the server's API key (default ``none``: local servers
@@ -155,7 +157,8 @@ class RemoteAgent:
     ``check_model`` asks the server which models it serves; ``check_window`` learns its
     context window and how it counts tokens (``context_window``, ``count_prompt_tokens``,
     ``prompt_limit``); ``generate`` sends one chat completion. Every failure is an
-    ``AgentError`` of one line naming the URL (the key is never in it). ``endpoint`` is what traces record: ``host[:port]/path model-id``.
+    ``AgentError`` of one line naming the URL (the key is never in it). ``endpoint`` is
+    what traces record: ``host[:port]/path model-id``.
     """
 
     def __init__(self, url: str, model: str,
