@@ -294,8 +294,8 @@ class RunPlan(BaseModel):
                                 f"agent's {room - 1} generated tokens and one), got "
                                 f"{self.agent_context_tokens!r}")
         if self.agent_url is None:
-            raise JunctionError("agent_concurrency and agent_context_tokens apply to a remote "
-                                "agent only (--agent-url)")
+            given = "agent_concurrency" if self.agent_concurrency != 1 else "agent_context_tokens"
+            raise JunctionError(f"{given} applies to a remote agent only (--agent-url)")
         check_agent_url(self.agent_url)
         if not self.agent_model:
             raise AgentError(f"--agent-url {self.agent_url} needs --agent-model, the model "
