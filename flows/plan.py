@@ -281,7 +281,7 @@ class RunPlan(BaseModel):
     def _check_remote_agent(self) -> None:
         """A remote agent's static checks; the server's model list is checked by
         ``flows.benchmark.prepare_run``, which may reach the server."""
-        from junction.agent.llm import AgentError
+        from junction.agent.prompt import AgentError
         from junction.agent.remote import RemoteAgentConfig, check_agent_url
 
         if not _is_count(self.agent_concurrency, 1):

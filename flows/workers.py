@@ -30,7 +30,8 @@ def agent_executor(model: str | None, url: str | None = None, concurrency: int =
     ``model`` is the server's model id, checked against the server's list when first made,
     and the server's context window learnt then: ``context_tokens``, or what the server
     reports; ``AgentError`` if the model is not listed or no window is known)."""
-    from junction.agent.llm import AgentCache, LlamaAgent, LLMExecutor
+    from junction.agent.llm import LlamaAgent, LLMExecutor
+    from junction.agent.generations import AgentCache
     from junction.environment import state_dir
     from junction.models import file_sha256, resolve_model_path
 

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from junction.agent.llm import AgentError, fit_prompt, render_prompt
+from junction.agent.prompt import AgentError, fit_prompt, render_prompt
 from junction.agent.prompt import prompt_limit
 from junction.evaluate import evaluate_batch
 from junction.agent.remote import (RemoteAgent, RemoteAgentConfig, RemoteExecutor,

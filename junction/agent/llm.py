@@ -22,31 +22,11 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from junction.agent.generations import (AGENT_CACHE_NAME, EMBEDDED_GENERATIONS, AgentCache,
-                                        CachedExecutor, Generation, GenerationTable)
-from junction.agent.prompt import (DOCUMENTS_HEADER, LEFT_OUT_NOTE, QUESTION_RESERVE, AgentError,
-                                   AgentPrompt, fit_prompt, parse_output, prompt_limit,
-                                   render_prompt)
+from junction.agent.generations import EMBEDDED_GENERATIONS, AgentCache, CachedExecutor, Generation
+from junction.agent.prompt import AgentError, AgentPrompt, prompt_limit
 
-__all__ = [
-    "AgentConfig",
-    "LlamaAgent",
-    "LLMExecutor",
-    # re-exported from junction.agent.prompt and junction.agent.generations
-    "AgentError",
-    "AgentPrompt",
-    "AgentCache",
-    "AGENT_CACHE_NAME",
-    "EMBEDDED_GENERATIONS",
-    "GenerationTable",
-    "Generation",
-    "DOCUMENTS_HEADER",
-    "LEFT_OUT_NOTE",
-    "QUESTION_RESERVE",
-    "fit_prompt",
-    "render_prompt",
-    "parse_output",
-]
+__all__ = ["AgentConfig", "LlamaAgent", "LLMExecutor"]
+
 
 @dataclass(frozen=True)
 class AgentConfig:
