@@ -140,6 +140,11 @@ def bench(
     BFCL suites only; the language-model agent on 1 task per BFCL suite for every strategy
     and reference.
     """
+    output_root = warehouse or warehouse_root()
+    if run_id and "://" not in output_root:  # a held run id: refused before anything loads
+        from junction.evidence.locks import check_run_free
+
+        check_run_free(Path(output_root), run_id)
     from junction_datasets.jsonl import load_suite_file
 
     from flows.plan import RunPlan, prepare_run
@@ -151,7 +156,7 @@ def bench(
     plan = RunPlan.build(
         suites=suite or None, strategies=strategy or None, seeds=seed or None,
         budget_scales=budget_scale or None, size=size, full=full,
-        batch_size=batch_size, output_root=warehouse or warehouse_root(),
+        batch_size=batch_size, output_root=output_root,
         reports_root=reports or reports_root(), runner=runner.value,
         workers=workers, dask_address=dask_address,
         suite_files=[str(p.resolve()) for p in suite_file or []] or None,

@@ -194,6 +194,7 @@ def exit_now(drain_s: float = 0.0, failed: str | None = None, line: str | None =
     with _writes:
         _closing.set()
         _writes.wait_for(lambda: _active_writes == 0, timeout=_WRITE_GRACE_S)
+    run.done = _units_on_disk(run, run.done)
     _write_meta(run, failed)
     _remove_temporary_files(run)
     from flows import server
@@ -228,6 +229,16 @@ def _write_meta(run: _Run, failed: str | None) -> None:
         meta.update(status="failed", error=failed)
     with contextlib.suppress(Exception):  # exiting: a failure here must not stop the exit
         TraceStore(run.root).write_run_meta(run.run_id, meta)
+
+
+def _units_on_disk(run: _Run, counted: int) -> int:
+    """The run's unit trace files on a local root (a unit that finished while the
+    process was exiting counts; resumed units too: they are among the total), else
+    ``counted``."""
+    if run.root is None or "://" in run.root or run.total is None:
+        return counted
+    folder = Path(run.root) / "traces" / f"run_id={run.run_id}"
+    return sum(1 for _ in folder.rglob("*.parquet")) if folder.is_dir() else counted
 
 
 def _remove_temporary_files(run: _Run) -> None:
