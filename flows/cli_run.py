@@ -206,6 +206,7 @@ def _run(plan, run_id: str) -> dict:
         import prefect  # noqa: F401 - configures Prefect's logging, then routed to the log
 
         run_log.route_to(log)
+        server.send_stderr_to(log)
         server.watch(lambda pid, code: _server_exited(pid, code, run_id, log))
         return _run_with_progress(plan, run_id)
     except interrupts.RunInterrupted:

@@ -7,6 +7,9 @@ temporary server, a uvicorn child process. Junction starts it itself (``start``)
   ``exec`` (POSIX ``fork``/``execve``), so a Ctrl-C sent to the terminal's process group
   reaches only the ``junction`` process, which then shuts the run down in order instead of
   losing its server first;
+- its stderr (uvicorn's and the server's own tracebacks, e.g. one at a stop that cuts a
+  database write) can go to a file (``send_stderr_to``: the run's log) instead of the
+  user's terminal;
 - it can be watched (``watch``: a callback when it exits on its own, e.g. killed);
 - it can be stopped without retries (``stop``): Prefect's events and API-log workers are
   drained with a time limit, then the server is terminated. Left to Prefect, the events
@@ -23,21 +26,49 @@ Prefect's clients reuse: ``SubprocessASGIServer()``, ``.start()``, ``.stop()``,
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import fcntl
 import os
 import signal
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from junction.environment import state_dir
 
-__all__ = ["start", "stop", "watch", "server_pid"]
+__all__ = ["start", "stop", "watch", "server_pid", "send_stderr_to"]
 
 _WATCH_INTERVAL_S = 0.2
 _stopping = threading.Event()
 _on_exit: Callable[[int, int], None] | None = None
+_stderr_path: Path | None = None
+
+
+def send_stderr_to(path: Path | None) -> None:
+    """Give the next server that ``start`` starts ``path`` (appended to) as its stderr;
+    None: this process's stderr. The child takes file descriptor 2 at its fork, so fd 2
+    points at ``path`` while the server starts (seconds); anything this process writes to
+    stderr meanwhile lands there too."""
+    global _stderr_path
+    _stderr_path = path
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Path | None) -> Iterator[None]:
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "ab") as handle:
+        os.dup2(handle.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def start() -> None:
@@ -76,7 +107,7 @@ def start() -> None:
             f"sqlite+aiosqlite:///{_process_database(home / 'ephemeral')}")
     with open(home / ".junction-server-start.lock", "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
-        with temporary_settings(updates=updates):
+        with temporary_settings(updates=updates), _stderr_to(_stderr_path):
             _in_thread_without_sigint(SubprocessASGIServer().start)
     _watch_running()
 
@@ -111,8 +142,6 @@ def server_pid() -> int | None:
 
 
 def _process():
-    import sys
-
     if "prefect.server.api.server" not in sys.modules:
         return None  # never started: do not import Prefect's server to say so
     from prefect.server.api.server import SubprocessASGIServer
@@ -150,8 +179,6 @@ def stop(drain_s: float = 2.0) -> None:
     """Drain Prefect's events and API-log workers for at most ``drain_s`` seconds in all,
     then stop the temporary server (SIGTERM, SIGKILL after 5 s: Prefect's ``stop``).
     Never retries; safe to call when nothing runs or from any thread."""
-    import sys
-
     _stopping.set()
     if "prefect" not in sys.modules:
         return
