@@ -6,16 +6,16 @@ batch of tasks), not one Prefect task per benchmark task, so orchestration overh
 small. A unit whose trace file already exists is skipped, so re-running a run id
 completes only what is missing and never duplicates a row. Only file I/O is retried
 (``retry_condition_fn`` accepts ``OSError`` only); pure work that fails, fails once.
+Units are submitted a few at a time, so a stop asked by a signal (``flows.interrupts``,
+armed by the command line) takes effect between two units: the run is then marked
+``interrupted`` and ``RunInterrupted`` says how many units were done.
 """
 
-import platform
 import queue
-import subprocess
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +26,10 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows import interrupts, server
 from flows.interrupts import RunInterrupted
-from flows.plan import (RunPlan, check_resume, check_writable, default_suites, new_run_id,
-                        prepare_run, skipped_default_suites)
-from flows.sampling import LoadedSuite, agent_sample, capped, suite_summary
+from flows.plan import RunPlan, check_resume, check_writable, new_run_id, prepare_run
+from flows.run_record import finish_run, start_run
+from flows.sampling import LoadedSuite, agent_sample, capped
 from flows.workers import run_unit_now
-from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError, UnknownNameError
 from junction.evidence.reports import run_timings, write_report
 from junction.evidence.store import TraceStore, check_name
@@ -58,30 +57,6 @@ def _report_progress(done: int, total: int) -> None:
     observer = _PROGRESS.get()
     if observer is not None:
         observer(done, total)
-
-_PACKAGES = ("junction", "prefect", "duckdb", "pyarrow", "pydantic", "bm25s", "scipy",
-             "numpy", "llama_cpp_python", "ir_measures", "bfcl-eval")
-
-
-def _git(*args: str) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                             timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
-def _versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for name in _PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "absent"
-    return versions
-
-
 
 # --------------------------------------------------------------------------- tasks
 
@@ -269,11 +244,11 @@ def benchmark(plan: RunPlan, run_id: str | None = None,
     check_resume(plan, run_id)
     suites = load_suites(plan)  # before anything is written
     store = TraceStore(plan.output_root)
-    meta = _start_run(store, plan, run_id, suites)
+    meta = start_run(store, plan, run_id, suites)
     interrupts.track(root=plan.output_root, meta=meta)
     try:
         results = _submit(plan, run_id, plan_units(plan, suites))
-        _finish_run(store, meta, results, suites, plan)
+        finish_run(store, meta, results, suites, plan)
         refresh_warehouse(plan.output_root)
         report = (write_run_report(plan.output_root, plan.reports_root, run_id,
                                    meta["suites"]) if write_reports else None)
@@ -283,34 +258,14 @@ def benchmark(plan: RunPlan, run_id: str | None = None,
     except BaseException as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         meta.update(finished_at=datetime.now(UTC).isoformat(), status="failed",
-                    error=f"{type(exc).__name__}: {reason}")
+                    error=reason if isinstance(exc, UnitFailedError)  # names its error
+                    else f"{type(exc).__name__}: {reason}")
         meta.pop("suites", None)
         store.write_run_meta(run_id, meta)
         raise
     return {"run_id": run_id, "report": report, "units": len(results),
             "units_skipped": sum(r["skipped"] for r in results),
             "tasks": sum(r["tasks"] for r in results)}
-
-
-def _start_run(store: TraceStore, plan: RunPlan, run_id: str,
-               suites: list[LoadedSuite]) -> dict[str, Any]:
-    """Write the run's run.json as ``running`` (keeping a resumed run's start time and
-    learned models) and return it."""
-    existing = store.read_run_meta(run_id) or {}
-    meta = {
-        "run_id": run_id, "params": plan.params(), "params_hash": plan.params_hash(),
-        "seeds": plan.seeds, "git_commit": _git("rev-parse", "HEAD"),
-        "git_dirty": bool(_git("status", "--porcelain")), "versions": _versions(),
-        "started_at": existing.get("started_at") or datetime.now(UTC).isoformat(),
-        "finished_at": None, "status": "running",
-    }
-    skipped = {n: r for n, r in skipped_default_suites().items() if n not in plan.suites}
-    if skipped and not plan.suite_files and plan.suites == default_suites():
-        meta["suites_skipped"] = skipped
-    if existing.get("learned_models"):
-        meta["learned_models"] = existing["learned_models"]
-    store.write_run_meta(run_id, meta)
-    return meta
 
 
 class UnitFailedError(JunctionError):
@@ -350,7 +305,12 @@ def _submit(plan: RunPlan, run_id: str, units: list[Unit]) -> list[dict[str, Any
         except queue.Empty:
             continue
         in_flight -= 1
-        result = _unit_result(future, unit)
+        try:
+            result = _unit_result(future, unit)
+        except UnitFailedError:
+            if not interrupts.stop_requested():
+                raise
+            continue  # a unit the interrupt ended (a Dask worker got the Ctrl-C too)
         if not result.get("cancelled"):
             results.append(result)
             interrupts.track(done=len(results))
@@ -368,20 +328,6 @@ def _unit_result(future, unit: Unit) -> dict[str, Any]:
         first = str(exc).splitlines()[0] if str(exc) else ""
         raise UnitFailedError(f"unit {unit.suite.name}/{unit.strategy}/{unit.name} failed: "
                               f"{type(exc).__name__}: {first}".rstrip(": ")) from exc
-
-
-def _finish_run(store: TraceStore, meta: dict[str, Any], results: list[dict[str, Any]],
-                suites: list[LoadedSuite], plan: RunPlan) -> None:
-    """Mark the run completed with its suites' summaries and learned-model files."""
-    learned = sorted({*meta.get("learned_models", ()),
-                      *(m for r in results for m in r.get("learned_models", ()))})
-    if learned:  # file names under learned/ (a resumed run keeps the earlier ones)
-        meta["learned_models"] = learned
-    max_tasks = {s: step.max_tasks for s, step in plan.steps().items()}
-    meta.update(finished_at=datetime.now(UTC).isoformat(), status="completed",
-                suites={s.key: suite_summary(s, max_tasks)
-                        for s in suites})
-    store.write_run_meta(meta["run_id"], meta)
 
 
 # --------------------------------------------------------------------------- running it
