@@ -52,8 +52,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from junction.agent.llm import (AgentCache, AgentConfig, LlamaAgent, LLMExecutor,  # noqa: E402
-                                fit_prompt, render_prompt)
+from junction.agent.llm import AgentConfig, LlamaAgent, LLMExecutor  # noqa: E402
+from junction.agent.prompt import fit_prompt, render_prompt  # noqa: E402
+from junction.agent.generations import AgentCache  # noqa: E402
 from junction.environment import state_dir  # noqa: E402
 from junction.evaluate import evaluate_batch  # noqa: E402
 from junction.models import file_sha256, resolve_model_path  # noqa: E402

@@ -13,7 +13,7 @@ branch and bound (``CombinatorialJointSelector``) up to 32 candidates, the branc
   proven count of both; and the root gap (bound - best) / |best| and cost in seconds of
   each bound: ``mccormick`` (the standard linearisation's LP), ``mccormick_cycles``
   (plus root odd-cycle cuts: the root before issue 19), ``product`` (plus
-  ``kernel.product_rows``), ``product_cycles`` (both: the root now), each capped by
+  ``model.product_rows``), ``product_cycles`` (both: the root now), each capped by
   the time limit; "best" is the better set of the two runs (``best_proven`` says
   whether either proved it, else the gap is an upper bound on the true gap);
 - the enumerating selector's and the solvers' median times at 12, 16 and 20 candidates

@@ -17,7 +17,7 @@ import time
 
 from junction.select import JointProblem
 from junction.select.exact import DEFAULT_WORK_LIMIT
-from junction.select.exact.kernel import reduce
+from junction.select.exact.reduction import reduce
 from junction.select.exact.root import solve_root
 from junction.select.exact.search import Search
 from junction.select.instances import FAMILIES, family_problem
@@ -29,10 +29,10 @@ def root_bounds(problem: JointProblem, product_rows: bool = True, cycle_cuts: bo
     """The branch and cut's root bounds on one problem.
 
     Returns ``lp`` (the first LP's value: the McCormick rows, plus the product rows of
-    ``kernel.product_rows`` when ``product_rows``) and ``lp_s`` (seconds from the start,
+    ``model.product_rows`` when ``product_rows``) and ``lp_s`` (seconds from the start,
     the reduction included), then, when ``cycle_cuts``, ``cuts`` and ``cuts_s`` after the
     root's odd-cycle separation rounds (the same rules as ``BranchAndCutJointSelector``);
-    ``iterations`` (simplex iterations); ``candidates`` (after ``kernel.reduce``).
+    ``iterations`` (simplex iterations); ``candidates`` (after ``reduction.reduce``).
     ``time_limit_s`` (seconds, from the start): an LP it stops leaves its bound out
     (``lp`` or ``cuts`` absent; a stopped separation round keeps the last finished
     round's value as ``cuts`` and sets ``cuts_stopped`` to 1.0). Bounds are in the

@@ -109,11 +109,13 @@ def run_unit(root: str, run_id: str, suite: str, strategy: str, seed: int, scale
              unit: str, tasks: TaskBatch, pool_limit: int | None,
              agent_task_ids: TaskBatch | None = None,
              agent_model: str | None = None, agent_url: str | None = None,
-             agent_concurrency: int = 1) -> dict[str, Any]:
+             agent_concurrency: int = 1,
+             agent_context_tokens: int | None = None) -> dict[str, Any]:
     """Prefect task around ``run_unit_now`` (writes a Parquet file: I/O is retried)."""
     return run_unit_now(root, run_id, suite, strategy, seed, scale, unit, tasks.tasks,
                         pool_limit, tuple(agent_task_ids.tasks if agent_task_ids else ()),
-                        agent_model, agent_url, agent_concurrency)
+                        agent_model, agent_url, agent_concurrency,
+                        agent_context_tokens)
 
 
 @task(name="refresh-warehouse", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE,
@@ -295,7 +297,7 @@ def _submit(plan: RunPlan, run_id: str, units: list[Unit]) -> list[dict[str, Any
                 plan.output_root, run_id, unit.suite.name, unit.strategy, unit.suite.seed,
                 unit.scale, unit.name, TaskBatch(unit.tasks), unit.suite.info.pool_limit,
                 TaskBatch(unit.agent_ids) if unit.agent_ids else None, plan.agent_model,
-                plan.agent_url, plan.agent_concurrency)
+                plan.agent_url, plan.agent_concurrency, plan.agent_context_tokens)
             future.add_done_callback(lambda f, u=unit: finished.put((f, u)))
             in_flight += 1
         if not in_flight:

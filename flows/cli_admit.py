@@ -4,7 +4,7 @@ Reads a local file or standard input (``-``); nothing is fetched. The page is ch
 (``junction.pages.chunking.chunk_page``), every chunk is judged against the query by the judge
 the benchmark uses (``flows.cli_judge._load``: the embedded default model, or ``--model``),
 reading the chunk's heading path then its text, and the best chunks are admitted whole,
-top-K inside the token budget (``junction.pages.admission.admit_chunks``, the page strategies' rule; defaults 5 chunks
+top-K inside the token budget (``junction.pages.chunk_admission.admit_chunks``, the page strategies' rule; defaults 5 chunks
 within 2,048 tokens: README, "Pages"). Explore mode keeps each chunk's score against the
 query; ``--exploit --original TASK`` scores each chunk against both and keeps the minimum
 (``junction.pages.admission.exploit_scores``). A degenerate batch (every score within the
@@ -91,7 +91,7 @@ def admit(
 ) -> None:
     """Admit the best chunks of an HTML page for a query, verbatim, top-K within a budget."""
     from flows.cli_judge import _load
-    from junction.pages.admission import ScoredChunk, admit_chunks
+    from junction.pages.chunk_admission import ScoredChunk, admit_chunks
     from junction.pages.chunking import DEFAULT_MAX_CHUNK_TOKENS, chunk_document, chunk_page
     from junction.errors import JunctionError
     from junction.judge import RETRIEVAL_INSTRUCTION

@@ -125,6 +125,7 @@ def bench(
     agent_concurrency: int = typer.Option(
         1, "--agent-concurrency", min=1, metavar="N",
         help="Requests in flight to --agent-url at once."),
+    agent_context_tokens: int = typer.Option(None, "--agent-context-tokens", metavar="N", help="The --agent-url server's context window in tokens (default: as the server reports it)."),
     tau2_data: Path = typer.Option(
         None, "--tau2-data", metavar="PATH",
         help="tau2-bench checkout or banking_knowledge folder for the tau2-banking suite "
@@ -165,6 +166,7 @@ def bench(
         agent_size=agent_size,
         agent_model=agent_model if agent_url else _agent_model(agent_model),
         agent_url=agent_url, agent_concurrency=agent_concurrency,
+        agent_context_tokens=agent_context_tokens,
     )  # every check that needs no suite data: one error before anything starts
     given_id, run_id = run_id, prepare_run(plan, run_id)
     for path in suite_file or []:

@@ -146,7 +146,9 @@ class RunPlan(BaseModel):
       with ``full`` (stored None), or 0 with an explicit ``size``); ``agent_model``: a GGUF
       path or embedded model name (None: the default), or with ``agent_url`` (an
       OpenAI-compatible base URL) the server's model id; ``agent_concurrency``: requests in
-      flight to that server
+      flight to that server; ``agent_context_tokens``: its context window in tokens (None:
+      as the server reports it, ``junction.agent.remote.RemoteAgent.context_window``;
+      recorded in ``params`` only when given)
 
     Raises ``UnknownNameError`` (suite, strategy, runner) or ``JunctionError`` naming the
     field and its value for a plan that cannot run (a suite whose data is absent, a seed
@@ -176,6 +178,7 @@ class RunPlan(BaseModel):
     agent_model: str | None = None
     agent_url: str | None = None
     agent_concurrency: Any = 1
+    agent_context_tokens: Any = None
 
     @classmethod
     def build(cls, **given: Any) -> RunPlan:
@@ -249,7 +252,8 @@ class RunPlan(BaseModel):
         self._check_strategy_limits()
         if self.agent_size is not None and not _is_count(self.agent_size, 0):
             raise JunctionError(f"agent_size must be an integer >= 0, got {self.agent_size!r}")
-        if self.agent_url is not None or self.agent_concurrency != 1:
+        if (self.agent_url is not None or self.agent_concurrency != 1
+                or self.agent_context_tokens is not None):
             self._check_remote_agent()
         return self
 
@@ -277,23 +281,32 @@ class RunPlan(BaseModel):
     def _check_remote_agent(self) -> None:
         """A remote agent's static checks; the server's model list is checked by
         ``flows.benchmark.prepare_run``, which may reach the server."""
-        from junction.agent.llm import AgentError
-        from junction.agent.remote import check_agent_url
+        from junction.agent.prompt import AgentError
+        from junction.agent.remote import RemoteAgentConfig, check_agent_url
 
         if not _is_count(self.agent_concurrency, 1):
             raise JunctionError(f"agent_concurrency must be an integer >= 1, got "
                                 f"{self.agent_concurrency!r}")
+        room = RemoteAgentConfig.max_tokens + 1
+        if self.agent_context_tokens is not None and not _is_count(self.agent_context_tokens,
+                                                                   room + 1):
+            raise JunctionError(f"agent_context_tokens must be an integer > {room} (the "
+                                f"agent's {room - 1} generated tokens and one), got "
+                                f"{self.agent_context_tokens!r}")
         if self.agent_url is None:
-            raise JunctionError("agent_concurrency applies to a remote agent only "
-                                "(--agent-url)")
+            given = "agent_concurrency" if self.agent_concurrency != 1 else "agent_context_tokens"
+            raise JunctionError(f"{given} applies to a remote agent only (--agent-url)")
         check_agent_url(self.agent_url)
         if not self.agent_model:
             raise AgentError(f"--agent-url {self.agent_url} needs --agent-model, the model "
                              "id the server serves")
 
     def params(self) -> dict[str, Any]:
-        """The parameters a run records in run.json (``params``), as plain JSON values."""
-        return self.model_dump()
+        """The parameters a run records in run.json (``params``), as plain JSON values;
+        ``agent_context_tokens`` only when given, so a plan from before it existed keeps its
+        ``params_hash`` (a resumed run)."""
+        return self.model_dump(exclude={"agent_context_tokens"}
+                               if self.agent_context_tokens is None else None)
 
     def params_hash(self) -> str:
         """``params_hash`` of ``params()``: what a resumed run must repeat."""
@@ -376,5 +389,6 @@ def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
     if plan.agent_url is not None and plan.agent_size != 0:
         from flows.workers import agent_executor
 
-        agent_executor(plan.agent_model, plan.agent_url, plan.agent_concurrency)
+        agent_executor(plan.agent_model, plan.agent_url, plan.agent_concurrency,
+                       plan.agent_context_tokens)
     return run_id

@@ -20,35 +20,41 @@ __all__ = ["run_unit_now", "agent_executor", "strategy_instance"]
 
 _STRATEGIES: dict[str, tuple[Any, threading.Lock]] = {}
 _LOCK = threading.Lock()
-_AGENTS: dict[tuple[str | None, str | None], Any] = {}
+_AGENTS: dict[tuple[str | None, str | None, int | None], Any] = {}
 
 
-def agent_executor(model: str | None, url: str | None = None, concurrency: int = 1):
-    """One agent executor per process and (model, url), loaded on first use, sharing the
-    persistent generation cache ``state_dir()/agent_cache.sqlite``: the embedded ``llm``
-    one, or with ``url`` the ``remote`` one (``junction.agent.remote``; ``model`` is the
-    server's model id, checked against the server's list when first made; ``AgentError``
-    if it is not listed)."""
-    from junction.agent.llm import AgentCache, LlamaAgent, LLMExecutor
+def agent_executor(model: str | None, url: str | None = None, concurrency: int = 1,
+                   context_tokens: int | None = None):
+    """One agent executor per process and (model, url, context_tokens), loaded on first use,
+    sharing the persistent generation cache ``state_dir()/agent_cache.sqlite``: the
+    embedded ``llm`` one, or with ``url`` the ``remote`` one (``junction.agent.remote``;
+    ``model`` is the server's model id, checked against the server's list when first made,
+    and the server's context window learnt then: ``context_tokens``, or what the server
+    reports; ``AgentError`` if the model is not listed or no window is known)."""
+    from junction.agent.llm import LlamaAgent, LLMExecutor
+    from junction.agent.generations import AgentCache
     from junction.environment import state_dir
     from junction.models import file_sha256, resolve_model_path
 
     with _LOCK:
-        if (model, url) not in _AGENTS:
+        key = (model, url, context_tokens)
+        if key not in _AGENTS:
             if url is not None:
                 from junction.agent.remote import (RemoteAgent, RemoteAgentConfig,
                                                    RemoteExecutor, RemoteGenerationCache)
 
-                remote = RemoteAgent(url, model, RemoteAgentConfig(concurrency=concurrency))
+                remote = RemoteAgent(url, model, RemoteAgentConfig(
+                    concurrency=concurrency, context_tokens=context_tokens))
                 remote.check_model()
-                _AGENTS[(model, url)] = RemoteExecutor(
+                remote.check_window()
+                _AGENTS[key] = RemoteExecutor(
                     remote, RemoteGenerationCache(state_dir() / "agent_cache.sqlite"))
             else:
                 path = resolve_model_path(model)
-                _AGENTS[(model, url)] = LLMExecutor(
+                _AGENTS[key] = LLMExecutor(
                     LlamaAgent(path, file_sha256(path)),
                     AgentCache(state_dir() / "agent_cache.sqlite"))
-        return _AGENTS[(model, url)]
+        return _AGENTS[key]
 
 
 def strategy_instance(name: str):
@@ -69,11 +75,13 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
                  unit: str, tasks: list, pool_limit: int | None,
                  agent_task_ids: tuple[str, ...] = (),
                  agent_model: str | None = None, agent_url: str | None = None,
-                 agent_concurrency: int = 1) -> dict[str, Any]:
+                 agent_concurrency: int = 1,
+                 agent_context_tokens: int | None = None) -> dict[str, Any]:
     """Evaluate one unit and write its files, unless its trace file already exists.
 
     The agent (``agent_model``: None = the embedded default; with ``agent_url`` the model
-    id on that server, ``agent_concurrency`` requests at once) acts on ``agent_task_ids``;
+    id on that server, ``agent_concurrency`` requests at once, ``agent_context_tokens`` its
+    window, None: as the server reports it) acts on ``agent_task_ids``;
     it is loaded only when one of them is in the unit. Returns {unit, skipped, tasks} and,
     for a unit it ran, successes and the learned-model files it wrote. A unit that starts
     after a stop was asked (``flows.interrupts``), or ends its work once the process has
@@ -85,7 +93,8 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
         return {"unit": unit, "skipped": True, "tasks": len(tasks)}
     strategy_fn, lock = strategy_instance(strategy)
     ids = frozenset(agent_task_ids) & {t.task_id for t in tasks}
-    agent = agent_executor(agent_model, agent_url, agent_concurrency) if ids else None
+    agent = agent_executor(agent_model, agent_url, agent_concurrency,
+                           agent_context_tokens) if ids else None
     with lock:
         records, timings = evaluate_batch(tasks, strategy_fn, strategy, run_id, seed, scale,
                                           pool_limit, agent=agent, agent_task_ids=ids)

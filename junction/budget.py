@@ -6,7 +6,7 @@ latency (ms) and summed estimated cost (USD) count tools only. ``None`` means un
 This module holds the one definition of "does this set fit?" (``Budget.usage`` then
 ``Budget.check_usage``; ``Budget.check`` does both). Every selector and solver decides
 feasibility through it (``junction.select.problem.exceeded_limit`` for a candidate set;
-``junction.select.exact.kernel.BudgetArrays`` for the vectorised form, which screens with
+``junction.select.exact.reduction.BudgetArrays`` for the vectorised form, which screens with
 numpy sums and hands every set near a limit to this definition). Summation rule: token
 and tool counts are exact integer sums; latency and cost are summed with ``math.fsum``
 (``float_total``): correctly rounded, so the answer depends on the set, never on the

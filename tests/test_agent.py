@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from junction.agent import bfcl_checker
-from junction.agent.llm import (EMBEDDED_GENERATIONS, AgentCache, Generation, LLMExecutor,
-                                parse_output, render_prompt)
+from junction.agent.llm import LLMExecutor
+from junction.agent.prompt import parse_output, render_prompt
+from junction.agent.generations import EMBEDDED_GENERATIONS, AgentCache, Generation
 from junction.evaluate import evaluate_batch
 from junction.agent.execution import ExecutionResult, ToolCall
 from junction.agent.grading import AGENT_OUTCOMES, bfcl_doc, grade_agent
@@ -306,7 +307,7 @@ def _chars(prompt):
 
 def _oracle_kept(view, ids, tools, limit):
     """The most recent contexts that fit with the question reserve, by linear scan."""
-    from junction.agent.llm import QUESTION_RESERVE
+    from junction.agent.prompt import QUESTION_RESERVE
 
     ordered = [c.id for c in view.contexts if c.id in set(ids)]
     for kept in range(len(ordered), -1, -1):
@@ -319,7 +320,7 @@ def _oracle_kept(view, ids, tools, limit):
 
 @pytest.mark.parametrize("limit", [3500, 5000, 8000])
 def test_fit_prompt_keeps_the_most_recent_contexts_that_fit(memory_task, limit):
-    from junction.agent.llm import LEFT_OUT_NOTE, fit_prompt
+    from junction.agent.prompt import LEFT_OUT_NOTE, fit_prompt
 
     view = memory_task.router_view()
     ids = [c.id for c in memory_task.contexts]
@@ -339,7 +340,7 @@ def test_fit_prompt_keeps_the_most_recent_contexts_that_fit(memory_task, limit):
 
 def test_fit_prompt_leaves_a_fitting_prompt_unchanged_and_shares_the_system_message(
         memory_task):
-    from junction.agent.llm import fit_prompt
+    from junction.agent.prompt import fit_prompt
 
     view = memory_task.router_view()
     ids = [c.id for c in memory_task.contexts[:3]]
@@ -355,7 +356,7 @@ def test_fit_prompt_leaves_a_fitting_prompt_unchanged_and_shares_the_system_mess
 
 
 def test_fit_prompt_refuses_when_the_tools_alone_exceed_the_limit(memory_task):
-    from junction.agent.llm import AgentError, fit_prompt
+    from junction.agent.prompt import AgentError, fit_prompt
 
     view = memory_task.router_view()
     tools = memory_task.metadata["listed_tool_ids"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from junction.agent.llm import AGENT_CACHE_NAME, AgentCache, Generation
+from junction.agent.generations import AGENT_CACHE_NAME, AgentCache, Generation
 from junction.judge.cache import ScoreCache
 from junction.judge.errors import JudgeError
 from junction.judge.session import SCORE_CACHE_NAME

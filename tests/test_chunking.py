@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from junction.budget import Budget
-from junction.pages.admission import ScoredChunk, ScoredResource, admit_chunks, admit_top_k
+from junction.pages.admission import ScoredResource, admit_top_k
+from junction.pages.chunk_admission import ScoredChunk, admit_chunks
 from junction.pages.chunking import (
     Chunk,
     ChunkingError,

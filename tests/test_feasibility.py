@@ -22,7 +22,7 @@ from junction.select import (
     EnumerationJointSelector,
     FixedSplitBaseline,
 )
-from junction.select.exact.kernel import BudgetArrays, Reduced
+from junction.select.exact.reduction import BudgetArrays, Reduced
 from junction.select.problem import FloatBand, exceeded_limit
 
 from junction.select.instances import random_problem

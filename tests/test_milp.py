@@ -2,7 +2,7 @@
 
 Both LP-based solvers are checked: ``BranchAndCutJointSelector`` (the ``exact``
 strategy's above 32 candidates, through ``AutoJointSelector``) and ``MilpJointSelector``
-(junction/select/exact/milp_reference.py: HiGHS's own branch and cut on the shared kernel's model);
+(junction/select/exact/milp_reference.py: HiGHS's own branch and cut on the shared model.py);
 ``CombinatorialJointSelector`` (the ``exact`` strategy's on small pools) has its own
 file, tests/test_combinatorial.py.
 

@@ -21,7 +21,7 @@ PARAMS = {
 }
 RESULT_CHANGING = {"suites", "strategies", "seeds", "budget_scales", "size", "full",
                    "suite_files", "strategy_size", "strategy_scales", "agent_size", "agent_model",
-                   "agent_url"}
+                   "agent_url", "agent_context_tokens"}
 
 
 def test_report_keeps_exactly_the_result_changing_parameters_but_paths():
@@ -59,3 +59,22 @@ def test_params_hash_ignores_where_and_how_but_not_batch_size():
     for change in ({"batch_size": 5}, {"seeds": [1]}, {"suite_files": ["/data/b.jsonl"]},
                    {"strategy_size": {"exact": 2}}, {"strategy_scales": {"exact": [1.0]}}):
         assert params_hash({**PARAMS, **change}) != same, change
+
+
+def test_agent_context_tokens_is_recorded_only_when_given_and_needs_a_remote_agent():
+    import pytest
+
+    from flows.plan import RunPlan
+    from junction.errors import JunctionError
+
+    base = {"suites": ["coupling"], "strategies": ["exact"]}
+    url = {"agent_url": "http://127.0.0.1:1/v1", "agent_model": "m"}
+    plain = RunPlan.build(**base, **url)
+    assert "agent_context_tokens" not in plain.params()  # the hash of a plan from before it
+    given = RunPlan.build(**base, **url, agent_context_tokens=4096)
+    assert given.params()["agent_context_tokens"] == 4096
+    assert given.params_hash() != plain.params_hash()
+    for bad, message in (({"agent_context_tokens": 4096}, "agent_context_tokens applies to a remote"),
+                         ({**url, "agent_context_tokens": 193}, "must be an integer > 193")):
+        with pytest.raises(JunctionError, match=message):
+            RunPlan.build(**base, **bad)

@@ -1,6 +1,6 @@
 """Quadratic-knapsack bounds of the branch and cut (issue 19): product rows and probing.
 
-- ``kernel.product_rows`` holds at every set that fits (the rows are valid): checked on
+- ``model.product_rows`` holds at every set that fits (the rows are valid): checked on
   every subset of drawn instances, with y the products x_c x_t.
 - Its root bound lies between the optimum and the McCormick LP's, and is strictly below
   the latter on a ``gallo`` instance where a context's partners cannot all fit.
@@ -22,7 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from junction.select import BranchAndCutJointSelector, EnumerationJointSelector, JointProblem
-from junction.select.exact.kernel import BudgetArrays, Model, product_rows, reduce
+from junction.select.exact.model import Model, product_rows
+from junction.select.exact.reduction import BudgetArrays, reduce
 from junction.select.exact.probing import probe
 from junction.select.exact.root import solve_root
 from junction.select.exact.search import Search

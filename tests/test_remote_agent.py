@@ -18,7 +18,8 @@ import urllib.request
 
 import pytest
 
-from junction.agent.llm import AgentConfig, AgentError, render_prompt
+from junction.agent.prompt import AgentError, fit_prompt, render_prompt
+from junction.agent.prompt import prompt_limit
 from junction.evaluate import evaluate_batch
 from junction.agent.remote import (RemoteAgent, RemoteAgentConfig, RemoteExecutor,
                                    RemoteGenerationCache, check_agent_url)
@@ -27,6 +28,10 @@ from junction.strategies import make_strategy
 pytestmark = pytest.mark.model
 
 ALIAS = "qwen-test"
+SERVER_CTX = 3072
+"""The server's context window: room for BFCL multiple rows' prompts (1,300-1,700 tokens)
+and their 192 generated tokens, too small for the memory reference's whole conversation
+(notetaker's: about 3,400 prompt tokens), so that prompt must be cut."""
 
 
 def _free_port() -> int:
@@ -37,8 +42,8 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def server():
-    """``python -m llama_cpp.server`` on the embedded model (n_ctx as the embedded agent's),
-    model id ``ALIAS``; yields its base URL."""
+    """``python -m llama_cpp.server`` on the embedded model (n_ctx ``SERVER_CTX``), model
+    id ``ALIAS``; yields its base URL."""
     pytest.importorskip("uvicorn", reason="llama-cpp-python's [server] extra not installed")
     from junction.models import embedded_model_path
 
@@ -46,7 +51,7 @@ def server():
     proc = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()),
          "--model_alias", ALIAS, "--host", "127.0.0.1", "--port", str(port),
-         "--n_ctx", str(AgentConfig.n_ctx), "--n_threads", "1"],
+         "--n_ctx", str(SERVER_CTX), "--n_threads", "1"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -97,13 +102,16 @@ class _Proxy:
                 req = urllib.request.Request(origin + self.path, data=body or None,
                                              method=self.command,
                                              headers={"Content-Type": "application/json"})
-                with urllib.request.urlopen(req, timeout=600) as resp:
-                    data = resp.read()
-                    self.send_response(resp.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                try:
+                    with urllib.request.urlopen(req, timeout=600) as resp:
+                        status, data = resp.status, resp.read()
+                except urllib.error.HTTPError as error:  # forwarded as the server said it
+                    status, data = error.code, error.read()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             do_GET = do_POST = _forward
 
@@ -139,7 +147,8 @@ def test_same_prompt_gives_the_embedded_agents_text(server, agent_model, multipl
 
 def test_trace_names_the_server_not_a_sha256_and_a_hit_is_free(server, multiple_123,
                                                                 tmp_path):
-    executor = RemoteExecutor(RemoteAgent(server, ALIAS, RemoteAgentConfig(max_tokens=8)),
+    config = RemoteAgentConfig(max_tokens=8, context_tokens=SERVER_CTX)
+    executor = RemoteExecutor(RemoteAgent(server, ALIAS, config),
                               RemoteGenerationCache(tmp_path / "agent.sqlite"))
     listed = make_strategy("bfcl_listed")
     ids = {multiple_123.task_id}
@@ -153,6 +162,43 @@ def test_trace_names_the_server_not_a_sha256_and_a_hit_is_free(server, multiple_
     assert record.agent_remote == f"127.0.0.1:{port}/v1 {ALIAS}"
     assert (t1[0]["agent_cached"], t2[0]["agent_cached"]) == (False, True)
     assert [r.model_dump_json() for r in first] == [r.model_dump_json() for r in second]
+
+
+def test_a_memory_reference_is_cut_as_the_embedded_agent_cuts_it(server, agent_model, tmp_path):
+    # notetaker's whole conversation and the memory API overflow the server's window: the
+    # server refuses the whole prompt; the executor keeps the most recent turns that fit,
+    # the same ones the embedded agent keeps at that window, and the trace names the rest
+    from junction_datasets.bfcl import memory_suite
+
+    task = next(t for t in memory_suite(size=None).tasks
+                if t.metadata["scenario"] == "notetaker")
+    agent = RemoteAgent(server, ALIAS,
+                        RemoteAgentConfig(max_tokens=16, context_tokens=SERVER_CTX))
+    assert agent.check_window() == SERVER_CTX
+    executor = RemoteExecutor(agent, RemoteGenerationCache(tmp_path / "agent.sqlite"))
+    (record,), _ = evaluate_batch([task], make_strategy("bfcl_listed"), "bfcl_listed", "r", 0,
+                                  1.0, 8, agent=executor, agent_task_ids={task.task_id})
+    view = task.router_view()
+    whole = render_prompt(view, record.exposed_context_ids, record.exposed_tool_ids)
+    assert agent.count_prompt_tokens(whole) == agent_model.count_prompt_tokens(whole)
+    with pytest.raises(AgentError, match="HTTP 400"):  # over the window: refused
+        agent.generate(whole)
+    embedded, dropped = fit_prompt(view, record.exposed_context_ids, record.exposed_tool_ids,
+                                   agent_model.count_prompt_tokens, prompt_limit(SERVER_CTX, 16))
+    assert 0 < len(dropped) < len(task.contexts)
+    assert record.agent_dropped_context_ids == dropped
+    assert record.agent_prompt_sha256 == embedded.sha256
+    # the server read the fitted prompt as the embedded count has it, within the window
+    assert record.agent_prompt_tokens == agent_model.count_prompt_tokens(embedded)
+    assert record.agent_prompt_tokens <= agent.prompt_limit
+
+
+def test_a_server_that_reports_no_window_is_one_line_asking_for_the_option(server):
+    # llama-cpp-python's server lists no max_model_len and has no /props
+    with pytest.raises(AgentError) as err:
+        RemoteAgent(server, ALIAS).check_window()
+    message = str(err.value)
+    assert "\n" not in message and server in message and "--agent-context-tokens N" in message
 
 
 def test_two_500s_then_success_is_retried(server, multiple_123):
@@ -204,13 +250,14 @@ def test_the_api_key_is_read_from_the_environment_only(monkeypatch):
 @pytest.mark.flow
 def test_bench_server_down_mid_run_fails_in_one_line_and_a_rerun_resumes(server, tmp_path):
     # bfcl-multiple, 1 task, the agent on it, exact then fixed_split in one worker, one
-    # unit each: the server answers exact's generation, then is gone for fixed_split's.
+    # unit each: the server answers the token-count probe (before any work) and exact's
+    # generation, then is gone for fixed_split's.
     # The run fails naming the URL, exact's unit is kept, and the same command resumes.
     import json
     import os
     import shutil
 
-    proxy = _Proxy(server, completions=1)
+    proxy = _Proxy(server, completions=2)
     env = {**os.environ, "JUNCTION_STATE_DIR": str(tmp_path / "state"),
            "JUNCTION_WAREHOUSE": str(tmp_path / "wh"), "JUNCTION_REPORTS": str(tmp_path / "rep")}
     env.pop("PREFECT_API_URL", None)
@@ -218,7 +265,7 @@ def test_bench_server_down_mid_run_fails_in_one_line_and_a_rerun_resumes(server,
     args = [junction, "bench", "--suite", "bfcl-multiple", "--size", "1", "--agent-size", "1",
             "--strategy", "exact", "--strategy", "fixed_split", "--budget-scale", "1",
             "--workers", "1", "--agent-url", proxy.url, "--agent-model", ALIAS,
-            "--run-id", "down"]
+            "--agent-context-tokens", str(SERVER_CTX), "--run-id", "down"]
     try:
         first = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
         errors = [line for line in first.stderr.splitlines() if line.startswith("error:")]

@@ -51,11 +51,7 @@ position does not tell a row's own function from a distractor.
 
 from __future__ import annotations
 
-from junction_datasets.bfcl.rows import (
-    BFCL_VERSION,
-    BfclCategory,
-    BfclFunction,
-    BfclRow,
+from junction_datasets.bfcl.build import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_MEMORY_POOL_SIZE,
     DEFAULT_POOL_SIZE,
@@ -63,11 +59,17 @@ from junction_datasets.bfcl.rows import (
     POOL_LIMIT,
     SPLITS,
     TRAIN_FRACTION,
-    bfcl_to_json_schema,
-    gold_function_names,
-    load_category,
     split_of,
 )
+from junction_datasets.bfcl.rows import (
+    BFCL_VERSION,
+    BfclCategory,
+    BfclFunction,
+    BfclRow,
+    gold_function_names,
+    load_category,
+)
+from junction_datasets.bfcl.schemas import bfcl_to_json_schema
 from junction_datasets.bfcl.tools import (
     irrelevance_suite,
     live_multiple_suite,

@@ -19,20 +19,16 @@ from junction.resources import ContextResource, SourceKind
 from junction.tasks import BenchmarkTask, VerifierSpec
 
 from junction_datasets.bfcl import rows
-from junction_datasets.bfcl.rows import (
+from junction_datasets.bfcl.build import (
     DEFAULT_MAX_TOKENS,
-    DEFAULT_MEMORY_POOL_SIZE,
     DEFAULT_MEMORY_BACKEND,
+    DEFAULT_MEMORY_POOL_SIZE,
     _MEMORY_APIS,
-    bfcl_to_json_schema,
-    BfclFunction,
-    BfclRow,
-    _Skip,
-    _read_jsonl,
-    load_category,
-    _distractors,
     _build,
+    _distractors,
 )
+from junction_datasets.bfcl.rows import BfclFunction, BfclRow, _Skip, _read_jsonl, load_category
+from junction_datasets.bfcl.schemas import bfcl_to_json_schema
 from junction_datasets.bfcl.tools import (
     _ToolCache,
 )

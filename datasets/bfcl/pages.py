@@ -17,13 +17,8 @@ from junction.agent.execution import normalise_answer
 from junction.resources import ContextResource, SourceKind
 from junction.tasks import BenchmarkTask, VerifierSpec
 
-from junction_datasets.bfcl.rows import (
-    DEFAULT_MAX_TOKENS,
-    BfclRow,
-    _Skip,
-    load_category,
-    _build,
-)
+from junction_datasets.bfcl.build import DEFAULT_MAX_TOKENS, _build
+from junction_datasets.bfcl.rows import BfclRow, _Skip, load_category
 from junction_datasets.bfcl.memory import (
     match_source_turns,
     _scenario_conversations,

@@ -1,134 +1,29 @@
-"""BFCL rows: the data package, constants, the train / evaluation split, schemas, row parsing and seeded sampling (shared by the family modules).
+"""BFCL rows: the data package (``bfcl_eval``, pinned to ``BFCL_VERSION``), the row
+records, and the parsing of a category file into rows or skip reasons
+(``load_category``), shared by the family modules.
 
 See the package docstring (``junction_datasets.bfcl``) for the data format.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import importlib.resources
 import json
-import random
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-
-from junction_datasets.registry import SuiteBuild
+from junction_datasets.bfcl.schemas import bfcl_to_json_schema
 from junction.errors import DatasetError
 from junction.resources import ToolResource
-from junction.tasks import BenchmarkTask
-
 
 BFCL_VERSION = "2026.3.23"
 """The ``bfcl-eval`` version whose data shapes this module was written against."""
-
-DEFAULT_MAX_TOKENS = 1024
-"""Visible-token budget of every BFCL task (contexts + tool schemas). A BFCL schema costs
-about 200 tokens (median, approximate counter), so about four or five schemas fit."""
-
-DEFAULT_POOL_SIZE = 16
-"""Tools per tool-lane task: the row's functions plus distractors (about 3,400 tokens of
-schemas, more than three times ``DEFAULT_MAX_TOKENS``)."""
-
-DEFAULT_MEMORY_POOL_SIZE = 20
-"""Tools per memory task: the 15 ``memory_kv`` functions plus 5 distractors."""
-
-DEFAULT_SIZE = 8
-"""Tasks per BFCL suite in the default benchmark (a seeded sample of the loaded rows): 40
-tasks over the five suites, so the whole default benchmark, with the LLM-judge strategy
-scoring every task uncached, stays within 10 minutes on 2 cores. ``size=None`` (the CLI's
-``--full``) loads every row."""
-
-TRAIN_FRACTION = 0.3
-"""Share of each BFCL category's rows in the training part (``split_of``): enough gold
-candidates for a per-family logistic model (about 60 rows of ``multiple``, 300 of
-``live_multiple``, 40 of ``memory``) while most rows stay for evaluation."""
-
-SPLITS = ("eval", "train", "all")
-"""Valid ``split`` arguments of the suite builders."""
-
-
-def split_of(row_id: str) -> str:
-    """``"train"`` or ``"eval"``: the part a BFCL row belongs to, by a stable hash.
-
-    The first 8 bytes of sha256(``"junction-split-v1:" + row_id``) as an integer, divided by
-    2**64, below ``TRAIN_FRACTION`` is train. Depends on nothing but the id (no seed, no
-    file order), so adding rows to a category never moves an existing row.
-    """
-    digest = hashlib.sha256(f"junction-split-v1:{row_id}".encode()).digest()
-    return "train" if int.from_bytes(digest[:8], "big") / 2**64 < TRAIN_FRACTION else "eval"
-
-
-POOL_LIMIT = 8
-"""Candidates per lane handed to a strategy: the BM25 top 8 contexts and top 8 tools. Every
-strategy gets the same pool (``judge_admission`` judges the top 4 of it,
-``DEFAULT_POOL_PER_LANE``)."""
-
-DEFAULT_MEMORY_BACKEND = "memory_kv"
-_MEMORY_APIS = ("memory_kv", "memory_rec_sum", "memory_vector")
 _DATA_PACKAGE = "bfcl_eval"
 _PREFIX = "BFCL_v4_"
-
-# BFCL's parameter type names (Python, Java and JavaScript flavoured) -> JSON Schema type.
-# ``None`` means "any value": the ``type`` key is dropped.
-_TYPE_MAP: dict[str, str | None] = {
-    "string": "string", "String": "string", "char": "string",
-    "integer": "integer", "long": "integer",
-    "float": "number", "double": "number", "number": "number",
-    "boolean": "boolean", "Boolean": "boolean",
-    "array": "array", "Array": "array", "ArrayList": "array", "tuple": "array",
-    "dict": "object", "HashMap": "object", "object": "object",
-    "null": "null",
-    "any": None, "": None,
-}
-_SUBSCHEMA_KEYS = ("items", "additionalProperties")
-_DROPPED_KEYS = ("optional",)  # BFCL-only flag; absence from ``required`` says the same
-
-
-# --------------------------------------------------------------------------- schemas
-
-
-def bfcl_to_json_schema(schema: Mapping[str, Any], path: str = "parameters") -> dict[str, Any]:
-    """Convert one BFCL parameter schema to standard JSON Schema (draft 2020-12 keywords).
-
-    Types map through ``_TYPE_MAP`` (``dict`` -> ``object``, ``float`` -> ``number``,
-    ``tuple`` -> ``array``, ``any`` -> no ``type``, Java names such as ``String`` or
-    ``HashMap`` likewise); ``properties``, ``items`` and ``additionalProperties`` are
-    converted recursively; BFCL's ``optional`` flag is dropped; other keys (description,
-    default, enum, required, bounds) are kept. Raises ``DatasetError`` naming ``path`` for
-    an unknown type name or a schema that is not an object.
-    """
-    if not isinstance(schema, Mapping):
-        raise DatasetError(f"{path}: schema must be an object, got {type(schema).__name__}")
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in _DROPPED_KEYS:
-            continue
-        if key == "type":
-            if not isinstance(value, str) or value not in _TYPE_MAP:
-                raise DatasetError(f"{path}.type: unsupported BFCL type {value!r}")
-            if _TYPE_MAP[value] is not None:
-                out["type"] = _TYPE_MAP[value]
-        elif key == "properties":
-            if not isinstance(value, Mapping):
-                raise DatasetError(f"{path}.properties: must be an object")
-            out["properties"] = {
-                name: bfcl_to_json_schema(sub, f"{path}.properties.{name}")
-                for name, sub in value.items()
-            }
-        elif key in _SUBSCHEMA_KEYS and isinstance(value, Mapping):
-            out[key] = bfcl_to_json_schema(value, f"{path}.{key}")
-        else:
-            out[key] = value
-    return out
-
-
-# --------------------------------------------------------------------------- rows
 
 
 @dataclass(frozen=True)
@@ -347,69 +242,3 @@ def load_category(category: str, require_functions: bool = True) -> BfclCategory
         seen.add(row.id)
         entries.append(row)
     return BfclCategory(category, tuple(entries))
-
-
-# --------------------------------------------------------------------------- sampling
-
-
-def _rng(*parts: object) -> random.Random:
-    # Seeding with a str is stable across platforms and Python 3.2+ (random.seed docs).
-    return random.Random("junction-bfcl:" + ":".join(str(p) for p in parts))
-
-
-def _sample(items: Sequence[Any], size: int | None, *parts: object) -> list[Any]:
-    """A seeded sample of ``size`` items kept in their original order (all when None).
-
-    Prefix-stable: for one seed, the sample of size n is inside the sample of size n + 1.
-    """
-    if size is None or size >= len(items):
-        return list(items)
-    if size < 0:
-        raise ValueError(f"size must be >= 0 or None, got {size!r}")
-    order = list(range(len(items)))
-    _rng("sample", *parts).shuffle(order)
-    return [items[i] for i in sorted(order[:size])]
-
-
-def _distractors(
-    catalog: Mapping[str, BfclFunction], exclude: Iterable[str], k: int, *parts: object
-) -> list[BfclFunction]:
-    """``k`` catalog functions not named in ``exclude``, drawn with a seed (name order)."""
-    excluded = set(exclude)
-    names = sorted(n for n in catalog if n not in excluded)
-    k = max(0, min(k, len(names)))
-    return [catalog[n] for n in sorted(_rng("distractors", *parts).sample(names, k))]
-
-
-def _build(
-    category: BfclCategory,
-    suite: str,
-    seed: int,
-    size: int | None,
-    make_task: Callable[[BfclRow], BenchmarkTask],
-    note: str,
-    split: str = "eval",
-) -> SuiteBuild:
-    """Turn every usable row into a task (or a skip reason), keep the rows of ``split``
-    (``split_of``), then sample ``size`` of them. ``ValueError`` on an unknown split."""
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    skipped = Counter(e for e in category.entries if isinstance(e, str))
-    tasks: list[BenchmarkTask] = []
-    for row in category.rows:
-        try:
-            tasks.append(make_task(row))
-        except _Skip as skip:
-            skipped[str(skip.args[0])] += 1
-    part = [t for t in tasks if split == "all" or split_of(t.metadata["bfcl_id"]) == split]
-    chosen = _sample(part, size, suite, seed)
-    rows = len(category.entries)
-    return SuiteBuild(
-        tasks=chosen,
-        rows_loaded=len(tasks),
-        rows_skipped=dict(sorted(skipped.items())),
-        rows_held_out=len(tasks) - len(part),
-        note=(f"BFCL {BFCL_VERSION} {_PREFIX}{category.name}.json: {rows} rows, "
-              f"{len(tasks)} loaded, {len(part)} in the {split} split, {len(chosen)} sampled "
-              f"(seed {seed}); {note}"),
-    )

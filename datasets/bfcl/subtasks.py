@@ -14,13 +14,8 @@ from junction.agent.execution import normalise_answer
 from junction.resources import ContextResource
 from junction.tasks import BenchmarkTask, VerifierSpec
 
-from junction_datasets.bfcl.rows import (
-    BfclRow,
-    _Skip,
-    load_category,
-    _rng,
-    _build,
-)
+from junction_datasets.bfcl.build import _build, _rng
+from junction_datasets.bfcl.rows import BfclRow, _Skip, load_category
 
 # --------------------------------------------------------------------------- sub-tasks
 

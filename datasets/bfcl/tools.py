@@ -15,16 +15,13 @@ from junction.budget import Budget
 from junction.resources import ToolResource
 from junction.tasks import BenchmarkTask, VerifierSpec
 
-from junction_datasets.bfcl.rows import (
+from junction_datasets.bfcl.build import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_POOL_SIZE,
-    BfclFunction,
-    BfclRow,
-    _Skip,
-    load_category,
-    _distractors,
     _build,
+    _distractors,
 )
+from junction_datasets.bfcl.rows import BfclFunction, BfclRow, _Skip, load_category
 
 # --------------------------------------------------------------------------- tool suites
 

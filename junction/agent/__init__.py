@@ -1,7 +1,10 @@
 """The outcome half of a run: what an executor did with a strategy's exposed set.
 
 - ``execution``: the executor interface, the toy executor and the verifiers;
-- ``llm``: the language-model agent on llama.cpp (BFCL's prompting layout);
+- ``prompt``: the agent's prompt (BFCL's prompting layout), fitted to a context window;
+- ``generations``: the generation cache and the executor both model agents share;
+- ``llm``: the language-model agent on llama.cpp;
+- ``remote``: the same prompt on any OpenAI-compatible server;
 - ``grading``: BFCL outcomes from the agent's output;
 - ``bfcl_checker``: BFCL's own checker, imported without its provider SDKs.
 

@@ -48,14 +48,14 @@ class ExecutionResult(BaseModel):
     """What the executor did with an exposed set.
 
     The toy executor fills the first three fields. A model executor also gives its
-    ``text``, ``output_kind`` (``junction.agent.llm.parse_output``: calls, empty, text,
+    ``text``, ``output_kind`` (``junction.agent.prompt.parse_output``: calls, empty, text,
     unparseable), the decoder's error, prompt/generated token counts (model tokens), the
     model's and the prompt's sha256, whether the generation came from the cache and its
     wall-clock milliseconds (``wall_ms``: timings only, never a trace field). A remote
     agent (``junction.agent.remote``) gives no model sha256 but ``remote``: the server's
     ``host[:port]/path`` and the model id it serves. ``dropped_context_ids``: exposed
-    contexts the embedded agent left out of its prompt to fit its context window
-    (``junction.agent.llm.fit_prompt``), oldest first.
+    contexts the agent (embedded or remote) left out of its prompt to fit its context
+    window (``junction.agent.prompt.fit_prompt``), oldest first.
     """
 
     model_config = ConfigDict(frozen=True, allow_inf_nan=False)

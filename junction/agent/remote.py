@@ -20,6 +20,14 @@ retries connection errors, 408, 409, 429 and 5xx with exponential backoff and ji
 The API key is read from ``API_KEY_ENV`` only and is never part of a key, a trace, a log
 line or an error message; a URL carrying credentials is refused.
 
+The prompt is fitted to the server's context window as the embedded agent's is
+(``junction.agent.prompt.fit_prompt``: the most recent exposed contexts that fit, with room
+for ``max_tokens``). The window is ``RemoteAgentConfig.context_tokens`` (``--agent-context-
+tokens``) or what the server reports (``RemoteAgent.context_window``); tokens are counted
+by the server's own tokenizer (``RemoteAgent.count_prompt_tokens``). The tests run
+llama-cpp-python's server; vLLM's and llama.cpp's fields and endpoints are read as their
+documentation gives them.
+
 Generations are cached (sqlite, WAL, table ``remote_generations`` beside the embedded
 agent's in the same file) by sha256 of (server model id, prompt sha256, decoding
 settings): the key names what the server said it serves, never a file sha256 it cannot
@@ -30,23 +38,23 @@ host are taken to give the same text.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from junction.agent.llm import (AgentCache, AgentConfig, AgentError, AgentPrompt, Generation,
-                                GenerationTable, parse_output, render_prompt)
-from junction.agent.execution import ExecutionResult, ToolCall
-from junction.agent.grading import json_safe
-from junction.tasks import BenchmarkTask, RouterView
+from junction.agent.generations import AgentCache, CachedExecutor, Generation, GenerationTable
+from junction.agent.llm import AgentConfig
+from junction.agent.prompt import AgentError, AgentPrompt, prompt_limit
+from junction.tokens import DEFAULT_TOKEN_COUNTER
 
-__all__ = ["API_KEY_ENV", "EXTRA_BODY", "REMOTE_GENERATIONS", "RemoteAgentConfig", "RemoteAgent",
-           "RemoteGenerationCache", "RemoteExecutor", "check_agent_url"]
+__all__ = ["API_KEY_ENV", "APPROX_MARGIN", "EXTRA_BODY", "REMOTE_GENERATIONS",
+           "TOKENIZE_ENDPOINTS", "RemoteAgentConfig", "RemoteAgent", "RemoteGenerationCache",
+           "RemoteExecutor", "check_agent_url"]
 
 API_KEY_ENV = "JUNCTION_AGENT_API_KEY"
 """The environment variable holding the server's API key (default ``none``: local servers
@@ -57,6 +65,24 @@ EXTRA_BODY: dict[str, Any] = {"top_k": 1, "min_p": 0.0, "repeat_penalty": 1.0}
 the embedded agent does (``junction.agent.LlamaAgent.generate``; reason in the module
 docstring)."""
 
+TOKENIZE_ENDPOINTS: tuple[tuple[str, str], ...] = (
+    ("/extras/tokenize", "input"),  # llama-cpp-python's server (llama_cpp/server/app.py)
+    ("/tokenize", "content"),  # llama.cpp's llama-server
+    ("/tokenize", "prompt"),  # vLLM
+)
+"""(path under the server's root, the text field) of the tokenize endpoints tried in order;
+each answers ``{"tokens": [...]}``. The first one that answers is used for every count."""
+
+APPROX_MARGIN = 1.25
+"""Where a server tokenizes nothing, a text's tokens are ``junction.tokens.
+DEFAULT_TOKEN_COUNTER``'s count times this: that counter is within 25% of Qwen2.5's
+tokenizer on every script (``tests/test_text.py``); another model's tokenizer may differ
+more, so give such a server ``--agent-context-tokens`` with room to spare."""
+
+_PROBE = ({"role": "system", "content": "probe"}, {"role": "user", "content": "probe"})
+"""The two-message chat whose server-reported prompt tokens, less its contents' tokens, are
+the chat template's own tokens (``RemoteAgent.count_prompt_tokens``)."""
+
 
 @dataclass(frozen=True)
 class RemoteAgentConfig:
@@ -66,8 +92,10 @@ class RemoteAgentConfig:
     and ``top_p`` 1: greedy; ``extra_body``: ``EXTRA_BODY`` by default. ``timeout_s``:
     seconds one request may take (a CPU server spends 15-40 s on a generation);
     ``max_retries``: the client's retries (openai's default, 2). ``concurrency``: requests
-    in flight at once, across every unit of the process. The cache key holds the decoding
-    fields only (``key``).
+    in flight at once, across every unit of the process. ``context_tokens``: the server's
+    context window in tokens (None: asked of the server, ``RemoteAgent.context_window``).
+    The cache key holds the decoding fields only (``key``): the window changes which prompt
+    is sent, and the prompt is in the key.
     """
 
     max_tokens: int = AgentConfig.max_tokens
@@ -78,17 +106,21 @@ class RemoteAgentConfig:
     timeout_s: float = 600.0
     max_retries: int = 2
     concurrency: int = 1
+    context_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.context_tokens is not None and self.context_tokens <= self.max_tokens + 1:
+            raise ValueError(f"context_tokens must be > max_tokens + 1 ({self.max_tokens + 1}), "
+                             f"got {self.context_tokens}")
 
     def key(self) -> str:
         """The settings that change an output, as canonical JSON (transport excluded)."""
         fields = {k: v for k, v in asdict(self).items()
-                  if k not in ("timeout_s", "max_retries", "concurrency")}
+                  if k not in ("timeout_s", "max_retries", "concurrency", "context_tokens")}
         return json.dumps(fields, sort_keys=True)
 
 
@@ -122,9 +154,11 @@ class RemoteGenerationCache(AgentCache):
 class RemoteAgent:
     """A model behind an OpenAI-compatible ``url`` (``.../v1``), answering greedily.
 
-    ``check_model`` asks the server which models it serves; ``generate`` sends one chat
-    completion. Every failure is an ``AgentError`` of one line naming the URL (the key is
-    never in it). ``endpoint`` is what traces record: ``host[:port]/path model-id``.
+    ``check_model`` asks the server which models it serves; ``check_window`` learns its
+    context window and how it counts tokens (``context_window``, ``count_prompt_tokens``,
+    ``prompt_limit``); ``generate`` sends one chat completion. Every failure is an
+    ``AgentError`` of one line naming the URL (the key is never in it). ``endpoint`` is
+    what traces record: ``host[:port]/path model-id``.
     """
 
     def __init__(self, url: str, model: str,
@@ -140,6 +174,12 @@ class RemoteAgent:
         self._client = openai.OpenAI(base_url=url, api_key=os.environ.get(API_KEY_ENV) or "none",
                                      timeout=config.timeout_s, max_retries=config.max_retries)
         self._slots = threading.BoundedSemaphore(config.concurrency)
+        path = parts.path.rstrip("/")
+        self._root = f"{parts.scheme}://{parts.netloc}{path.removesuffix('/v1')}"
+        self._fit_lock = threading.Lock()
+        self._window: int | None = None
+        self._tokenizer: tuple[str, str] | None = None  # (path, text field); None: approximate
+        self._template_tokens: int | None = None
 
     def _error(self, what: str, exc: Exception) -> AgentError:
         openai = self._openai
@@ -155,12 +195,30 @@ class RemoteAgent:
                           f"retries connection errors, 429 and 5xx {self.config.max_retries} "
                           f"times)")
 
-    def models(self) -> list[str]:
-        """The model ids the server lists (``GET /models``), sorted."""
+    def _listed(self) -> list[Any]:
         try:
-            return sorted(m.id for m in self._client.models.list())
+            return list(self._client.models.list())
         except self._openai.OpenAIError as exc:
             raise self._error("listing models", exc) from None
+
+    def models(self) -> list[str]:
+        """The model ids the server lists (``GET /models``), sorted."""
+        return sorted(m.id for m in self._listed())
+
+    def _root_json(self, what: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """The JSON answer to GET (or, with ``body``, POST) ``path`` under the server's root
+        (the base URL less ``/v1``), through the client (its timeouts, retries and key);
+        None for HTTP 400, 404, 405 or 422 (no such endpoint, or not with that body)."""
+        try:
+            if body is None:
+                return self._client.get(self._root + path, cast_to=object)
+            return self._client.post(self._root + path, cast_to=object, body=body)
+        except self._openai.APIStatusError as exc:
+            if exc.status_code in (400, 404, 405, 422):
+                return None
+            raise self._error(what, exc) from None
+        except self._openai.OpenAIError as exc:
+            raise self._error(what, exc) from None
 
     def check_model(self) -> None:
         """Raise ``AgentError`` listing the server's models unless it serves ``model``.
@@ -173,17 +231,99 @@ class RemoteAgent:
             raise AgentError(f"agent server {self.url} does not serve model {self.model!r}; "
                              f"it serves: {', '.join(served) or '(none)'}")
 
+    def context_window(self) -> int:
+        """The server's context window in tokens: ``config.context_tokens`` when given, else
+        what the server reports: the model's ``max_model_len`` in ``GET /v1/models`` (vLLM),
+        else ``default_generation_settings.n_ctx`` in ``GET /props`` (llama.cpp's
+        llama-server: a slot's window). llama-cpp-python's server reports neither. Raises
+        ``AgentError`` (one line asking for ``--agent-context-tokens``) when nothing is
+        known, or when the window leaves no room for the prompt."""
+        with self._fit_lock:
+            if self._window is None:
+                self._window = self.config.context_tokens or self._reported_window()
+        return self._window
+
+    def _reported_window(self) -> int:
+        window = next((getattr(m, "max_model_len", None) for m in self._listed()
+                       if m.id == self.model), None)
+        if not isinstance(window, int):
+            props = self._root_json("reading /props", "/props")
+            settings = props.get("default_generation_settings") if isinstance(props, dict) \
+                else None
+            window = settings.get("n_ctx") if isinstance(settings, dict) else None
+        if not isinstance(window, int):
+            raise AgentError(f"agent server {self.url} reports no context window (vLLM's "
+                             "max_model_len, llama.cpp's n_ctx in /props); give it with "
+                             "--agent-context-tokens N")
+        if window <= self.config.max_tokens + 1:
+            raise AgentError(f"agent server {self.url} reports a {window}-token context window, "
+                             f"no room for a prompt and {self.config.max_tokens} generated tokens")
+        return window
+
+    @property
+    def prompt_limit(self) -> int:
+        """The most prompt tokens that leave room for ``max_tokens`` generated ones
+        (``junction.agent.prompt.prompt_limit`` of ``context_window()``)."""
+        return prompt_limit(self.context_window(), self.config.max_tokens)
+
+    def _text_tokens(self, text: str) -> int:
+        if self._tokenizer is None:
+            return math.ceil(DEFAULT_TOKEN_COUNTER.count(text) * APPROX_MARGIN)
+        path, field = self._tokenizer
+        out = self._root_json("tokenizing", path, {"model": self.model, field: text})
+        if not (isinstance(out, dict) and isinstance(out.get("tokens"), list)):
+            raise AgentError(f"agent server {self.url}: {path} gave no tokens")
+        return len(out["tokens"])
+
+    def _learn_counting(self) -> None:
+        """The first ``TOKENIZE_ENDPOINTS`` entry that answers, and the chat template's own
+        tokens: a two-message probe's prompt tokens as the server reports them (one
+        chat completion, one generated token) less its contents' tokens (64 where the
+        server reports no usage)."""
+        for path, field in TOKENIZE_ENDPOINTS:
+            out = self._root_json("tokenizing", path, {"model": self.model, field: "probe"})
+            if isinstance(out, dict) and isinstance(out.get("tokens"), list):
+                self._tokenizer = (path, field)
+                break
+        reported = self._complete(_PROBE, 1).prompt_tokens
+        contents = sum(self._text_tokens(m["content"]) for m in _PROBE)
+        # a server that reports no usage: LlamaAgent's allowance for a chat format's markers
+        self._template_tokens = reported - contents if reported > contents else 64
+
+    def count_prompt_tokens(self, prompt: AgentPrompt) -> int:
+        """The prompt's tokens as the server reads them: each message's content tokenized
+        by the server (``TOKENIZE_ENDPOINTS``; none: ``APPROX_MARGIN`` times the project's
+        count) plus the chat template's own tokens (measured once, ``_learn_counting``).
+        Exact where the template puts each message between special tokens (ChatML, as the
+        embedded Qwen2.5's: ``tests/test_remote_agent.py`` checks it against the embedded
+        count)."""
+        with self._fit_lock:
+            if self._template_tokens is None:
+                self._learn_counting()
+        return self._template_tokens + sum(self._text_tokens(m["content"])
+                                           for m in prompt.messages)
+
+    def check_window(self) -> int:
+        """Learn the context window and how the server counts tokens now, before any work
+        (``context_window``, ``count_prompt_tokens``); returns the window in tokens."""
+        window = self.context_window()
+        self.count_prompt_tokens(AgentPrompt(_PROBE, ""))
+        return window
+
     def generate(self, prompt: AgentPrompt) -> Generation:
         """The server's answer to ``prompt`` (greedy, capped at ``config.max_tokens``);
         ``wall_ms`` counts from when a request slot is free."""
+        return self._complete(prompt.messages, self.config.max_tokens)
+
+    def _complete(self, messages: Any, max_tokens: int) -> Generation:
         cfg = self.config
         with self._slots:
             t0 = time.perf_counter()
             try:
                 out = self._client.chat.completions.create(
-                    model=self.model, messages=[dict(m) for m in prompt.messages],
+                    model=self.model, messages=[dict(m) for m in messages],
                     temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed,
-                    max_tokens=cfg.max_tokens, extra_body=cfg.extra_body or None)
+                    max_tokens=max_tokens, extra_body=cfg.extra_body or None)
             except self._openai.OpenAIError as exc:
                 raise self._error("a chat completion", exc) from None
             wall_ms = (time.perf_counter() - t0) * 1000
@@ -193,59 +333,16 @@ class RemoteAgent:
                           int(usage.completion_tokens) if usage else 0, wall_ms=wall_ms)
 
 
-class RemoteExecutor:
-    """The ``remote`` executor: ``execute(task, context_ids, tool_ids)`` like ``llm``.
-
-    Reads only ``task.router_view()``; looks the prompt up in ``cache`` (if any) first.
-    The result carries the text, decoded calls, token counts (as the server reports
-    them), the prompt's sha256, ``remote`` (``RemoteAgent.endpoint``) and no model sha256.
-    ``concurrency``: how many tasks of a batch may be sent at once. Callers asking the
-    same prompt at once wait for one request (a per-key lock), then read the cache.
+class RemoteExecutor(CachedExecutor):
+    """The ``remote`` executor: ``execute(task, context_ids, tool_ids)`` like ``llm``
+    (``CachedExecutor``), on a server's ``agent``: token counts as the server reports them,
+    keys naming the server's model id, results naming ``remote`` (``RemoteAgent.endpoint``)
+    and no model sha256. ``concurrency``: how many tasks of a batch may be sent at once.
     """
 
     name = "remote"
 
     def __init__(self, agent: RemoteAgent, cache: RemoteGenerationCache | None = None) -> None:
-        self.agent = agent
-        self.cache = cache
+        super().__init__(agent, cache, REMOTE_GENERATIONS, agent.model, agent.config.key(),
+                         {"remote": agent.endpoint})
         self.concurrency = agent.config.concurrency
-        self._pending: dict[str, threading.Lock] = {}  # one lock per key being generated
-        self._pending_guard = threading.Lock()
-
-    def execute(self, task: BenchmarkTask, context_ids: Iterable[str],
-                tool_ids: Iterable[str]) -> ExecutionResult:
-        """Run the agent on the exposed set (ids not in the task raise ``KeyError``)."""
-        return self.execute_view(task.router_view(), context_ids, tool_ids)
-
-    def execute_view(self, view: RouterView, context_ids: Iterable[str],
-                     tool_ids: Iterable[str]) -> ExecutionResult:
-        """``execute`` on a router view (what the agent may see)."""
-        cs, ts = tuple(sorted(context_ids)), tuple(sorted(tool_ids))
-        prompt = render_prompt(view, cs, ts)
-        settings = self.agent.config.key()
-        t0 = time.perf_counter()
-        key = REMOTE_GENERATIONS.key(self.agent.model, prompt.sha256, settings)
-        with self._pending_guard:
-            pending = self._pending.setdefault(key, threading.Lock())
-        with pending:  # two units asking the same prompt at once: one request, one hit
-            generation = self.cache.get(key) if self.cache is not None else None
-            if generation is not None:
-                generation = Generation(generation.text, generation.prompt_tokens,
-                                        generation.generated_tokens, cached=True,
-                                        wall_ms=(time.perf_counter() - t0) * 1000)
-            else:
-                generation = self.agent.generate(prompt)
-                if self.cache is not None:
-                    self.cache.put(key, self.agent.model, prompt.sha256, settings,
-                                   generation)
-        kind, calls, decode_error = parse_output(generation.text, ts)
-        tool_calls = tuple(
-            ToolCall(index=i, tool_id=name, arguments=json_safe(args))
-            for i, call in enumerate(calls) for name, args in call.items())
-        return ExecutionResult(
-            context_ids=cs, tool_ids=ts, tool_calls=tool_calls, text=generation.text,
-            output_kind=kind, decode_error=decode_error,
-            prompt_tokens=generation.prompt_tokens,
-            generated_tokens=generation.generated_tokens,
-            model_sha256=None, prompt_sha256=prompt.sha256, remote=self.agent.endpoint,
-            cached=generation.cached, wall_ms=generation.wall_ms)

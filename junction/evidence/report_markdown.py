@@ -149,7 +149,7 @@ MEMORY_REFERENCE_NOTE = (
     "and the trace lists them (`agent_dropped_context_ids`); an answer in a left-out turn "
     "is then out of the agent's reach.")
 """The reference note of the bfcl-memory suites (what ``bfcl_listed`` exposes there:
-``junction.strategies.references``; the window rule: ``junction.agent.llm.fit_prompt``;
+``junction.strategies.references``; the window rule: ``junction.agent.prompt.fit_prompt``;
 2,148 tokens: the memory_kv API's prompt with no document, Qwen2.5's tokenizer)."""
 
 

@@ -128,7 +128,7 @@ class TaskTraceRecord(BaseModel):
     """``host[:port]/path model-id`` of a remote agent (no credentials); None otherwise."""
     agent_dropped_context_ids: tuple[str, ...] = ()
     """Exposed contexts the agent did not see: left out, oldest first, so the prompt fits
-    the model's context window (``junction.agent.llm.fit_prompt``); empty where all fit
+    the model's context window (``junction.agent.prompt.fit_prompt``); empty where all fit
     or no agent ran."""
     gold_context_ids: tuple[str, ...] = ()
     gold_tool_ids: tuple[str, ...] = ()

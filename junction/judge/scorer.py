@@ -26,11 +26,12 @@ therefore turns ``swa_full`` on by default (``JudgeConfig.swa_full``).
 Decoding uses a fixed thread count and no sampling, so the same inputs in the same groups
 give the same scores. The batch path differs from the naive path by the KV-cache noise
 floor measured by ``bench/judge_throughput.py`` (per cache type).
+
+Tokenising (the prompt's parts, the answer tokens): prompt_tokens.py; what a call returns:
+batch.py; the llama.cpp binding: llama.py.
 """
 
 from __future__ import annotations
-
-import logging
 
 import copy
 import ctypes
@@ -39,17 +40,18 @@ import json
 import math
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from junction.judge.cache import is_empty_document
+from junction.judge.batch import ScoreBatch, Truncation, skipping_empty
 from junction.judge.errors import JudgeError
 from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
+from junction.judge.llama import llama_cpp_module
 from junction.judge.model import JudgeConfig, embedded_model_path, file_sha256
-from junction.judge.templates import PromptTemplate, choose_template, get_template, normalise_text
+from junction.judge.prompt_tokens import PromptTokens
+from junction.judge.templates import PromptTemplate, choose_template, get_template
 
-__all__ = ["Truncation", "ScoreBatch", "LlamaJudge", "NOISE_FLOOR_LOGITS", "is_empty_document",
-           "load_judge"]
+__all__ = ["LlamaJudge", "NOISE_FLOOR_LOGITS", "load_judge"]
 
 NOISE_FLOOR_LOGITS = {"f16": 0.44, "q8_0": 0.22, "q4_0": 1.06}
 """Shipped noise floor per KV cache type (logits) of the embedded Gemma 3 270M only, so that
@@ -63,85 +65,6 @@ _PREFIX_SEQ = 0
 _QUERY_SEQ = 1
 
 
-@dataclass(frozen=True)
-class Truncation:
-    """A text cut to fit its slot: which one (``query`` or document index), tokens before/after."""
-
-    part: str
-    index: int
-    original_tokens: int
-    kept_tokens: int
-
-
-@dataclass(frozen=True)
-class ScoreBatch:
-    """Scores (logits, one per document, input order) and the cuts made to fit the slots.
-
-    - ``scores``: ``None`` for a skipped document (its status says why)
-    - ``statuses``: per document, ``scored`` or ``empty`` (empty or whitespace-only text is
-      never scored: a model's score for nothing is not a relevance judgement)
-    - ``candidate_tokens``: tokens decoded per scored candidate (its document part), for
-      throughput (0 for a skipped one)
-    """
-
-    scores: list[float | None]
-    truncations: list[Truncation] = field(default_factory=list)
-    candidate_tokens: list[int] = field(default_factory=list)
-    statuses: list[str] = field(default_factory=list)
-
-
-def _skipping_empty(method):
-    """Wrap a scoring path: score the non-empty documents, mark the rest ``empty``."""
-
-    def wrapper(self, query, documents, instruction=RETRIEVAL_INSTRUCTION):
-        keep = [i for i, d in enumerate(documents) if not is_empty_document(d)]
-        inner = (method(self, query, [documents[i] for i in keep], instruction) if keep
-                 else ScoreBatch(scores=[]))
-        scores: list[float | None] = [None] * len(documents)
-        tokens = [0] * len(documents)
-        statuses = ["empty"] * len(documents)
-        for j, i in enumerate(keep):
-            scores[i], tokens[i], statuses[i] = inner.scores[j], inner.candidate_tokens[j], "scored"
-        truncations = [t if t.part == "query" else Truncation(t.part, keep[t.index],
-                                                               t.original_tokens, t.kept_tokens)
-                       for t in inner.truncations]
-        return ScoreBatch(scores=scores, truncations=truncations, candidate_tokens=tokens,
-                          statuses=statuses)
-
-    wrapper.__doc__ = method.__doc__
-    wrapper.__name__ = method.__name__
-    return wrapper
-
-
-_LOG_CALLBACK = None
-
-
-def _llama():
-    global _LOG_CALLBACK
-    try:
-        import ctypes
-
-        import llama_cpp
-    except ImportError as exc:
-        raise JudgeError(
-            "llama-cpp-python is not installed; run `make setup` (it builds the wheel from source)"
-        ) from exc
-    if _LOG_CALLBACK is None:
-        # llama.cpp prints load-time notices on stderr (for Gemma 3, at error level: a note
-        # that '</s>' is not a control token; at warning level: the full-size SWA cache).
-        # Route all of it to Python logging at DEBUG ("junction.judge.llama_cpp"); a real
-        # failure surfaces as a null model/context, which raises JudgeError.
-        log = logging.getLogger("junction.judge.llama_cpp")
-
-        @llama_cpp.llama_log_callback
-        def _on_log(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
-            log.debug("[%d] %s", level, text.decode("utf-8", "replace").rstrip())
-
-        _LOG_CALLBACK = _on_log  # keep a reference: llama.cpp holds only the pointer
-        llama_cpp.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))
-    return llama_cpp
-
-
 @dataclass
 class _ContextState:
     """Which prefix sequence 0 of the context currently holds (``None``: nothing kept)."""
@@ -150,7 +73,7 @@ class _ContextState:
     prefix_len: int = 0
 
 
-class LlamaJudge:
+class LlamaJudge(PromptTokens):
     """A loaded judge model and one llama.cpp context (see the module docstring).
 
     Construct through ``junction.judge.load_judge`` (one per config per process). Calls are
@@ -159,7 +82,7 @@ class LlamaJudge:
     """
 
     def __init__(self, config: JudgeConfig) -> None:
-        L = _llama()
+        L = llama_cpp_module()
         self._L = L
         self.config = config
         path = (Path(config.model_path) if config.model_path
@@ -231,7 +154,7 @@ class LlamaJudge:
         except Exception:
             pass
 
-    # -- metadata and tokens -------------------------------------------------------------
+    # -- metadata ----------------------------------------------------------------------
     def _read_metadata(self) -> dict[str, str]:
         L = self._L
         out: dict[str, str] = {}
@@ -245,101 +168,6 @@ class LlamaJudge:
                 continue
             out[key] = buf.value.decode("utf-8", "replace")
         return out
-
-    def tokenize(self, text: str, *, bos: bool = False, special: bool = False) -> list[int]:
-        """Token ids of ``text``; ``bos`` adds the model's BOS token if it uses one,
-        ``special`` parses special-token strings such as ``<|im_end|>``."""
-        data = text.encode("utf-8")
-        cap = len(data) + 16
-        arr = (self._L.llama_token * cap)()
-        n = self._L.llama_tokenize(self._vocab, data, len(data), arr, cap, bos, special)
-        if n < 0:
-            raise JudgeError(f"tokenising {len(data)} bytes needs {-n} tokens > buffer {cap}")
-        return list(arr[:n])
-
-    def piece(self, token: int) -> str:
-        """The text of one token (special tokens rendered)."""
-        buf = ctypes.create_string_buffer(256)
-        n = self._L.llama_token_to_piece(self._vocab, token, buf, 256, 0, True)
-        return buf.raw[: max(n, 0)].decode("utf-8", "replace")
-
-    def answer_tokens(self) -> tuple[list[int], list[int]]:
-        """Token ids of the template's "yes" and "no" strings (the smoke gate wants one each)."""
-        return (self.tokenize(self.template.yes), self.tokenize(self.template.no))
-
-    def _answer_ids(self) -> tuple[int, int]:
-        if self._ctx is None:
-            raise JudgeError(f"{self.model_path} was loaded with vocab_only: it tokenises, "
-                             "it cannot score")
-        yes, no = self.answer_tokens()
-        if len(yes) != 1 or len(no) != 1:
-            raise JudgeError(
-                f"answer strings must be single tokens: {self.template.yes!r} -> {yes}, "
-                f"{self.template.no!r} -> {no}"
-            )
-        return yes[0], no[0]
-
-    def prefix_tokens(self, instruction: RerankInstruction) -> list[int]:
-        """Tokens of the shared prefix (with BOS)."""
-        return self.tokenize(self.template.prefix(instruction), bos=True, special=True)
-
-    def _is_special(self, token: int) -> bool:
-        attr = self._L.llama_vocab_get_attr(self._vocab, token)
-        return bool(attr & (self._L.LLAMA_TOKEN_ATTR_CONTROL
-                            | self._L.LLAMA_TOKEN_ATTR_USER_DEFINED))
-
-    def _split_literal(self, literal: str) -> tuple[str, str]:
-        """``literal`` as (plain head, rest): the head is the text before its first special
-        token (tokenised together with the user text before it), the rest starts there."""
-        cached = self._literal_splits.get(literal)
-        if cached is None:
-            head = ""
-            for tok in self.tokenize(literal, special=True):
-                if self._is_special(tok):
-                    break
-                head += self.piece(tok)
-            if not literal.startswith(head):  # a piece that does not spell its text
-                head = ""
-            cached = self._literal_splits[literal] = (head, literal[len(head):])
-        return cached
-
-    def detokenize(self, tokens: Sequence[int]) -> str:
-        """The text of ``tokens`` (bytes of their pieces; a split UTF-8 tail is dropped)."""
-        out = bytearray()
-        buf = ctypes.create_string_buffer(256)
-        for tok in tokens:
-            n = self._L.llama_token_to_piece(self._vocab, tok, buf, 256, 0, False)
-            out += buf.raw[: max(n, 0)]
-        return out.decode("utf-8", "ignore")
-
-    def _part_tokens(self, before: str, text: str, after: str,
-                     limit: int) -> tuple[list[int], int]:
-        """Tokens of ``before + lead + text + after`` as the whole prompt tokenises them.
-
-        The user text (special-token parsing off) is tokenised together with the plain head
-        of the literal after it, so a merge across that boundary ("?" + "\n" -> "?\n" in
-        Qwen's tokenizer) happens here as in the whole prompt. A text longer than ``limit``
-        tokens is cut to its first ``limit`` tokens first (returned: the uncut length).
-        """
-        head, rest = self._split_literal(after)
-        user = self.template.lead + normalise_text(text)
-        n = len(self.tokenize(user))
-        if n > limit:
-            user = self.detokenize(self.tokenize(user)[:limit])
-        return (self.tokenize(before, special=True) + self.tokenize(user + head)
-                + (self.tokenize(rest, special=True) if rest else []), n)
-
-    def query_tokens(self, query: str) -> tuple[list[int], int]:
-        """Tokens of the query part (text cut to ``max_query_tokens``) and the uncut length."""
-        t = self.template
-        return self._part_tokens(t.query_before, query, t.query_after,
-                                 self.config.max_query_tokens)
-
-    def document_tokens(self, document: str) -> tuple[list[int], int]:
-        """Tokens of the document part; only the document text is cut (the answer suffix stays)."""
-        t = self.template
-        return self._part_tokens(t.doc_before, document, t.doc_after,
-                                 self.config.max_document_tokens)
 
     def runtime(self) -> dict[str, object]:
         """Every runtime setting that can move a score: model sha256, KV type, slots
@@ -425,7 +253,7 @@ class LlamaJudge:
             docs.append(d_tokens)
         return q_tokens, docs, truncations
 
-    @_skipping_empty
+    @skipping_empty
     def score(
         self, query: str, documents: Sequence[str],
         instruction: RerankInstruction = RETRIEVAL_INSTRUCTION,
@@ -489,7 +317,7 @@ class LlamaJudge:
         return ScoreBatch(scores=scores, truncations=truncations,
                           candidate_tokens=[len(d) for d in docs])
 
-    @_skipping_empty
+    @skipping_empty
     def score_naive(
         self, query: str, documents: Sequence[str],
         instruction: RerankInstruction = RETRIEVAL_INSTRUCTION,

@@ -1,5 +1,8 @@
 """Pages: an HTML page chunked on its headings into contexts, and chunk admission.
 
-- ``chunking``: the chunker (BeautifulSoup), nothing lost;
-- ``admission``: top-K admission of scored chunks inside a token budget.
+- ``blocks``: a page's visible text as blocks (BeautifulSoup);
+- ``chunking``: the chunker (blocks packed into chunks), nothing lost;
+- ``admission``: the admission policies over judge scores (the one top-K rule, floors,
+  sub-tasks);
+- ``chunk_admission``: top-K admission of a page's scored chunks inside a token budget.
 """

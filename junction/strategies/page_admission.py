@@ -14,7 +14,7 @@ JSON Lines suites with ``"format": "html"`` contexts); both expose contexts only
   ``junction.judge.cache.JudgedBatch``).
 
 Both admit with ``junction.pages.admission.admit_top_k``: at most ``top_k`` (default
-``junction.pages.chunking.DEFAULT_TOP_K``, 5) chunks, best first, each only if the exposed set
+``junction.pages.admission.DEFAULT_TOP_K``, 5) chunks, best first, each only if the exposed set
 still fits every limit of the task's budget (a chunk that does not fit is skipped and the
 next is tried). A chunk is admitted whole, its content unchanged.
 

@@ -16,7 +16,7 @@ A reference reads the task (the listing is not in the router view), so it is cal
 ``select(task, pool_limit)``; its candidate pools are the whole lanes (``pool_limit`` is
 ignored), so every exposed resource is a candidate. A whole prior conversation can exceed
 the agent's context window; the agent, not the reference, then keeps the most recent turns
-that fit (``junction.agent.llm.fit_prompt``), so the exposed set stays BFCL's.
+that fit (``junction.agent.prompt.fit_prompt``), so the exposed set stays BFCL's.
 """
 
 from __future__ import annotations

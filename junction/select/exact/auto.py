@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from junction.select.exact.bnb import COMBINATORIAL_MAX, CombinatorialJointSelector
 from junction.select.exact.bnc import BranchAndCutJointSelector
-from junction.select.exact.kernel import (
-    DEFAULT_TIME_LIMIT_S,
-    DEFAULT_WORK_LIMIT,
-    Reduced,
-    ReducingSelector,
-)
+from junction.select.exact.limits import DEFAULT_TIME_LIMIT_S, DEFAULT_WORK_LIMIT
+from junction.select.exact.reduction import Reduced, ReducingSelector
 from junction.select.problem import JointProblem, Selection
 
 __all__ = ["AUTO_COMBINATORIAL_MAX", "AutoJointSelector"]
@@ -28,7 +24,7 @@ class AutoJointSelector(ReducingSelector):
     """Exact joint selection by whichever exact search is cheaper for the pool's size.
 
     Runs ``CombinatorialJointSelector`` (combinatorial branch and bound, no LP) when at
-    most ``combinatorial_max`` candidates are left after ``kernel.reduce``, else
+    most ``combinatorial_max`` candidates are left after ``reduction.reduce``, else
     ``BranchAndCutJointSelector``. The ``Selection``'s ``strategy`` names the search that
     ran (``branch_and_bound`` or ``branch_and_cut``); ``subsets_examined`` counts its
     search nodes or LP nodes. Default threshold ``AUTO_COMBINATORIAL_MAX``;

@@ -2,7 +2,7 @@
 
 Same objective, budget limits, size cap and tie rule as ``junction.select.problem`` and
 ``EnumerationJointSelector``, and the same removal of candidates that can never be
-selected (``kernel.reduce``). Plain Python: one node costs a few microseconds, where one
+selected (``reduction.reduce``). Plain Python: one node costs a few microseconds, where one
 HiGHS LP of ``BranchAndCutJointSelector`` costs far more (figures in bench/README.md).
 
 Search. The candidates get a static order: tools first, then contexts, each group by
@@ -54,7 +54,7 @@ import math
 import time
 
 from junction.errors import SelectionError
-from junction.select.exact.kernel import Reduced, ReducingSelector
+from junction.select.exact.reduction import Reduced, ReducingSelector
 from junction.select.problem import (
     OBJECTIVE_TOLERANCE,
     FloatBand,

@@ -1,10 +1,10 @@
 """Exact joint selection by a dedicated branch and cut over HiGHS linear programs.
 
 Same objective, budget rows, size cap and tie rule as ``junction.select.problem`` and
-``EnumerationJointSelector``; the model of ``kernel.Model`` (one binary x per candidate,
+``EnumerationJointSelector``; the model of ``model.Model`` (one binary x per candidate,
 one y_ct per context–tool pair with W_ct != 0, McCormick rows by the sign of W_ct, the
 budget rows, the optional size row; candidates that never fit or never pay removed first
-by ``kernel.reduce``). HiGHS solves only linear programs here (``nodelp.NodeLP``: dual
+by ``reduction.reduce``). HiGHS solves only linear programs here (``nodelp.NodeLP``: dual
 simplex, presolve off, warm-started from the previous LP's basis), and this package does
 the rest: root.py (root bounds and incumbents), probing.py (fixing before the search),
 branching.py (branching and the tie split), search.py (the state they share); this
@@ -12,16 +12,16 @@ module drives them.
 (junction/select/exact/milp_reference.py hands the same model to HiGHS's own branch and cut instead;
 comparison in bench/README.md.)
 
-1. Root (root.py): the product rows (``kernel.product_rows``: every limit row times each
+1. Root (root.py): the product rows (``model.product_rows``: every limit row times each
    x_j, the rows behind the quadratic knapsack bounds of Gallo, Hammer & Simeone 1980 and
    Caprara, Pisinger & Toth 1999) join the model for the whole search (``product_rows``
    option; the first root LP by interior point from ``_ROOT_IPM_MIN_COLUMNS`` columns
-   up), then rounds of LP + exact odd-cycle separation (``kernel.cycle_cuts``; valid
+   up), then rounds of LP + exact odd-cycle separation (``model.cycle_cuts``; valid
    for every integer point, so the cuts stay in every node's LP) until the bound falls by
    less than ``_ROOT_STALL`` (relative) or ``_ROOT_WORK_SHARE`` of the work limit is spent; cuts
    slack at the last root LP are deleted. Incumbents: greedy insertion from the empty set
    and the root point rounded at 1/2, each improved by flips and swaps
-   (``kernel.local_search``), and RENS (the MILP with the root's integral x fixed, solved by
+   (``local_search.local_search``), and RENS (the MILP with the root's integral x fixed, solved by
    HiGHS within ``_RENS_NODES`` nodes). If a limit stops the root LP, the greedy set is
    returned (gap None). Unless the root LP's x is integral (then the tie split below
    settles the tree in a node or two), variable fixing by bounds (``probing.probe``, the
@@ -56,7 +56,7 @@ best set found and gap (bound - objective) / max(|objective|, 1e-9), bound = the
 LP bound of an open node (None if the root LP did not finish); ``stopped_by_clock``, same
 fields, when the wall-clock safety net did (or cut short the RENS solve of a search the
 work limit then stopped); then the search returns within the limit plus
-``kernel.CLOCK_SLACK_S`` (the RENS sub-MIP is abandoned at the deadline: ``highs_milp``).
+``limits.CLOCK_SLACK_S`` (the RENS sub-MIP is abandoned at the deadline: ``highs_milp``).
 Every step up to the clock's stop is the same at any time limit (a clock-cut RENS solve
 seeds no local search: ``root.rens``), so a larger limit never returns a worse set. Work
 caps: every LP has the simplex (and interior-point) iterations left; RENS has
@@ -75,14 +75,10 @@ import time
 import numpy as np
 
 from junction.select.exact.branching import Brancher
-from junction.select.exact.kernel import (
-    DEFAULT_TIME_LIMIT_S,
-    DEFAULT_WORK_LIMIT,
-    Reduced,
-    ReducingSelector,
-)
+from junction.select.exact.limits import DEFAULT_TIME_LIMIT_S, DEFAULT_WORK_LIMIT
 from junction.select.exact.nodelp import EPS
 from junction.select.exact.probing import PROBE_SHARE, probe, restrict
+from junction.select.exact.reduction import Reduced, ReducingSelector
 from junction.select.exact.root import seed_incumbents, solve_root
 from junction.select.exact.search import Node, Search
 from junction.select.problem import (
@@ -162,10 +158,10 @@ class BranchAndCutJointSelector(ReducingSelector):
     with status ``work_limit`` and its gap. ``time_limit_s`` (seconds; ``None``: none) is
     a safety net on the clock: a search it cuts short gets status ``stopped_by_clock``
     (the result depends on the machine's speed; reports leave it out of comparisons);
-    ``select`` returns within it plus ``kernel.CLOCK_SLACK_S``, and a larger limit never
+    ``select`` returns within it plus ``limits.CLOCK_SLACK_S``, and a larger limit never
     returns a worse set (every sub-solve follows the same path until the clock stops it).
     ``root_cut_min_candidates``: odd-cycle cuts at the root from this many candidates up.
-    ``product_rows``: add ``kernel.product_rows`` to the LP (default on); ``probing``: fix
+    ``product_rows``: add ``model.product_rows`` to the LP (default on); ``probing``: fix
     variables by root LP probes before the search (default on); both change the time,
     never the selection.
     ``subsets_examined`` counts LP nodes. Raises ``ValueError`` on a time limit that is not

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from junction.select.exact.kernel import LIMIT_COLUMNS
 from junction.select.exact.nodelp import EPS
+from junction.select.exact.reduction import LIMIT_COLUMNS
 from junction.select.exact.search import Node, Search
 
 __all__ = ["Brancher"]

@@ -1,7 +1,7 @@
 """The branch and cut's LP relaxation in one ``highspy.Highs``, re-solved per node.
 
-The model's LP (``kernel.Model``: McCormick rows, budget rows, size row), plus base rows
-(``kernel.product_rows``) and cuts added later; dual simplex, presolve off, each solve
+The model's LP (``model.Model``: McCormick rows, budget rows, size row), plus base rows
+(``model.product_rows``) and cuts added later; dual simplex, presolve off, each solve
 warm-started from the last basis. Every solve counts its simplex iterations (HiGHS's own
 count), the deterministic work measure of the branch and cut (junction/select/exact/bnc.py).
 """
@@ -14,7 +14,7 @@ import numpy as np
 
 from junction.errors import SelectionError
 from junction.select.exact.highs import highs_lp, new_highs, rows_to_csr
-from junction.select.exact.kernel import Model
+from junction.select.exact.model import Model
 
 __all__ = ["EPS", "HIGHS_INT_MAX", "LPResult", "NodeLP"]
 

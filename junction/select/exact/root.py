@@ -1,8 +1,8 @@
 """The branch and cut's root: its LP bound, root cuts, and the first incumbents.
 
-``solve_root``: the product rows (``kernel.product_rows``) join the LP for the whole
+``solve_root``: the product rows (``model.product_rows``) join the LP for the whole
 search, the first LP is solved (by interior point from ``_ROOT_IPM_MIN_COLUMNS`` columns
-up), then rounds of odd-cycle separation (``kernel.cycle_cuts``) until the bound stalls or
+up), then rounds of odd-cycle separation (``model.cycle_cuts``) until the bound stalls or
 ``_ROOT_WORK_SHARE`` of the work limit is spent; slack cuts are deleted at the end.
 ``seed_incumbents``: greedy insertion, the rounded root point, and RENS (``rens``).
 """
@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from junction.select.exact.kernel import cycle_cuts, product_rows
+from junction.select.exact.model import cycle_cuts, product_rows
 from junction.select.exact.nodelp import EPS, LPResult
 from junction.select.exact.search import Search
 
@@ -72,7 +72,7 @@ def solve_root(search: Search, products: bool = True, cut_min: float = 0) -> LPR
 
 def seed_incumbents(search: Search, point: np.ndarray) -> None:
     """Incumbents from the root LP's ``point``: greedy insertion from the empty set, the
-    point rounded at 1/2, then RENS, each improved by ``kernel.local_search``."""
+    point rounded at 1/2, then RENS, each improved by ``local_search.local_search``."""
     search.heuristic(np.zeros(search.model.nvar))  # greedy from the empty set
     search.heuristic(point)
     rens(search, point)

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from junction.select.exact.kernel import BudgetArrays, Model, Reduced, local_search
+from junction.select.exact.local_search import local_search
+from junction.select.exact.model import Model
 from junction.select.exact.nodelp import LPResult, NodeLP
+from junction.select.exact.reduction import BudgetArrays, Reduced
 from junction.select.problem import OBJECTIVE_TOLERANCE, JointProblem
 
 __all__ = ["Node", "Search"]
@@ -103,7 +105,7 @@ class Search:
 
     def heuristic(self, x: np.ndarray) -> None:
         """Round the point ``x`` at 1/2, repair, then improving flips and swaps
-        (``kernel.local_search``); record the set if it fits exactly."""
+        (``local_search.local_search``); record the set if it fits exactly."""
         self.record(local_search(self.red, self.problem.budget, self.max_size,
                                  start=x[: self.nx] > 0.5, swaps=True, arrays=self.arrays))
 
