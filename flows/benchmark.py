@@ -6,30 +6,30 @@ batch of tasks), not one Prefect task per benchmark task, so orchestration overh
 small. A unit whose trace file already exists is skipped, so re-running a run id
 completes only what is missing and never duplicates a row. Only file I/O is retried
 (``retry_condition_fn`` accepts ``OSError`` only); pure work that fails, fails once.
+Units are submitted a few at a time, so a stop asked by a signal (``flows.interrupts``,
+armed by the command line) takes effect between two units: the run is then marked
+``interrupted`` and ``RunInterrupted`` says how many units were done.
 """
 
-import platform
-import subprocess
+import queue
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.environment import start_temporary_server
-from flows.plan import (RunPlan, check_resume, check_writable, default_suites, new_run_id,
-                        prepare_run, skipped_default_suites)
-from flows.sampling import LoadedSuite, agent_sample, capped, suite_summary
+from flows import interrupts, server
+from flows.interrupts import RunInterrupted
+from flows.plan import RunPlan, check_resume, check_writable, new_run_id, prepare_run
+from flows.run_record import finish_run, start_run
+from flows.sampling import LoadedSuite, agent_sample, capped
 from flows.workers import run_unit_now
-from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError, UnknownNameError
 from junction.evidence.reports import run_timings, write_report
 from junction.evidence.store import TraceStore, check_name
@@ -39,7 +39,7 @@ from junction_datasets import SUITES, SuiteBuild, SuiteInfo, build_suite
 from junction_datasets.jsonl import load_suite_file
 
 __all__ = ["benchmark", "run_benchmark", "run_prepared", "task_runner", "load_suites",
-           "plan_units", "Unit", "RunPlan"]
+           "plan_units", "Unit", "RunPlan", "UnitFailedError"]
 
 _PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("junction_progress",
                                                                      default=None)
@@ -57,30 +57,6 @@ def _report_progress(done: int, total: int) -> None:
     observer = _PROGRESS.get()
     if observer is not None:
         observer(done, total)
-
-_PACKAGES = ("junction", "prefect", "duckdb", "pyarrow", "pydantic", "bm25s", "scipy",
-             "numpy", "llama_cpp_python", "ir_measures", "bfcl-eval")
-
-
-def _git(*args: str) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                             timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
-def _versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for name in _PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "absent"
-    return versions
-
-
 
 # --------------------------------------------------------------------------- tasks
 
@@ -264,22 +240,28 @@ def benchmark(plan: RunPlan, run_id: str | None = None,
     or the traces root cannot be written, ``DatasetError`` for a malformed suite; a run that
     fails after it started is marked ``failed`` in its run.json.
     """
+    interrupts.reinstall()  # Prefect swapped the SIGTERM handler for the flow run
     run_id = check_name(run_id, "run_id") if run_id else new_run_id()
     check_writable(plan.output_root)
     check_resume(plan, run_id)
     suites = load_suites(plan)  # before anything is written
     store = TraceStore(plan.output_root)
-    meta = _start_run(store, plan, run_id, suites)
+    meta = start_run(store, plan, run_id, suites)
+    interrupts.track(root=plan.output_root, meta=meta)
     try:
         results = _submit(plan, run_id, plan_units(plan, suites))
-        _finish_run(store, meta, results, suites, plan)
+        finish_run(store, meta, results, suites, plan)
         refresh_warehouse(plan.output_root)
         report = (write_run_report(plan.output_root, plan.reports_root, run_id,
                                    meta["suites"]) if write_reports else None)
+    except RunInterrupted as exc:
+        store.write_run_meta(run_id, interrupts.mark_interrupted(meta, exc.done, exc.total))
+        raise
     except BaseException as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         meta.update(finished_at=datetime.now(UTC).isoformat(), status="failed",
-                    error=f"{type(exc).__name__}: {reason}")
+                    error=reason if isinstance(exc, UnitFailedError)  # names its error
+                    else f"{type(exc).__name__}: {reason}")
         meta.pop("suites", None)
         store.write_run_meta(run_id, meta)
         raise
@@ -288,54 +270,66 @@ def benchmark(plan: RunPlan, run_id: str | None = None,
             "tasks": sum(r["tasks"] for r in results)}
 
 
-def _start_run(store: TraceStore, plan: RunPlan, run_id: str,
-               suites: list[LoadedSuite]) -> dict[str, Any]:
-    """Write the run's run.json as ``running`` (keeping a resumed run's start time and
-    learned models) and return it."""
-    existing = store.read_run_meta(run_id) or {}
-    meta = {
-        "run_id": run_id, "params": plan.params(), "params_hash": plan.params_hash(),
-        "seeds": plan.seeds, "git_commit": _git("rev-parse", "HEAD"),
-        "git_dirty": bool(_git("status", "--porcelain")), "versions": _versions(),
-        "started_at": existing.get("started_at") or datetime.now(UTC).isoformat(),
-        "finished_at": None, "status": "running",
-    }
-    skipped = {n: r for n, r in skipped_default_suites().items() if n not in plan.suites}
-    if skipped and not plan.suite_files and plan.suites == default_suites():
-        meta["suites_skipped"] = skipped
-    if existing.get("learned_models"):
-        meta["learned_models"] = existing["learned_models"]
-    store.write_run_meta(run_id, meta)
-    return meta
+class UnitFailedError(JunctionError):
+    """A unit of the run raised; the message names the unit and the error's first line
+    (the traceback is the ``__cause__``)."""
 
 
 def _submit(plan: RunPlan, run_id: str, units: list[Unit]) -> list[dict[str, Any]]:
-    """Submit every unit to the task runner and wait for them (progress per finished
-    unit); returns their results in completion order."""
-    futures = [run_unit.submit(
-        plan.output_root, run_id, u.suite.name, u.strategy, u.suite.seed, u.scale, u.name,
-        TaskBatch(u.tasks), u.suite.info.pool_limit,
-        TaskBatch(u.agent_ids) if u.agent_ids else None, plan.agent_model, plan.agent_url,
-        plan.agent_concurrency, plan.agent_context_tokens) for u in units]
-    results = []
-    for future in as_completed(futures):
-        results.append(future.result())
-        _report_progress(len(results), len(futures))
+    """Submit the units to the task runner, at most ``2 × workers`` in flight, and wait
+    for them (progress per finished unit); returns their results in completion order.
+
+    Between submissions it reads ``interrupts.stop_requested()``: once set, nothing more
+    is submitted, the units in flight end (one not yet started returns at once) and
+    ``RunInterrupted`` says how many of all units were done. A unit that raises is
+    ``UnitFailedError`` naming it."""
+    window = 2 * (plan.workers or 4)
+    finished: queue.SimpleQueue = queue.SimpleQueue()
+    waiting = iter(units)
+    in_flight, results = 0, []
+    interrupts.track(done=0, total=len(units))
+    while True:
+        while in_flight < window and not interrupts.stop_requested():
+            unit = next(waiting, None)
+            if unit is None:
+                break
+            future = run_unit.submit(
+                plan.output_root, run_id, unit.suite.name, unit.strategy, unit.suite.seed,
+                unit.scale, unit.name, TaskBatch(unit.tasks), unit.suite.info.pool_limit,
+                TaskBatch(unit.agent_ids) if unit.agent_ids else None, plan.agent_model,
+                plan.agent_url, plan.agent_concurrency, plan.agent_context_tokens)
+            future.add_done_callback(lambda f, u=unit: finished.put((f, u)))
+            in_flight += 1
+        if not in_flight:
+            break
+        try:  # a short wait: the stop flag is read between waits
+            future, unit = finished.get(timeout=0.25)
+        except queue.Empty:
+            continue
+        in_flight -= 1
+        try:
+            result = _unit_result(future, unit)
+        except UnitFailedError:
+            if not interrupts.stop_requested():
+                raise
+            continue  # a unit the interrupt ended (a Dask worker got the Ctrl-C too)
+        if not result.get("cancelled"):
+            results.append(result)
+            interrupts.track(done=len(results))
+            _report_progress(len(results), len(units))
+    if interrupts.stop_requested():
+        raise RunInterrupted(len(results), len(units))
     return results
 
 
-def _finish_run(store: TraceStore, meta: dict[str, Any], results: list[dict[str, Any]],
-                suites: list[LoadedSuite], plan: RunPlan) -> None:
-    """Mark the run completed with its suites' summaries and learned-model files."""
-    learned = sorted({*meta.get("learned_models", ()),
-                      *(m for r in results for m in r.get("learned_models", ()))})
-    if learned:  # file names under learned/ (a resumed run keeps the earlier ones)
-        meta["learned_models"] = learned
-    max_tasks = {s: step.max_tasks for s, step in plan.steps().items()}
-    meta.update(finished_at=datetime.now(UTC).isoformat(), status="completed",
-                suites={s.key: suite_summary(s, max_tasks)
-                        for s in suites})
-    store.write_run_meta(meta["run_id"], meta)
+def _unit_result(future, unit: Unit) -> dict[str, Any]:
+    """The unit's result, or ``UnitFailedError`` naming it if it raised."""
+    try:
+        return future.result()
+    except Exception as exc:  # noqa: BLE001 - named below, traceback kept as the cause
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise UnitFailedError(f"unit {unit.suite.name}/{unit.strategy}/{unit.name} failed: "
+                              f"{type(exc).__name__}: {first}".rstrip(": ")) from exc
 
 
 # --------------------------------------------------------------------------- running it
@@ -385,7 +379,7 @@ def run_prepared(plan: RunPlan, run_id: str,
     Prefect server if none is configured, then run the flow."""
     token = _PROGRESS.set(progress)
     try:
-        start_temporary_server()
+        server.start()
         runner = task_runner(plan.runner, plan.workers, plan.dask_address)
         return benchmark.with_options(task_runner=runner)(plan, run_id, write_reports)
     finally:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -18,9 +17,9 @@ import typer
 from flows.cli_admit import admit
 from flows.cli_judge import judge_app
 from flows.cli_models import models_app
+from flows.cli_run import WAREHOUSE_OPTION, bench, reports_root, warehouse_root
 from flows.cli_text import echo, require_text, terminal_safe
 from flows.environment import configure_prefect_env
-from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError
 
 configure_prefect_env(logging_level="WARNING")  # before anything imports prefect
@@ -36,6 +35,7 @@ app.add_typer(demo_app, name="demo")
 app.add_typer(judge_app, name="judge")
 app.add_typer(models_app, name="models")
 app.command("admit")(admit)
+app.command("bench")(bench)
 
 
 def _demo_coupling_result() -> dict:
@@ -93,189 +93,6 @@ def _print_table(header, rows, title: str | None = None, width: int | None = 200
     Console(width=width).print(table)
 
 
-def _warehouse_root() -> str:
-    return os.environ.get("JUNCTION_WAREHOUSE", str(PROJECT_ROOT / "warehouse"))
-
-
-def _reports_root() -> str:
-    return os.environ.get("JUNCTION_REPORTS", str(PROJECT_ROOT / "reports"))
-
-
-WAREHOUSE_OPTION = typer.Option(None, "--warehouse", help="Traces root: a folder or an fsspec "
-                                "URL (default: $JUNCTION_WAREHOUSE or ./warehouse).")
-
-
-class Runner(str, Enum):
-    thread = "thread"
-    dask = "dask"
-
-
-def _strategy_option(values: list[str] | None, option: str, kind: type) -> dict | None:
-    """``STRATEGY=VALUE`` options as a dict (None when not given; ``none`` alone: {})."""
-    if not values:
-        return None
-    if values == ["none"]:
-        return {}
-    out: dict = {}
-    for text in values:
-        name, sep, value = text.partition("=")
-        try:
-            if not sep or not name:
-                raise ValueError
-            parsed = kind(value)
-        except ValueError:
-            raise JunctionError(f"{option} takes STRATEGY={kind.__name__.upper()}, got "
-                                f"{text!r}") from None
-        if kind is int:
-            out[name] = parsed
-        else:
-            out.setdefault(name, []).append(parsed)
-    return out
-
-
-def _strategy_scales(values: list[str] | None) -> dict | None:
-    return _strategy_option(values, "--strategy-scale", float)
-
-
-class _JunctionErrorsSaidOnce:
-    """A logging filter for Prefect's run loggers: drops the records (with tracebacks)
-    of a ``JunctionError`` that ends a run, which ``main`` prints as its one line."""
-
-    @staticmethod
-    def filter(record) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, JunctionError)
-
-
-def _quiet_prefect_run_errors() -> None:
-    import logging
-
-    for name in ("prefect.flow_runs", "prefect.task_runs"):
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, _JunctionErrorsSaidOnce) for f in logger.filters):
-            logger.addFilter(_JunctionErrorsSaidOnce())
-
-
-def _agent_model(value: str | None) -> str | None:
-    """An embedded model name as given; a path resolved (``ModelError`` if missing)."""
-    if value is None:
-        return None
-    from junction.models import EMBEDDED_MODELS, resolve_model_path
-
-    return value if value in EMBEDDED_MODELS else str(resolve_model_path(value).resolve())
-
-
-@app.command()
-def bench(
-    suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
-    strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: the catalog's default plan, `junction strategies`)."),
-    seed: list[int] = typer.Option(None, "--seed", help="Suite seed (repeatable; default 0)."),
-    budget_scale: list[float] = typer.Option(
-        None, "--budget-scale", help="Token-budget multiplier (repeatable; default 0.5, 1, 2)."),
-    size: int = typer.Option(None, "--size", min=1, help="Tasks per suite (default: each suite's default size)."),
-    full: bool = typer.Option(False, "--full", help="Every task of every suite (no subsampling)."),
-    batch_size: int = typer.Option(100, "--batch-size", min=1, help="Tasks per work unit."),
-    run_id: str = typer.Option(None, "--run-id", help="Name the run; if a run of this id "
-                               "exists, complete it (same parameters only)."),
-    runner: Runner = typer.Option(Runner.thread, "--runner", help="Task runner."),
-    workers: int = typer.Option(None, "--workers", min=1, help="Workers (threads or Dask processes)."),
-    dask_address: str = typer.Option(None, "--dask-address", help="Existing Dask scheduler address."),
-    suite_file: list[Path] = typer.Option(None, "--suite-file",
-                                          help="JSON Lines suite file (repeatable)."),
-    strategy_size: list[str] = typer.Option(
-        None, "--strategy-size", metavar="STRATEGY=N",
-        help="At most N tasks per suite for STRATEGY (repeatable). Default without --size/"
-             "--full: the catalog's caps (`junction strategies`); with either: none. `none` "
-             "lifts every cap."),
-    strategy_scale: list[str] = typer.Option(
-        None, "--strategy-scale", metavar="STRATEGY=F",
-        help="Run STRATEGY at budget scale F only (repeatable; F among --budget-scale). "
-             "Default without --budget-scale: the catalog's scales (`junction strategies`); "
-             "with it: none. `none` runs every strategy at every scale."),
-    agent_size: int = typer.Option(
-        None, "--agent-size", min=0,
-        help="BFCL tasks per suite the language-model agent acts on, for every strategy and "
-             "reference at budget scale 1 (default: 1; with --full: every task; with --size: "
-             "0). 0 runs no agent."),
-    agent_model: str = typer.Option(
-        None, "--agent-model", metavar="PATH|NAME",
-        help="The agent's GGUF file or embedded model name (default: the embedded "
-             "Qwen2.5-Coder-0.5B-Instruct); with --agent-url, the model id the server "
-             "serves."),
-    agent_url: str = typer.Option(
-        None, "--agent-url", metavar="URL",
-        help="An OpenAI-compatible server's base URL (http://host:port/v1): the agent's "
-             "prompts go there. The API key, if any, comes from $JUNCTION_AGENT_API_KEY."),
-    agent_concurrency: int = typer.Option(
-        1, "--agent-concurrency", min=1, metavar="N",
-        help="Requests in flight to --agent-url at once."),
-    agent_context_tokens: int = typer.Option(None, "--agent-context-tokens", metavar="N", help="The --agent-url server's context window in tokens (default: as the server reports it)."),
-    tau2_data: Path = typer.Option(
-        None, "--tau2-data", metavar="PATH",
-        help="tau2-bench checkout or banking_knowledge folder for the tau2-banking suite "
-             "(default: $JUNCTION_TAU2_DATA)."),
-    warehouse: str = WAREHOUSE_OPTION,
-    reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
-) -> None:
-    """Run the benchmark flow and write the report.
-
-    With no options: every suite and every strategy of the default plan at budget scales
-    0.5, 1 and 2 on each suite's default benchmark sample, a strategy with a catalog cap or
-    scale (the judge, the references: `junction strategies`) within it; the references on
-    BFCL suites only; the language-model agent on 1 task per BFCL suite for every strategy
-    and reference.
-    """
-    from junction_datasets.jsonl import load_suite_file
-
-    from flows.plan import RunPlan, prepare_run
-    from junction.evidence.store import TraceStore
-    from junction_datasets.tau2_banking import DATA_ENV
-
-    if tau2_data is not None:
-        os.environ[DATA_ENV] = str(tau2_data.resolve())
-    plan = RunPlan.build(
-        suites=suite or None, strategies=strategy or None, seeds=seed or None,
-        budget_scales=budget_scale or None, size=size, full=full,
-        batch_size=batch_size, output_root=warehouse or _warehouse_root(),
-        reports_root=reports or _reports_root(), runner=runner.value,
-        workers=workers, dask_address=dask_address,
-        suite_files=[str(p.resolve()) for p in suite_file or []] or None,
-        strategy_size=_strategy_option(strategy_size, "--strategy-size", int),
-        strategy_scales=_strategy_scales(strategy_scale),
-        agent_size=agent_size,
-        agent_model=agent_model if agent_url else _agent_model(agent_model),
-        agent_url=agent_url, agent_concurrency=agent_concurrency,
-        agent_context_tokens=agent_context_tokens,
-    )  # every check that needs no suite data: one error before anything starts
-    given_id, run_id = run_id, prepare_run(plan, run_id)
-    for path in suite_file or []:
-        load_suite_file(path)  # refuse a malformed file before anything starts
-    store = TraceStore(plan.output_root)
-    if given_id:
-        known = store.read_run_meta(run_id) is not None
-        typer.echo(f"{'resuming' if known else 'starting new'} run {run_id}")
-    with store.run_lock(run_id):  # before Prefect is imported: a second writer is told now
-        result = _run_with_progress(plan, run_id)
-    typer.echo(f"run {result['run_id']}: {result['tasks']} task evaluations in "
-               f"{result['units']} units ({result['units_skipped']} already done)")
-    typer.echo(f"report: {result['report']}")
-
-
-def _run_with_progress(plan, run_id: str) -> dict:
-    """Run a prepared plan (its run lock held) with a progress bar of units."""
-    import flows.benchmark as fb
-    from rich.progress import Progress
-
-    _quiet_prefect_run_errors()  # a run that fails on a JunctionError says so once, below
-    with Progress(transient=False) as progress:
-        bar = progress.add_task("benchmark units", total=None)
-
-        def advance(done: int, total: int) -> None:
-            progress.update(bar, completed=done, total=total)
-
-        return fb.run_prepared(plan, run_id, progress=advance)
-
-
 @app.command()
 def strategies() -> None:
     """List the strategy catalog: role, what it sees, and its place in the default run."""
@@ -295,7 +112,7 @@ def runs(warehouse: str = WAREHOUSE_OPTION) -> None:
     """List benchmark runs, oldest first."""
     from junction.evidence.store import TraceStore
 
-    metas = TraceStore(warehouse or _warehouse_root()).run_metas()
+    metas = TraceStore(warehouse or warehouse_root()).run_metas()
     if not metas:
         raise JunctionError("no runs yet; run `junction bench` first")
     rows = []
@@ -319,11 +136,11 @@ def report(
     from junction.evidence.reports import run_timings, write_report
     from junction.evidence.store import TraceStore
 
-    root = warehouse or _warehouse_root()
+    root = warehouse or warehouse_root()
     store = TraceStore(root)
     run_id = resolve_run(store, run)
     meta = store.read_run_meta(run_id) or {"run_id": run_id}
-    paths = write_report(Path(reports or _reports_root()) / run_id, meta,
+    paths = write_report(Path(reports or reports_root()) / run_id, meta,
                          store.read_traces(run_id), meta.get("suites", {}),
                          timings=run_timings(root, run_id))
     typer.echo(f"report: {paths['report.md']}")
@@ -351,7 +168,7 @@ def diff(
         run_scope, scope_lines
     from junction.evidence.store import TraceStore
 
-    store = TraceStore(warehouse or _warehouse_root())
+    store = TraceStore(warehouse or warehouse_root())
     run_a, run_b = resolve_run(store, a), resolve_run(store, b)
     if run_a == run_b:
         raise JunctionError(f"{a!r} and {b!r} are the same run ({run_a}); nothing to compare")
@@ -408,7 +225,7 @@ def sql(
     from junction.evidence.warehouse import Warehouse
 
     require_text(query, "QUERY")
-    result = Warehouse(warehouse or _warehouse_root()).query(query)
+    result = Warehouse(warehouse or warehouse_root()).query(query)
     if fmt is SqlFormat.csv:
         import pyarrow.csv as pacsv
 
@@ -498,6 +315,9 @@ def main() -> None:
     except JunctionError as exc:
         echo(f"error: {exc}", err=True)
         sys.exit(1)
+    except KeyboardInterrupt:  # Ctrl-C outside a run (a run handles it: flows.interrupts)
+        echo("interrupted", err=True)
+        sys.exit(130)
 
 
 if __name__ == "__main__":

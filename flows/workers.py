@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from flows import interrupts
 from junction.evaluate import evaluate_batch
 from junction.evidence.store import TraceStore
 from junction.strategies import make_strategy
@@ -82,8 +83,12 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
     id on that server, ``agent_concurrency`` requests at once, ``agent_context_tokens`` its
     window, None: as the server reports it) acts on ``agent_task_ids``;
     it is loaded only when one of them is in the unit. Returns {unit, skipped, tasks} and,
-    for a unit it ran, successes and the learned-model files it wrote."""
+    for a unit it ran, successes and the learned-model files it wrote. A unit that starts
+    after a stop was asked (``flows.interrupts``), or ends its work once the process has
+    begun to exit, writes nothing and returns {unit, cancelled: True}."""
     store = TraceStore(root)
+    if interrupts.stop_requested():
+        return {"unit": unit, "cancelled": True}
     if store.unit_done(run_id, suite, strategy, unit):
         return {"unit": unit, "skipped": True, "tasks": len(tasks)}
     strategy_fn, lock = strategy_instance(strategy)
@@ -93,9 +98,12 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
     with lock:
         records, timings = evaluate_batch(tasks, strategy_fn, strategy, run_id, seed, scale,
                                           pool_limit, agent=agent, agent_task_ids=ids)
-    store.write_unit(run_id, suite, strategy, unit, records, timings)
-    learned = [store.write_learned_model(m.family, m.sha256, m.record())
-               for m in strategy_fn.artifacts()]
+    with interrupts.unit_write() as allowed:
+        if not allowed:
+            return {"unit": unit, "cancelled": True}
+        store.write_unit(run_id, suite, strategy, unit, records, timings)
+        learned = [store.write_learned_model(m.family, m.sha256, m.record())
+                   for m in strategy_fn.artifacts()]
     return {"unit": unit, "skipped": False, "tasks": len(tasks),
             "successes": sum(r.success for r in records),
             "learned_models": [p.rsplit("/", 1)[-1] for p in learned]}

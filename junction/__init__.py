@@ -1,28 +1,50 @@
-"""Junction: joint selection of context documents and tools under one visible budget."""
+"""Junction: joint selection of context documents and tools under one visible budget.
 
-from junction.budget import Budget, BudgetCheck, BudgetUsage
-from junction.candidates import (
-    Candidate,
-    LexicalContextCandidateGenerator,
-    LexicalToolCandidateGenerator,
-)
-from junction.errors import JunctionError
-from junction.agent.execution import ExecutionResult, Outcome, ToolCall, execute, verify, verify_toy
-from junction.resources import ContextResource, SourceKind, ToolResource
-from junction.select import (
-    AdaptiveSplitBaseline,
-    AutoJointSelector,
-    BranchAndCutJointSelector,
-    CombinatorialJointSelector,
-    EnumerationJointSelector,
-    FixedSplitBaseline,
-    JointProblem,
-    Selection,
-)
-from junction.tasks import BenchmarkTask, Interaction, RouterView, VerifierSpec
-from junction.tokens import DEFAULT_TOKEN_COUNTER, TokenCounter
+The names below are imported on first use (PEP 562 module ``__getattr__``), so a command
+that needs one small part (``junction.errors``, ``junction.environment``: the command
+line's start, the run-id lock) does not pay for the solvers' and BM25's imports.
+"""
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "Budget": "junction.budget",
+    "BudgetCheck": "junction.budget",
+    "BudgetUsage": "junction.budget",
+    "Candidate": "junction.candidates",
+    "LexicalContextCandidateGenerator": "junction.candidates",
+    "LexicalToolCandidateGenerator": "junction.candidates",
+    "JunctionError": "junction.errors",
+    "ExecutionResult": "junction.agent.execution",
+    "Outcome": "junction.agent.execution",
+    "ToolCall": "junction.agent.execution",
+    "execute": "junction.agent.execution",
+    "verify": "junction.agent.execution",
+    "verify_toy": "junction.agent.execution",
+    "ContextResource": "junction.resources",
+    "SourceKind": "junction.resources",
+    "ToolResource": "junction.resources",
+    "AdaptiveSplitBaseline": "junction.select",
+    "AutoJointSelector": "junction.select",
+    "BranchAndCutJointSelector": "junction.select",
+    "CombinatorialJointSelector": "junction.select",
+    "EnumerationJointSelector": "junction.select",
+    "FixedSplitBaseline": "junction.select",
+    "JointProblem": "junction.select",
+    "Selection": "junction.select",
+    "BenchmarkTask": "junction.tasks",
+    "Interaction": "junction.tasks",
+    "RouterView": "junction.tasks",
+    "VerifierSpec": "junction.tasks",
+    "DEFAULT_TOKEN_COUNTER": "junction.tokens",
+    "TokenCounter": "junction.tokens",
+}
+"""Each public name and the module that defines it."""
+
 
 __all__ = [
     "AdaptiveSplitBaseline",
@@ -56,3 +78,16 @@ __all__ = [
     "verify",
     "verify_toy",
 ]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'junction' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -11,10 +11,10 @@ Lucene's ``CJKAnalyzer`` uses bigrams of the same characters). Both the BM25 lan
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
-from bm25s.stopwords import STOPWORDS_EN
 
 __all__ = ["CJK_CHARS", "SENTENCE_END", "THAI_CHARS", "binary_offset", "lexical_tokens"]
 
@@ -46,7 +46,6 @@ _SPACED_MIN = 1
 """Shortest token kept from space-separated scripts: one character, so a one-letter name
 ("R", the "x" and "y" of a plot tool) is a term (bm25s's ``\\w\\w+`` default drops them;
 of English one-letter words only "a" is a stopword)."""
-_STOPWORDS = frozenset(STOPWORDS_EN)
 _SCRIPT_CHAR = re.compile(rf"[{CJK_CHARS}{THAI_CHARS}]")
 
 
@@ -58,8 +57,18 @@ def lexical_tokens(text: str) -> list[str]:
     character long included, unless an English stopword (bm25s's ``stopwords="en"`` list,
     as ``bm25s.tokenize`` uses; its ``\\w\\w+`` pattern would drop one-letter tokens).
     """
+    stopwords = _stopwords()
     return [tok for tok in _LEXICAL.findall(unicodedata.normalize("NFKC", text).lower())
-            if _SCRIPT_CHAR.match(tok) or (len(tok) >= _SPACED_MIN and tok not in _STOPWORDS)]
+            if _SCRIPT_CHAR.match(tok) or (len(tok) >= _SPACED_MIN and tok not in stopwords)]
+
+
+@functools.cache
+def _stopwords() -> frozenset[str]:
+    """bm25s's English stopwords, imported on first use (bm25s imports scipy: seconds on a
+    busy machine, which a command that never tokenises should not pay)."""
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
 
 
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")

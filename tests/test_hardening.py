@@ -231,8 +231,8 @@ def test_temporary_server_start_waits_for_the_home_lock(tmp_path):
     with open(home / ".junction-server-start.lock", "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         proc = subprocess.Popen(
-            [sys.executable, "-c", "from flows.environment import start_temporary_server; "
-             "start_temporary_server(); print('started')"],
+            [sys.executable, "-c", "from flows.server import start; "
+             "start(); print('started')"],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(8)  # ample for the import; the server must not have started
         assert proc.poll() is None

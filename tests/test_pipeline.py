@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -90,19 +91,24 @@ def test_flow_writes_traces_warehouse_and_deterministic_report(prefect_harness, 
 
 
 def test_interrupted_run_resumes_without_duplicates(prefect_harness, tmp_path, flaky):
+    from flows.benchmark import UnitFailedError
+
     clean = _run(tmp_path / "clean", strategies=["flaky", "exact"], suites=["synthetic"],
                  batch_size=5)
     flaky["on"] = True
     try:
-        with pytest.raises(RuntimeError, match="unit fails on purpose"):
+        with pytest.raises(UnitFailedError) as caught:  # names the unit, keeps the cause
             _run(tmp_path / "broken", strategies=["flaky", "exact"], suites=["synthetic"],
                  batch_size=5, run_id="resume-me")
     finally:
         flaky["on"] = False
+    named = r"unit synthetic/flaky/seed0-scale1-\d{6}-\d{6} failed: RuntimeError: unit fails on purpose"
+    assert re.fullmatch(named, str(caught.value)), caught.value
+    assert isinstance(caught.value.__cause__, RuntimeError)
     store = TraceStore(str(tmp_path / "broken" / "wh"))
     failed = store.read_run_meta("resume-me")  # never left "running"
     assert failed["status"] == "failed" and failed["finished_at"]
-    assert failed["error"] == "RuntimeError: unit fails on purpose"
+    assert re.fullmatch(named, failed["error"]), failed["error"]
     partial = store.read_traces("resume-me").num_rows
     assert 0 < partial < 40
     resumed = _run(tmp_path / "broken", strategies=["flaky", "exact"], suites=["synthetic"],

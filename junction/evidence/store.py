@@ -14,14 +14,10 @@ trace file is written last: its presence means the unit is complete (resumable r
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import io
 import json
-import os
-import re
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from junction.errors import JunctionError, TraceError
+from junction.evidence.locks import RunLockedError, check_name, run_lock
 from junction.evidence.traces import TRACE_SCHEMA, TaskTraceRecord, records_to_table, timings_to_table
 
 __all__ = ["TraceStore", "check_name", "RunLockedError", "RUN_FIELDS"]
@@ -38,22 +35,6 @@ RUN_FIELDS: dict[str, type] = {"run_id": str, "git_commit": str, "git_dirty": bo
                                "started_at": str, "status": str, "params_hash": str,
                                "params": dict}
 """The fields every ``runs/<run_id>.json`` holds, and their JSON types (None allowed)."""
-
-
-class RunLockedError(JunctionError):
-    """Another process holds the run id's lock; the message names its PID and start time."""
-
-_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-
-
-def check_name(value: str, field: str) -> str:
-    """Refuse a path component that is empty or holds characters unsafe in a folder name."""
-    if not _SAFE.match(value or ""):
-        raise TraceError(
-            f"{field} {value!r} must start with a letter or digit and use only "
-            "letters, digits, '.', '_', '+' and '-'"
-        )
-    return value
 
 
 class TraceStore:
@@ -255,28 +236,11 @@ class TraceStore:
 
         A second holder fails at once with ``RunLockedError`` naming the holder's PID and
         start time. The OS drops the lock when its process dies, so a crash never leaves a
-        stale lock. Local roots only: on an object store nothing is locked.
+        stale lock. Local roots only: on an object store nothing is locked
+        (``junction.evidence.locks``).
         """
         if not self.is_local:
             yield
             return
-        path = Path(self.base) / "runs" / f".{check_name(run_id, 'run_id')}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a+", encoding="utf-8") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.seek(0)
-                holder = handle.read().strip() or "an unknown process"
-                raise RunLockedError(f"run {run_id} is being written by {holder}; wait for "
-                                     "it to finish or use another --run-id") from None
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"PID {os.getpid()} (started {datetime.now(UTC).isoformat()})")
-            handle.flush()
-            try:
-                yield
-            finally:
-                handle.seek(0)
-                handle.truncate()
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with run_lock(Path(self.base), run_id):
+            yield

@@ -1,0 +1,258 @@
+"""The ``junction bench`` command: options to a ``RunPlan``, then one run, stopped cleanly.
+
+Around the flow (``flows.benchmark``) the command holds the run id's lock (taken before
+Prefect is imported, so a second writer is refused at once), sends Prefect's log records
+and every traceback to the run's log file (``flows.run_log``), handles SIGINT and SIGTERM
+(``flows.interrupts``: exit 130, one line saying how to resume) and watches and stops the
+temporary Prefect server (``flows.server``). A fault after the run started is one line on
+stderr naming the log file; a mistake before it is one line as before.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from flows import interrupts, run_log, server
+from junction.environment import PROJECT_ROOT
+from junction.errors import JunctionError
+
+__all__ = ["bench", "resume_command", "warehouse_root", "reports_root", "WAREHOUSE_OPTION"]
+
+_STOP_DRAIN_S = 5.0
+"""Seconds Prefect's event and log workers get to send what they hold at the end of a run
+whose server is alive (an interrupted run's get 1 s, a dead server's none)."""
+
+
+def warehouse_root() -> str:
+    return os.environ.get("JUNCTION_WAREHOUSE", str(PROJECT_ROOT / "warehouse"))
+
+
+def reports_root() -> str:
+    return os.environ.get("JUNCTION_REPORTS", str(PROJECT_ROOT / "reports"))
+
+
+WAREHOUSE_OPTION = typer.Option(None, "--warehouse", help="Traces root: a folder or an fsspec "
+                                "URL (default: $JUNCTION_WAREHOUSE or ./warehouse).")
+
+
+class Runner(str, Enum):
+    thread = "thread"
+    dask = "dask"
+
+
+def _strategy_option(values: list[str] | None, option: str, kind: type) -> dict | None:
+    """``STRATEGY=VALUE`` options as a dict (None when not given; ``none`` alone: {})."""
+    if not values:
+        return None
+    if values == ["none"]:
+        return {}
+    out: dict = {}
+    for text in values:
+        name, sep, value = text.partition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            parsed = kind(value)
+        except ValueError:
+            raise JunctionError(f"{option} takes STRATEGY={kind.__name__.upper()}, got "
+                                f"{text!r}") from None
+        if kind is int:
+            out[name] = parsed
+        else:
+            out.setdefault(name, []).append(parsed)
+    return out
+
+
+def _strategy_scales(values: list[str] | None) -> dict | None:
+    return _strategy_option(values, "--strategy-scale", float)
+
+
+def _agent_model(value: str | None) -> str | None:
+    """An embedded model name as given; a path resolved (``ModelError`` if missing)."""
+    if value is None:
+        return None
+    from junction.models import EMBEDDED_MODELS, resolve_model_path
+
+    return value if value in EMBEDDED_MODELS else str(resolve_model_path(value).resolve())
+
+
+def bench(
+    suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
+    strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: the catalog's default plan, `junction strategies`)."),
+    seed: list[int] = typer.Option(None, "--seed", help="Suite seed (repeatable; default 0)."),
+    budget_scale: list[float] = typer.Option(
+        None, "--budget-scale", help="Token-budget multiplier (repeatable; default 0.5, 1, 2)."),
+    size: int = typer.Option(None, "--size", min=1, help="Tasks per suite (default: each suite's default size)."),
+    full: bool = typer.Option(False, "--full", help="Every task of every suite (no subsampling)."),
+    batch_size: int = typer.Option(100, "--batch-size", min=1, help="Tasks per work unit."),
+    run_id: str = typer.Option(None, "--run-id", help="Name the run; if a run of this id "
+                               "exists, complete it (same parameters only)."),
+    runner: Runner = typer.Option(Runner.thread, "--runner", help="Task runner."),
+    workers: int = typer.Option(None, "--workers", min=1, help="Workers (threads or Dask processes)."),
+    dask_address: str = typer.Option(None, "--dask-address", help="Existing Dask scheduler address."),
+    suite_file: list[Path] = typer.Option(None, "--suite-file",
+                                          help="JSON Lines suite file (repeatable)."),
+    strategy_size: list[str] = typer.Option(
+        None, "--strategy-size", metavar="STRATEGY=N",
+        help="At most N tasks per suite for STRATEGY (repeatable). Default without --size/"
+             "--full: the catalog's caps (`junction strategies`); with either: none. `none` "
+             "lifts every cap."),
+    strategy_scale: list[str] = typer.Option(
+        None, "--strategy-scale", metavar="STRATEGY=F",
+        help="Run STRATEGY at budget scale F only (repeatable; F among --budget-scale). "
+             "Default without --budget-scale: the catalog's scales (`junction strategies`); "
+             "with it: none. `none` runs every strategy at every scale."),
+    agent_size: int = typer.Option(
+        None, "--agent-size", min=0,
+        help="BFCL tasks per suite the language-model agent acts on, for every strategy and "
+             "reference at budget scale 1 (default: 1; with --full: every task; with --size: "
+             "0). 0 runs no agent."),
+    agent_model: str = typer.Option(
+        None, "--agent-model", metavar="PATH|NAME",
+        help="The agent's GGUF file or embedded model name (default: the embedded "
+             "Qwen2.5-Coder-0.5B-Instruct); with --agent-url, the model id the server "
+             "serves."),
+    agent_url: str = typer.Option(
+        None, "--agent-url", metavar="URL",
+        help="An OpenAI-compatible server's base URL (http://host:port/v1): the agent's "
+             "prompts go there. The API key, if any, comes from $JUNCTION_AGENT_API_KEY."),
+    agent_concurrency: int = typer.Option(
+        1, "--agent-concurrency", min=1, metavar="N",
+        help="Requests in flight to --agent-url at once."),
+    agent_context_tokens: int = typer.Option(None, "--agent-context-tokens", metavar="N", help="The --agent-url server's context window in tokens (default: as the server reports it)."),
+    tau2_data: Path = typer.Option(
+        None, "--tau2-data", metavar="PATH",
+        help="tau2-bench checkout or banking_knowledge folder for the tau2-banking suite "
+             "(default: $JUNCTION_TAU2_DATA)."),
+    warehouse: str = WAREHOUSE_OPTION,
+    reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
+) -> None:
+    """Run the benchmark flow and write the report.
+
+    With no options: every suite and every strategy of the default plan at budget scales
+    0.5, 1 and 2 on each suite's default benchmark sample, a strategy with a catalog cap or
+    scale (the judge, the references: `junction strategies`) within it; the references on
+    BFCL suites only; the language-model agent on 1 task per BFCL suite for every strategy
+    and reference.
+    """
+    output_root = warehouse or warehouse_root()
+    if run_id and "://" not in output_root:  # a held run id: refused before anything loads
+        from junction.evidence.locks import check_run_free
+
+        check_run_free(Path(output_root), run_id)
+    from junction_datasets.jsonl import load_suite_file
+
+    from flows.plan import RunPlan, prepare_run
+    from junction.evidence.store import TraceStore
+    from junction_datasets.tau2_banking import DATA_ENV
+
+    if tau2_data is not None:
+        os.environ[DATA_ENV] = str(tau2_data.resolve())
+    plan = RunPlan.build(
+        suites=suite or None, strategies=strategy or None, seeds=seed or None,
+        budget_scales=budget_scale or None, size=size, full=full,
+        batch_size=batch_size, output_root=output_root,
+        reports_root=reports or reports_root(), runner=runner.value,
+        workers=workers, dask_address=dask_address,
+        suite_files=[str(p.resolve()) for p in suite_file or []] or None,
+        strategy_size=_strategy_option(strategy_size, "--strategy-size", int),
+        strategy_scales=_strategy_scales(strategy_scale),
+        agent_size=agent_size,
+        agent_model=agent_model if agent_url else _agent_model(agent_model),
+        agent_url=agent_url, agent_concurrency=agent_concurrency,
+        agent_context_tokens=agent_context_tokens,
+    )  # every check that needs no suite data: one error before anything starts
+    given_id, run_id = run_id, prepare_run(plan, run_id)
+    for path in suite_file or []:
+        load_suite_file(path)  # refuse a malformed file before anything starts
+    store = TraceStore(plan.output_root)
+    if given_id:
+        known = store.read_run_meta(run_id) is not None
+        typer.echo(f"{'resuming' if known else 'starting new'} run {run_id}")
+    with store.run_lock(run_id):  # before Prefect is imported: a second writer is told now
+        result = _run(plan, run_id)
+    typer.echo(f"run {result['run_id']}: {result['tasks']} task evaluations in "
+               f"{result['units']} units ({result['units_skipped']} already done)")
+    typer.echo(f"report: {result['report']}")
+
+
+def _run_with_progress(plan, run_id: str) -> dict:
+    """Run a prepared plan (its run lock held) with a progress bar of units."""
+    import flows.benchmark as fb
+    from rich.progress import Progress
+
+    with Progress(transient=False) as progress:
+        bar = progress.add_task("benchmark units", total=None)
+        interrupts.on_exit(progress.stop)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(bar, completed=done, total=total)
+
+        return fb.run_prepared(plan, run_id, progress=advance)
+
+
+def _run(plan, run_id: str) -> dict:
+    """Run the prepared plan with its log, signal handling and server watch in place.
+    Faults become one ``JunctionError`` line naming the log; an interrupt exits here."""
+    from flows.benchmark import UnitFailedError
+
+    log = run_log.log_path(run_id)
+    interrupts.arm(run_id, resume_command(sys.argv, run_id))
+    try:
+        import prefect  # noqa: F401 - configures Prefect's logging, then routed to the log
+
+        run_log.route_to(log)
+        server.send_stderr_to(log)
+        server.watch(lambda pid, code: _server_exited(pid, code, run_id, log))
+        return _run_with_progress(plan, run_id)
+    except interrupts.RunInterrupted:
+        interrupts.exit_now(drain_s=1.0)
+        raise  # not reached: exit_now ends the process
+    except UnitFailedError as exc:
+        run_log.log_exception(str(exc), exc)
+        raise JunctionError(f"{exc}; full traceback in {log}") from None
+    except JunctionError as exc:
+        run_log.log_exception(str(exc), exc)
+        raise
+    except Exception as exc:  # noqa: BLE001 - a fault: one line, the traceback in the log
+        run_log.log_exception("the run failed", exc)
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise JunctionError(f"the run failed: {type(exc).__name__}: {first}; full "
+                            f"traceback in {log}") from None
+    finally:
+        server.stop(drain_s=_STOP_DRAIN_S)
+        interrupts.disarm()
+
+
+def _server_exited(pid: int, code: int, run_id: str, log: Path) -> None:
+    """The temporary server ended on its own: end the process now, the run marked failed
+    (a signal to the whole process group that also ended it is an interrupt)."""
+    if interrupts.stop_requested():
+        interrupts.exit_now()
+    reason = f"the temporary Prefect server (PID {pid}) exited with status {code}"
+    interrupts.exit_now(failed=reason, line=(
+        f"error: {reason} during the run; the run is marked failed; resume with "
+        f"`{resume_command(sys.argv, run_id)}`; log: {log}"))
+
+
+def resume_command(argv: list[str], run_id: str) -> str:
+    """``junction bench --run-id RUN_ID`` followed by the options of ``argv`` (this
+    process's ``sys.argv``) after ``bench``, without any ``--run-id`` given: the command
+    that resumes this run as it was started, quoted for a POSIX shell (``shlex.join``)."""
+    args = argv[1:]
+    args = args[args.index("bench") + 1:] if "bench" in args else []
+    kept, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--run-id":
+            skip = True
+        elif not arg.startswith("--run-id="):
+            kept.append(arg)
+    return shlex.join(["junction", "bench", "--run-id", run_id, *kept])

@@ -1,0 +1,264 @@
+"""Stopping a ``junction bench`` run on SIGINT or SIGTERM: in order, once, in seconds.
+
+The command line ``arm``s this module for one run id. Then:
+
+- the first SIGINT or SIGTERM sets a stop flag. The flow's submit loop reads it, submits
+  nothing more, waits for the units already running (a unit not yet started returns at
+  once, ``stop_requested``), marks the run ``interrupted`` and raises ``RunInterrupted``;
+  the command line then stops the temporary server and exits 130 with one line;
+- if that has not happened ``grace_s`` seconds after the first signal (a unit in a long
+  call, a report being drawn), or at a second signal, the process exits at once
+  (``exit_now``): units that are writing finish their write first (``unit_write``, a few
+  milliseconds; a write started later is discarded), the run is marked ``interrupted``,
+  temporary files of the run's writes are removed, the server is stopped and the process
+  ends with ``os._exit(130)`` after flushing its streams.
+
+Exit status 130 is the shell's convention for a process ended by SIGINT (128 + 2). The
+module does nothing until armed, so a flow run from a library call or a test behaves as
+before. Unit writes are atomic (``TraceStore``: temporary name, then rename), so the only
+thing an abrupt end could leave is a hidden ``.*.tmp`` file, which ``exit_now`` removes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from junction.errors import JunctionError
+
+__all__ = ["RunInterrupted", "arm", "disarm", "reinstall", "stop_requested", "track",
+           "unit_write", "mark_interrupted", "exit_now", "on_exit", "EXIT_STATUS"]
+
+EXIT_STATUS = 130
+"""128 + SIGINT: what a shell reports for a process that Ctrl-C ended."""
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_WRITE_GRACE_S = 1.0
+
+
+class RunInterrupted(JunctionError):
+    """The run stopped on SIGINT or SIGTERM after ``done`` of ``total`` units."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__(f"interrupted after {done} of {total} units")
+        self.done, self.total = done, total
+
+
+@dataclass
+class _Run:
+    run_id: str
+    resume: str
+    grace_s: float
+    root: str | None = None
+    meta: dict[str, Any] | None = None
+    done: int = 0
+    total: int | None = None
+    before_exit: list[Callable[[], None]] = field(default_factory=list)
+
+
+_stop = threading.Event()
+_closing = threading.Event()
+_writes = threading.Condition()
+_active_writes = 0
+_exiting = threading.Lock()
+_run: _Run | None = None
+
+
+def arm(run_id: str, resume: str, grace_s: float = 5.0) -> None:
+    """Handle SIGINT and SIGTERM for run ``run_id`` (call from the main thread).
+
+    ``resume``: the command that resumes the run, printed in the last line;
+    ``grace_s``: seconds after the first signal before the process exits at once."""
+    global _run
+    _stop.clear()
+    _closing.clear()
+    _run = _Run(run_id, resume, grace_s)
+    reinstall()
+
+
+def disarm() -> None:
+    """Stop handling signals (the previous handlers come back: Python's defaults)."""
+    global _run
+    _run = None
+    for sig in _SIGNALS:
+        signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT
+                      else signal.SIG_DFL)
+
+
+def reinstall() -> None:
+    """Install the handlers again if armed: Prefect's flow engine replaces the SIGTERM
+    handler for a flow run's duration (``prefect.utilities.engine.capture_sigterm``), so
+    the flow calls this first. No-op off the main thread or when not armed."""
+    if _run is None or threading.current_thread() is not threading.main_thread():
+        return
+    for sig in _SIGNALS:
+        signal.signal(sig, _on_signal)
+
+
+def _on_signal(signum: int, frame) -> None:
+    """First signal: ask the run to stop and start the grace timer; second: exit now.
+    The exit runs in a thread of its own, so no lock the main thread holds is needed."""
+    if _run is None:
+        return
+    if _stop.is_set():
+        threading.Thread(target=exit_now, name="junction-exit", daemon=True).start()
+        return
+    _stop.set()
+    timer = threading.Timer(_run.grace_s, exit_now)
+    timer.daemon = True
+    timer.start()
+
+
+def stop_requested() -> bool:
+    """Whether a signal asked the run to stop (always False when not armed)."""
+    return _stop.is_set()
+
+
+def track(root: str | None = None, meta: dict[str, Any] | None = None,
+          done: int | None = None, total: int | None = None) -> None:
+    """Record the run's progress (traces root, its run.json dict, units done and total)
+    for ``exit_now``; no-op when not armed."""
+    if _run is None:
+        return
+    if root is not None:
+        _run.root = root
+    if meta is not None:
+        _run.meta = meta
+    if done is not None:
+        _run.done = done
+    if total is not None:
+        _run.total = total
+
+
+def on_exit(fn: Callable[[], None]) -> None:
+    """Call ``fn`` (with a 0.5 s limit) before ``exit_now`` prints its line, e.g. to stop
+    a progress display; no-op when not armed."""
+    if _run is not None:
+        _run.before_exit.append(fn)
+
+
+@contextlib.contextmanager
+def unit_write() -> Iterator[bool]:
+    """Wrap a unit's writes: yields False (write nothing: the unit is discarded) once the
+    process has begun to exit, else True, and ``exit_now`` waits for the block to end."""
+    global _active_writes
+    with _writes:
+        if _closing.is_set():
+            allowed = False
+        else:
+            allowed = True
+            _active_writes += 1
+    try:
+        yield allowed
+    finally:
+        if allowed:
+            with _writes:
+                _active_writes -= 1
+                _writes.notify_all()
+
+
+def mark_interrupted(meta: dict[str, Any], done: int, total: int | None) -> dict[str, Any]:
+    """``meta`` (a run.json dict) marked ``interrupted`` at this time, with the units done."""
+    meta.update(finished_at=datetime.now(UTC).isoformat(), status="interrupted",
+                error=None, units_done=done, units_total=total)
+    meta.pop("suites", None)
+    return meta
+
+
+def message() -> str:
+    """The one line for the user: how far the run got and the command that resumes it."""
+    assert _run is not None
+    if _run.total is None:
+        return f"interrupted before any unit started; resume with `{_run.resume}`"
+    return f"interrupted after {_run.done} of {_run.total} units; resume with `{_run.resume}`"
+
+
+def exit_now(drain_s: float = 0.0, failed: str | None = None, line: str | None = None) -> None:
+    """End the process now (once, from any thread): let running writes finish (up to 1 s),
+    mark the run interrupted (or, given ``failed``, failed with that reason), remove its
+    temporary files, stop the temporary Prefect server (``drain_s``: seconds its event
+    and log workers may take to send what they hold), print ``line`` (default:
+    ``message()``) on stderr and ``os._exit`` with 130 (1 when failed)."""
+    if _run is None or not _exiting.acquire(blocking=False):
+        return
+    run = _run
+    _stop.set()
+    with _writes:
+        _closing.set()
+        _writes.wait_for(lambda: _active_writes == 0, timeout=_WRITE_GRACE_S)
+    run.done = _units_on_disk(run, run.done)
+    _write_meta(run, failed)
+    _remove_temporary_files(run)
+    from flows import server
+
+    for fn in run.before_exit:
+        _briefly(fn)
+    _briefly(lambda: server.stop(drain_s=drain_s), timeout=drain_s + 0.5)
+    finish(line or message(), EXIT_STATUS if failed is None else 1)
+
+
+def finish(line: str, status: int = EXIT_STATUS) -> None:
+    """Flush stdout, print ``line`` on stderr, flush and ``os._exit(status)``: no
+    interpreter shutdown, so no Prefect exit hook waits on a server that is gone."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    from flows.cli_text import terminal_safe
+
+    with contextlib.suppress(Exception):
+        sys.stderr.write(terminal_safe(line) + "\n")
+        sys.stderr.flush()
+    os._exit(status)
+
+
+def _write_meta(run: _Run, failed: str | None) -> None:
+    """Mark the run interrupted (or failed) unless it has not started or already ended."""
+    if run.root is None or run.meta is None or run.meta.get("status") != "running":
+        return
+    from junction.evidence.store import TraceStore
+
+    meta = mark_interrupted(dict(run.meta), run.done, run.total)
+    if failed is not None:
+        meta.update(status="failed", error=failed)
+    with contextlib.suppress(Exception):  # exiting: a failure here must not stop the exit
+        TraceStore(run.root).write_run_meta(run.run_id, meta)
+
+
+def _units_on_disk(run: _Run, counted: int) -> int:
+    """The run's unit trace files on a local root (a unit that finished while the
+    process was exiting counts; resumed units too: they are among the total), else
+    ``counted``."""
+    if run.root is None or "://" in run.root or run.total is None:
+        return counted
+    folder = Path(run.root) / "traces" / f"run_id={run.run_id}"
+    return sum(1 for _ in folder.rglob("*.parquet")) if folder.is_dir() else counted
+
+
+def _remove_temporary_files(run: _Run) -> None:
+    """Remove ``.*.tmp`` files of the run's unit writes (local roots; the run's lock is
+    held, so no other process writes them)."""
+    if run.root is None or "://" in run.root:
+        return
+    for kind in ("traces", "timings"):
+        folder = Path(run.root) / kind / f"run_id={run.run_id}"
+        for path in folder.rglob(".*.tmp") if folder.is_dir() else ():
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def _briefly(fn: Callable[[], None], timeout: float = 0.5) -> None:
+    """Call ``fn`` in a daemon thread and wait for it at most ``timeout`` seconds."""
+    def body() -> None:
+        with contextlib.suppress(Exception):
+            fn()
+
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    thread.join(timeout)

@@ -1,0 +1,79 @@
+"""A run's record, ``runs/<run_id>.json``: written ``running`` when the flow starts and
+``completed`` when every unit is done (``flows.benchmark``; ``interrupted`` and ``failed``
+are written where the run stops: ``flows.interrupts``, the flow's own handler).
+
+The record names the plan (``params``, its hash), the code (git commit, a dirty flag) and
+the packages' versions, so a report says what produced it.
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from datetime import UTC, datetime
+from importlib import metadata
+from typing import Any
+
+from flows.plan import RunPlan, default_suites, skipped_default_suites
+from flows.sampling import LoadedSuite, suite_summary
+from junction.environment import PROJECT_ROOT
+from junction.evidence.store import TraceStore
+
+__all__ = ["start_run", "finish_run"]
+
+_PACKAGES = ("junction", "prefect", "duckdb", "pyarrow", "pydantic", "bm25s", "scipy",
+             "numpy", "llama_cpp_python", "ir_measures", "bfcl-eval")
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
+def start_run(store: TraceStore, plan: RunPlan, run_id: str,
+              suites: list[LoadedSuite]) -> dict[str, Any]:
+    """Write the run's run.json as ``running`` (keeping a resumed run's start time and
+    learned models) and return it."""
+    existing = store.read_run_meta(run_id) or {}
+    meta = {
+        "run_id": run_id, "params": plan.params(), "params_hash": plan.params_hash(),
+        "seeds": plan.seeds, "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty": bool(_git("status", "--porcelain")), "versions": _versions(),
+        "started_at": existing.get("started_at") or datetime.now(UTC).isoformat(),
+        "finished_at": None, "status": "running",
+    }
+    skipped = {n: r for n, r in skipped_default_suites().items() if n not in plan.suites}
+    if skipped and not plan.suite_files and plan.suites == default_suites():
+        meta["suites_skipped"] = skipped
+    if existing.get("learned_models"):
+        meta["learned_models"] = existing["learned_models"]
+    store.write_run_meta(run_id, meta)
+    return meta
+
+
+def finish_run(store: TraceStore, meta: dict[str, Any], results: list[dict[str, Any]],
+               suites: list[LoadedSuite], plan: RunPlan) -> None:
+    """Mark the run completed with its suites' summaries and learned-model files."""
+    learned = sorted({*meta.get("learned_models", ()),
+                      *(m for r in results for m in r.get("learned_models", ()))})
+    if learned:  # file names under learned/ (a resumed run keeps the earlier ones)
+        meta["learned_models"] = learned
+    max_tasks = {s: step.max_tasks for s, step in plan.steps().items()}
+    meta.update(finished_at=datetime.now(UTC).isoformat(), status="completed",
+                suites={s.key: suite_summary(s, max_tasks)
+                        for s in suites})
+    store.write_run_meta(meta["run_id"], meta)

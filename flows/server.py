@@ -1,0 +1,218 @@
+"""The temporary Prefect server of one process: started, watched, and stopped at once.
+
+Without a configured server (``PREFECT_API_URL`` unset) each process runs its own
+temporary server, a uvicorn child process. Junction starts it itself (``start``) so that:
+
+- the child is forked by a thread with SIGINT blocked; the signal mask is inherited across
+  ``exec`` (POSIX ``fork``/``execve``), so a Ctrl-C sent to the terminal's process group
+  reaches only the ``junction`` process, which then shuts the run down in order instead of
+  losing its server first;
+- its stderr (uvicorn's and the server's own tracebacks, e.g. one at a stop that cuts a
+  database write) can go to a file (``send_stderr_to``: the run's log) instead of the
+  user's terminal;
+- it can be watched (``watch``: a callback when it exits on its own, e.g. killed);
+- it can be stopped without retries (``stop``): Prefect's events and API-log workers are
+  drained with a time limit, then the server is terminated. Left to Prefect, the events
+  worker of a process whose server has died retries about every 7 s and prints one
+  traceback per try, and the interpreter's exit waits for it.
+
+Prefect API used beyond its documented surface (Prefect 3.9.1, kept to this module):
+``prefect.server.api.server.SubprocessASGIServer`` (the per-process server singleton that
+Prefect's clients reuse: ``SubprocessASGIServer()``, ``.start()``, ``.stop()``,
+``.server_process``, ``.running``), and the ``drain_all(timeout=...)`` class method of
+``prefect.events.worker.EventsWorker`` and ``prefect.logging.handlers.APILogWorker``
+(``prefect._internal.concurrency.services``). No private (underscore) name is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import fcntl
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from junction.environment import state_dir
+
+__all__ = ["start", "stop", "watch", "server_pid", "send_stderr_to"]
+
+_WATCH_INTERVAL_S = 0.2
+_stopping = threading.Event()
+_on_exit: Callable[[int, int], None] | None = None
+_stderr_path: Path | None = None
+
+
+def send_stderr_to(path: Path | None) -> None:
+    """Give the next server that ``start`` starts ``path`` (appended to) as its stderr;
+    None: this process's stderr. The child takes file descriptor 2 at its fork, so fd 2
+    points at ``path`` while the server starts (seconds); anything this process writes to
+    stderr meanwhile lands there too."""
+    global _stderr_path
+    _stderr_path = path
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Path | None) -> Iterator[None]:
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "ab") as handle:
+        os.dup2(handle.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def start() -> None:
+    """Start this process's temporary Prefect server on a database of its own.
+
+    Unless ``PREFECT_API_DATABASE_CONNECTION_URL`` is set, the server gets its own SQLite
+    file, ``PREFECT_HOME/ephemeral/<pid>.db`` (files of processes that have ended are
+    removed at the next start): two temporary servers on one shared file race at the first
+    migration (``index ... already exists``) and contend for its lock while both run.
+    Junction keeps its own run records, so nothing of Prefect's per-run database needs to
+    outlive the process. The start holds an OS file lock in ``PREFECT_HOME``, so a
+    user-configured shared database is still migrated by one process at a time. The child
+    is started with SIGINT blocked (module docstring). Does nothing when a server is
+    configured or already running. Raises ``RuntimeError`` (Prefect's) when the server does
+    not answer within ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``.
+    """
+    from prefect.settings import (
+        PREFECT_API_DATABASE_CONNECTION_URL,
+        PREFECT_API_URL,
+        PREFECT_SERVER_EPHEMERAL_ENABLED,
+        temporary_settings,
+    )
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    if SubprocessASGIServer().running:
+        return
+    _stopping.clear()
+    home = Path(os.environ.get("PREFECT_HOME", str(state_dir() / "prefect")))
+    home.mkdir(parents=True, exist_ok=True)
+    updates = {}
+    if "PREFECT_API_DATABASE_CONNECTION_URL" not in os.environ:
+        updates[PREFECT_API_DATABASE_CONNECTION_URL] = (
+            f"sqlite+aiosqlite:///{_process_database(home / 'ephemeral')}")
+    with open(home / ".junction-server-start.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+        with temporary_settings(updates=updates), _stderr_to(_stderr_path):
+            _in_thread_without_sigint(SubprocessASGIServer().start)
+    _watch_running()
+
+
+def _in_thread_without_sigint(fn: Callable[[], None]) -> None:
+    """Call ``fn`` in a thread whose signal mask blocks SIGINT (a child it forks inherits
+    the mask), in the caller's context (Prefect's settings are a context variable); the
+    calling thread keeps handling signals while it waits."""
+    failure: list[BaseException] = []
+    context = contextvars.copy_context()
+
+    def body() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            failure.append(exc)
+
+    thread = threading.Thread(target=context.run, args=(body,), name="junction-server-start",
+                              daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.1)  # short joins: a signal handler runs between them
+    if failure:
+        raise failure[0]
+
+
+def server_pid() -> int | None:
+    """The temporary server's PID, or None when this process runs none."""
+    process = _process()
+    return None if process is None else process.pid
+
+
+def _process():
+    if "prefect.server.api.server" not in sys.modules:
+        return None  # never started: do not import Prefect's server to say so
+    from prefect.server.api.server import SubprocessASGIServer
+
+    return SubprocessASGIServer().server_process  # the singleton (made, never started, here)
+
+
+def watch(on_exit: Callable[[int, int], None] | None) -> None:
+    """Call ``on_exit(pid, returncode)`` (from a daemon thread) if the temporary server
+    exits while this process has not asked it to stop (``stop``); polled every 0.2 s.
+    Takes effect for the server running now, or else the next one ``start`` starts;
+    None stops watching."""
+    global _on_exit
+    _on_exit = on_exit
+    _watch_running()
+
+
+def _watch_running() -> None:
+    process, on_exit = _process(), _on_exit
+    if process is None or on_exit is None or process.poll() is not None:
+        return
+
+    def loop() -> None:
+        while not _stopping.wait(_WATCH_INTERVAL_S):
+            code = process.poll()
+            if code is not None:
+                if not _stopping.is_set() and _on_exit is on_exit:
+                    on_exit(process.pid, code)
+                return
+
+    threading.Thread(target=loop, name="junction-server-watch", daemon=True).start()
+
+
+def stop(drain_s: float = 2.0) -> None:
+    """Drain Prefect's events and API-log workers for at most ``drain_s`` seconds in all,
+    then stop the temporary server (SIGTERM, SIGKILL after 5 s: Prefect's ``stop``).
+    Never retries; safe to call when nothing runs or from any thread."""
+    _stopping.set()
+    if "prefect" not in sys.modules:
+        return
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    alive = (process := _process()) is not None and process.poll() is None
+    for worker in (EventsWorker, APILogWorker):
+        if alive:  # a dead server answers nothing: drain nothing, stop at once
+            worker.drain_all(timeout=drain_s / 2, at_exit=False)
+        else:
+            worker.drain_all(timeout=0, at_exit=True)
+    if process is not None:
+        from prefect.server.api.server import SubprocessASGIServer
+
+        SubprocessASGIServer().stop()
+
+
+def _process_database(folder: Path) -> Path:
+    """``folder/<pid>.db`` for this process, after removing the files (and SQLite's
+    ``-wal``/``-shm``/``-journal`` companions) of processes that no longer run."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in folder.iterdir():
+        pid = path.name.split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            path.unlink(missing_ok=True)
+    return folder / f"{os.getpid()}.db"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

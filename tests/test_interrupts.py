@@ -1,0 +1,152 @@
+"""Ctrl-C and a busy run id, as a user meets them at the command line.
+
+One real `junction bench` (72 units) is interrupted with SIGINT once it has written a few
+units; the asserts on that one run: it exits within 10 s (the issue's bound) with status
+130 and one stderr line saying how far it got and how to resume; runs/<run_id>.json says
+``interrupted``; every Parquet file under the traces root reads whole and no temporary
+file is left; the printed resume command, run as printed, completes the run with every
+(task, strategy, budget scale) exactly once (DuckDB over the Parquet traces). A second
+writer of a held run id is refused in under 2 s (the issue's bound), before anything
+loads. ``flows.cli_run.resume_command`` is checked on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from flows.cli_run import resume_command
+from junction.evidence.store import TraceStore
+
+ROOT = Path(__file__).resolve().parent.parent
+JUNCTION = shutil.which("junction", path=str(Path(sys.executable).parent))
+ARGS = ["--suite", "synthetic", "--strategy", "exact", "--strategy", "fixed_split",
+        "--batch-size", "5"]
+UNITS = 72  # 60 synthetic tasks / 5 per unit × 2 strategies × 3 budget scales
+LINE = re.compile(r"interrupted after (\d+) of 72 units; resume with `(junction bench .*)`")
+
+
+@pytest.fixture(scope="module")
+def cli_env(tmp_path_factory):
+    """A user's shell: temporary warehouse, reports, state and Prefect home, no server."""
+    base = tmp_path_factory.mktemp("interrupts")
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(JUNCTION_WAREHOUSE=str(base / "wh"), JUNCTION_REPORTS=str(base / "rep"),
+               JUNCTION_STATE_DIR=str(base / "state"), PREFECT_HOME=str(base / "prefect"),
+               COLUMNS="200")
+    return env
+
+
+@pytest.fixture(scope="module")
+def interrupted(cli_env):
+    """`junction bench ... --run-id sig` sent SIGINT after 3 unit files: (seconds to exit,
+    exit status, stderr, traces folder)."""
+    traces = Path(cli_env["JUNCTION_WAREHOUSE"]) / "traces" / "run_id=sig"
+    proc = subprocess.Popen([JUNCTION, "bench", *ARGS, "--run-id", "sig"], cwd=ROOT,
+                            env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while len(list(traces.rglob("*.parquet"))) < 3:
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "no unit written in 600 s"
+            time.sleep(0.05)
+        start = time.monotonic()
+        os.kill(proc.pid, signal.SIGINT)
+        try:
+            _, stderr = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            stderr = "(still running after 60 s)"
+        return time.monotonic() - start, proc.returncode, stderr, traces
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_sigint_exits_within_10_s_with_one_line(interrupted):
+    seconds, code, stderr, _ = interrupted
+    assert seconds < 10, (seconds, stderr[-3000:])
+    assert code == 130, stderr[-3000:]
+    assert len(stderr.splitlines()) == 1, stderr[-3000:]
+    match = LINE.fullmatch(stderr.splitlines()[-1])
+    assert match, stderr
+    assert shlex.split(match.group(2)) == ["junction", "bench", "--run-id", "sig", *ARGS]
+
+
+def test_the_interrupted_run_is_marked_and_whole(interrupted, cli_env):
+    _, _, stderr, traces = interrupted
+    done = int(LINE.fullmatch(stderr.splitlines()[-1]).group(1))
+    meta = TraceStore(cli_env["JUNCTION_WAREHOUSE"]).read_run_meta("sig")
+    assert meta["status"] == "interrupted"
+    assert (meta["units_done"], meta["units_total"]) == (done, UNITS)
+    warehouse = Path(cli_env["JUNCTION_WAREHOUSE"])
+    assert [p for p in warehouse.rglob("*") if p.name.endswith(".tmp")] == []
+    files = sorted(traces.rglob("*.parquet"))
+    assert len(files) == done
+    for path in files:  # each one whole: 5 rows, its footer readable
+        assert pq.read_table(path).num_rows == 5, path
+
+
+def test_the_printed_command_resumes_every_task_exactly_once(interrupted, cli_env):
+    _, _, stderr, traces = interrupted
+    match = LINE.fullmatch(stderr.splitlines()[-1])
+    done, command = int(match.group(1)), shlex.split(match.group(2))
+    out = subprocess.run([JUNCTION, *command[1:]], cwd=ROOT, env=cli_env,
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "resuming run sig" in out.stdout
+    assert f"in {UNITS} units ({done} already done)" in out.stdout
+    rows = duckdb.sql(
+        "select task_id, strategy, budget_scale, count(*) as n from read_parquet(?) "
+        "group by all", params=[str(traces / "**" / "*.parquet")]).fetchall()
+    assert len(rows) == 60 * 2 * 3 and {n for *_, n in rows} == {1}
+    assert TraceStore(cli_env["JUNCTION_WAREHOUSE"]).read_run_meta("sig")["status"] == "completed"
+
+
+@pytest.mark.flow
+def test_a_second_writer_of_a_held_run_id_is_refused_in_under_2_s(tmp_path):
+    root = tmp_path / "wh"
+    env = {**os.environ, "JUNCTION_WAREHOUSE": str(root),
+           "JUNCTION_STATE_DIR": str(tmp_path / "state")}
+    env.pop("PREFECT_API_URL", None)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from junction.evidence.store import TraceStore\n"
+         f"with TraceStore({str(root)!r}).run_lock('busy'):\n"
+         "    print('held', flush=True); sys.stdin.read()"],
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        start = time.monotonic()
+        out = subprocess.run([JUNCTION, "bench", *ARGS, "--run-id", "busy"], cwd=ROOT,
+                             env=env, capture_output=True, text=True, timeout=120)
+        seconds = time.monotonic() - start
+    finally:
+        holder.communicate("", timeout=60)
+    assert out.returncode == 1
+    assert out.stderr.startswith(f"error: run busy is being written by PID {holder.pid} ")
+    assert len(out.stderr.splitlines()) == 1, out.stderr
+    assert seconds < 2, seconds
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["/x/junction", "bench", "--suite", "a b"], "junction bench --run-id R --suite 'a b'"),
+    (["/x/junction", "bench", "--run-id", "R", "--size", "3"],
+     "junction bench --run-id R --size 3"),
+    (["cli.py", "bench", "--run-id=R", "--full"], "junction bench --run-id R --full"),
+    (["/x/junction", "bench"], "junction bench --run-id R"),
+], ids=["quoted", "given-id", "equals-form", "no-options"])
+def test_resume_command_repeats_the_options(argv, expected):
+    assert resume_command(argv, "R") == expected
