@@ -23,17 +23,19 @@ Usage: ``JUNCTION_TAU2_DATA=... python bench/pair_calibration.py
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
+from pathlib import Path
 
 import numpy as np
 
 from junction.candidates import candidate_pools
 from junction.learned.features import pair_features
-from junction.learned.utility import TAU_GRID, fit_learned_utility
-from junction_datasets import build_suite, family_training_tasks
+from junction.learned.utility import TAU_GRID
+from junction_datasets import build_suite
 from junction_datasets import tau2_banking as tb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tau2_anchors import data_arguments, fit_family_model  # noqa: E402
 
 BIN_EDGES = (0.0, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.2, 0.5, 1.0)
 """Reliability bins of p(pair): log-spaced below 0.01, where almost every pair sits."""
@@ -61,18 +63,11 @@ def pair_rows(model, tasks) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[in
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tau2-data", default=None)
-    args = parser.parse_args(argv)
-    if args.tau2_data:
-        os.environ[tb.DATA_ENV] = os.path.abspath(args.tau2_data)
-    if tb.unavailable_reason():
-        print(tb.unavailable_reason(), file=sys.stderr)
+    if data_arguments(__doc__.splitlines()[0], argv) is None:
         return 2
     from sklearn.metrics import brier_score_loss, roc_auc_score
 
-    model = fit_learned_utility("tau2-banking", family_training_tasks("tau2-banking"),
-                                tb.POOL_LIMIT)
+    model = fit_family_model()
     if model.pair is None:
         print("the fitted model has no pair model (fewer than 2 gold pairs in training)")
         return 1

@@ -159,14 +159,33 @@ def breakdown(tasks, model) -> dict[tuple[str, str, float], tuple[float, float, 
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def data_arguments(description: str, argv: list[str] | None) -> argparse.Namespace | None:
+    """Parse ``--tau2-data PATH`` (it sets ``$JUNCTION_TAU2_DATA``); None, after printing
+    why on stderr, when the suite's data is unavailable. Shared by the τ-Knowledge bench
+    scripts."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--tau2-data", default=None)
     args = parser.parse_args(argv)
     if args.tau2_data:
         os.environ[tb.DATA_ENV] = os.path.abspath(args.tau2_data)
-    if tb.unavailable_reason():
-        print(tb.unavailable_reason(), file=sys.stderr)
+    reason = tb.unavailable_reason()
+    if reason:
+        print(reason, file=sys.stderr)
+        return None
+    return args
+
+
+def fit_family_model():
+    """The tau2-banking family model, fitted as ``learned_exact`` fits it (its training
+    tasks, the suite's pool limit)."""
+    from junction.learned.utility import fit_learned_utility
+
+    return fit_learned_utility("tau2-banking", family_training_tasks("tau2-banking"),
+                               tb.POOL_LIMIT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    if data_arguments(__doc__.splitlines()[0], argv) is None:
         return 2
     every = build_suite(tb.SUITE, split="all").tasks
     print(f"lexical anchors over {len(every)} tasks (README's way: bm25s, English stopwords):")
@@ -177,10 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     for k, v in lane_anchors(every[:: max(1, len(every) // 24)]).items():
         print(f"  {k:14s} {v:.3f}")
     evaluation = build_suite(tb.SUITE, split="eval").tasks
-    from junction.learned.utility import fit_learned_utility
-
-    model = fit_learned_utility("tau2-banking", family_training_tasks("tau2-banking"),
-                                tb.POOL_LIMIT)
+    model = fit_family_model()
     print(f"learned model: lambda {model.lam}, tau {model.tau}, training {model.training['n_tasks']} "
           f"tasks, {model.training['gold_pairs']} gold pairs of {model.training['pair_rows']} rows")
     print(f"breakdown on {len(evaluation)} evaluation tasks: success / tool recall / pair "
