@@ -29,7 +29,6 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from junction.errors import JunctionError
@@ -237,20 +236,20 @@ def _units_on_disk(run: _Run, counted: int) -> int:
     ``counted``."""
     if run.root is None or "://" in run.root or run.total is None:
         return counted
-    folder = Path(run.root) / "traces" / f"run_id={run.run_id}"
-    return sum(1 for _ in folder.rglob("*.parquet")) if folder.is_dir() else counted
+    from junction.evidence.store import TraceStore
+
+    return len(TraceStore(run.root).trace_files(run.run_id)) or counted
 
 
 def _remove_temporary_files(run: _Run) -> None:
-    """Remove ``.*.tmp`` files of the run's unit writes (local roots; the run's lock is
-    held, so no other process writes them)."""
+    """Remove the run's half-written unit files (local roots; the run's lock is held, so
+    no other process writes them)."""
     if run.root is None or "://" in run.root:
         return
-    for kind in ("traces", "timings"):
-        folder = Path(run.root) / kind / f"run_id={run.run_id}"
-        for path in folder.rglob(".*.tmp") if folder.is_dir() else ():
-            with contextlib.suppress(OSError):
-                path.unlink()
+    from junction.evidence.store import TraceStore
+
+    with contextlib.suppress(Exception):  # exiting: a failure here must not stop the exit
+        TraceStore(run.root).remove_partial_files(run.run_id)
 
 
 def _briefly(fn: Callable[[], None], timeout: float = 0.5) -> None:

@@ -141,6 +141,19 @@ class TraceStore:
         run = check_name(run_id, "run_id") if run_id else "*"
         return sorted(self.fs.glob(f"{self.base}/traces/run_id={run}/suite=*/strategy=*/*.parquet"))
 
+    def remove_partial_files(self, run_id: str) -> int:
+        """Remove the run's half-written unit files (``_atomic_write``'s hidden ``.*.tmp``
+        names, left by a process that ended mid-write) under traces and timings; returns
+        how many. Call it only while holding the run's lock (nobody else writes them)."""
+        run = check_name(run_id, "run_id")
+        removed = 0
+        for kind in ("traces", "timings"):
+            for path in self.fs.glob(f"{self.base}/{kind}/run_id={run}/suite=*/strategy=*/.*.tmp"):
+                with contextlib.suppress(OSError):
+                    self.fs.rm(path)
+                    removed += 1
+        return removed
+
     def timing_files(self) -> list[str]:
         return sorted(self.fs.glob(f"{self.base}/timings/run_id=*/suite=*/strategy=*/*.parquet"))
 
