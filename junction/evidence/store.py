@@ -163,7 +163,12 @@ class TraceStore:
         for path in self.trace_files(run_id):
             try:
                 with self.fs.open(path, "rb") as handle:
-                    table = pq.read_table(handle)
+                    # no thread pool and no pre-buffering: either leaves work on Arrow's pools
+                    # after a read of a Python file object returns, and a process exiting soon
+                    # after can abort in their teardown (SIGABRT, "terminate called without
+                    # an active exception"; apache/arrow#33975; bench/README.md, "Parquet
+                    # reads and exit")
+                    table = pq.read_table(handle, use_threads=False, pre_buffer=False)
             except (OSError, pa.ArrowException) as exc:
                 raise TraceError(f"corrupt trace file {self.url(path)}: {exc}") from None
             tables.append(table)
