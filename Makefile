@@ -71,13 +71,19 @@ bench-nightly: setup
 		--strategy bfcl_listed --strategy exact --strategy fixed_split --strategy judge_admission \
 		--strategy learned_exact --strategy learned_split
 
+# Two pytest-xdist workers, one per core: the slow tests are single-threaded model decodes
+# and server starts, so a second worker halves what one core did alone (bench/README.md,
+# "Test time"). `--dist loadfile` keeps a file's tests on one worker, so a module's shared
+# fixture (one bench run for the CLI tests) runs once. TEST_WORKERS=0 runs them in-process.
+TEST_WORKERS ?= 2
+PYTEST_XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_XDIST)
 
 # the edit loop: no loaded model, no Prefect flow or CLI subprocess, no slow property run
 # (tests/conftest.py marks them); `make test` runs everything and is what CI runs
 test-fast: setup
-	$(PY) -m pytest -m "not model and not flow and not slow"
+	$(PY) -m pytest $(PYTEST_XDIST) -m "not model and not flow and not slow"
 
 clean:
 	rm -rf $(VENV) .state

@@ -1,4 +1,7 @@
-"""Shared pytest fixtures: one loaded judge model and one Prefect test harness per session."""
+"""Shared pytest fixtures: one loaded judge model and one Prefect test harness per session.
+
+Under ``make test`` each pytest-xdist worker is a session of its own (two workers: two
+loads of the model, two harnesses); ``--dist loadfile`` keeps a file on one worker."""
 
 from __future__ import annotations
 
