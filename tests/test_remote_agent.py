@@ -8,6 +8,7 @@ matter); a loopback proxy in front of the server answers 500s or goes away on cu
 from __future__ import annotations
 
 import http.server
+import json
 import socket
 import subprocess
 import sys
@@ -73,9 +74,12 @@ def server():
 
 class _Proxy:
     """A loopback HTTP proxy to ``target``: the first ``fail`` requests get a 500, then it
-    forwards; ``stop()`` closes it (the server is gone)."""
+    forwards; ``stop()`` closes it (the server is gone). ``model_fields`` are added to each
+    entry of the server's ``GET /v1/models`` and ``props`` answers ``GET /props``, so the
+    real server can report a window as vLLM and llama.cpp's llama-server do."""
 
-    def __init__(self, target: str, fail: int = 0, completions: int | None = None) -> None:
+    def __init__(self, target: str, fail: int = 0, completions: int | None = None,
+                 model_fields: dict | None = None, props: dict | None = None) -> None:
         self.fail, self.seen = fail, []
         self.completions = completions  # chat completions forwarded before it goes down
         proxy = self
@@ -99,6 +103,9 @@ class _Proxy:
                     self.end_headers()
                     self.wfile.write(b"{}")
                     return
+                if self.path == "/props" and props is not None:
+                    self._answer(200, json.dumps(props).encode())
+                    return
                 req = urllib.request.Request(origin + self.path, data=body or None,
                                              method=self.command,
                                              headers={"Content-Type": "application/json"})
@@ -107,6 +114,14 @@ class _Proxy:
                         status, data = resp.status, resp.read()
                 except urllib.error.HTTPError as error:  # forwarded as the server said it
                     status, data = error.code, error.read()
+                if self.path.endswith("/models") and model_fields and status == 200:
+                    listed = json.loads(data)
+                    for entry in listed["data"]:
+                        entry.update(model_fields)
+                    data = json.dumps(listed).encode()
+                self._answer(status, data)
+
+            def _answer(self, status: int, data: bytes) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -201,6 +216,22 @@ def test_a_server_that_reports_no_window_is_one_line_asking_for_the_option(serve
     assert "\n" not in message and server in message and "--agent-context-tokens N" in message
 
 
+@pytest.mark.parametrize("report", [
+    # vLLM: the model card's max_model_len in GET /v1/models
+    {"model_fields": {"max_model_len": 2048}},
+    # llama.cpp's llama-server: a slot's window in GET /props
+    {"props": {"default_generation_settings": {"n_ctx": 2048}, "total_slots": 1}},
+], ids=["vllm-max-model-len", "llama-server-props"])
+def test_a_window_the_server_reports_is_the_one_the_prompt_fits(server, report):
+    proxy = _Proxy(server, **report)
+    try:
+        agent = RemoteAgent(proxy.url, ALIAS, RemoteAgentConfig(max_tokens=16))
+        assert agent.check_window() == 2048
+        assert agent.prompt_limit == prompt_limit(2048, 16)
+    finally:
+        proxy.stop()
+
+
 def test_two_500s_then_success_is_retried(server, multiple_123):
     proxy = _Proxy(server, fail=2)
     try:
@@ -253,7 +284,6 @@ def test_bench_server_down_mid_run_fails_in_one_line_and_a_rerun_resumes(server,
     # unit each: the server answers the token-count probe (before any work) and exact's
     # generation, then is gone for fixed_split's.
     # The run fails naming the URL, exact's unit is kept, and the same command resumes.
-    import json
     import os
     import shutil
 
