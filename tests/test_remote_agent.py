@@ -98,10 +98,7 @@ class _Proxy:
                         return
                     proxy.completions -= 1
                 if len(proxy.seen) <= proxy.fail:
-                    self.send_response(500)
-                    self.send_header("Content-Length", "2")
-                    self.end_headers()
-                    self.wfile.write(b"{}")
+                    self._answer(500, b"{}")
                     return
                 if self.path == "/props" and props is not None:
                     self._answer(200, json.dumps(props).encode())
