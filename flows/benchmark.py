@@ -207,7 +207,8 @@ class Unit:
 def plan_units(plan: RunPlan, suites: list[LoadedSuite]) -> list[Unit]:
     """Every unit the plan runs, in submission order: per suite, strategy (sorted), scale,
     batch of ``plan.batch_size`` tasks. The references (catalog ``reads_task``) run on BFCL
-    suites only; the agent acts at ``plan.agent_scale()`` only."""
+    suites only; the agent acts at ``plan.agent_scale()`` only, for
+    ``plan.agent_strategies`` only."""
     agent_scale = plan.agent_scale()
     units = []
     for suite in suites:
@@ -221,7 +222,8 @@ def plan_units(plan: RunPlan, suites: list[LoadedSuite]) -> list[Unit]:
                     hi = min(len(tasks), lo + plan.batch_size)
                     batch = tasks[lo:hi]
                     ids = ([t.task_id for t in batch if t.task_id in suite.agent_ids]
-                           if scale == agent_scale else [])
+                           if scale == agent_scale and strategy in plan.agent_strategies
+                           else [])
                     units.append(Unit(suite, strategy, scale,
                                       f"seed{suite.seed}-scale{scale:g}-{lo:06d}-{hi:06d}",
                                       batch, ids))

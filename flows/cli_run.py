@@ -110,9 +110,14 @@ def bench(
              "with it: none. `none` runs every strategy at every scale."),
     agent_size: int = typer.Option(
         None, "--agent-size", min=0,
-        help="BFCL tasks per suite the language-model agent acts on, for every strategy and "
-             "reference at budget scale 1 (default: 1; with --full: every task; with --size: "
-             "0). 0 runs no agent."),
+        help="BFCL tasks per suite the language-model agent acts on, at budget scale 1 "
+             "(default: 1, for the budgeted strategies only; with --full: every task; with "
+             "--size: 0). Given, the agent acts for every strategy and reference. 0 runs no "
+             "agent."),
+    agent_strategy: list[str] = typer.Option(
+        None, "--agent-strategy", metavar="NAME",
+        help="A strategy the agent acts for (repeatable; among the run's strategies). "
+             "Default: every strategy with --agent-size or --full, the budgeted ones without."),
     agent_model: str = typer.Option(
         None, "--agent-model", metavar="PATH|NAME",
         help="The agent's GGUF file or embedded model name (default: the embedded "
@@ -139,7 +144,7 @@ def bench(
     0.5, 1 and 2 on each suite's default benchmark sample, a strategy with a catalog cap or
     scale (the judge, the references: `junction strategies`) within it; the references on
     BFCL suites only; the language-model agent on 1 task per BFCL suite for every strategy
-    and reference.
+    that respects the budget (the references' agent outcome: `make bench-agent`).
     """
     output_root = warehouse or warehouse_root()
     if run_id and "://" not in output_root:  # a held run id: refused before anything loads
@@ -163,7 +168,7 @@ def bench(
         suite_files=[str(p.resolve()) for p in suite_file or []] or None,
         strategy_size=_strategy_option(strategy_size, "--strategy-size", int),
         strategy_scales=_strategy_scales(strategy_scale),
-        agent_size=agent_size,
+        agent_size=agent_size, agent_strategies=agent_strategy or None,
         agent_model=agent_model if agent_url else _agent_model(agent_model),
         agent_url=agent_url, agent_concurrency=agent_concurrency,
         agent_context_tokens=agent_context_tokens,

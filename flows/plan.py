@@ -31,6 +31,7 @@ from junction_datasets import SUITES, get_suite, suite_names
 
 __all__ = ["RunPlan", "StrategyStep", "DEFAULT_BUDGET_SCALES", "DEFAULT_SIZES",
            "DEFAULT_STRATEGY_SIZE", "DEFAULT_STRATEGY_SCALES", "DEFAULT_AGENT_SIZE",
+           "default_agent_strategies",
            "AGENT_SCALE", "DEFAULT_BATCH_SIZE", "DEFAULT_WAREHOUSE", "DEFAULT_REPORTS",
            "MAX_SEED", "RUNNERS", "default_suites", "skipped_default_suites", "new_run_id",
            "params_hash", "check_writable", "check_resume", "prepare_run"]
@@ -64,7 +65,17 @@ DEFAULT_AGENT_SIZE = 1
 default run shows the agent path working within its time budget; such a sample never
 decides a verdict (``junction.evidence.verdicts``' minimum of deciding tasks), and
 ``make bench-agent`` runs one that does. ``full`` runs every task; an explicit ``size``
-alone runs none."""
+alone runs none. In the default plan the agent acts on the budgeted strategies only
+(``default_agent_strategies``)."""
+
+def default_agent_strategies(strategies: list[str]) -> list[str]:
+    """The strategies the default plan's agent acts on: those of ``strategies`` that respect
+    the budget, sorted. The references are left out: on one task per suite their agent
+    outcome decides nothing, and bfcl_listed on bfcl-memory (the whole prior conversation,
+    about 7,800 prompt tokens) alone costs minutes of the default run's time budget;
+    ``make bench-agent`` measures them (bench/README.md, "The default `make bench`")."""
+    return [s for s in sorted(strategies) if strategy_info(s).respects_budget]
+
 
 AGENT_SCALE = 1.0
 """The budget scale the agent runs at (the run's smallest scale if it has no scale 1): the
@@ -149,6 +160,9 @@ class RunPlan(BaseModel):
       flight to that server; ``agent_context_tokens``: its context window in tokens (None:
       as the server reports it, ``junction.agent.remote.RemoteAgent.context_window``;
       recorded in ``params`` only when given)
+    - ``agent_strategies``: the strategies the agent acts on, sorted (None given:
+      ``default_agent_strategies`` in the default agent sample, else every strategy of the
+      run); recorded in ``params`` only when it leaves some strategy out
 
     Raises ``UnknownNameError`` (suite, strategy, runner) or ``JunctionError`` naming the
     field and its value for a plan that cannot run (a suite whose data is absent, a seed
@@ -179,6 +193,7 @@ class RunPlan(BaseModel):
     agent_url: str | None = None
     agent_concurrency: Any = 1
     agent_context_tokens: Any = None
+    agent_strategies: list[str] = Field(default_factory=list)
 
     @classmethod
     def build(cls, **given: Any) -> RunPlan:
@@ -212,15 +227,20 @@ class RunPlan(BaseModel):
                                {k: v for k, v in DEFAULT_STRATEGY_SCALES.items()
                                 if k in strategies})
         agent_size = p.get("agent_size")
+        agent_strategies = p.get("agent_strategies")
         if agent_size is None and not full:  # None with full: every task
             agent_size = 0 if size is not None else DEFAULT_AGENT_SIZE
+            if size is None and agent_strategies is None:
+                agent_strategies = default_agent_strategies(strategies)
         p.update(
             suites=sorted(p.get("suites") or ([] if suite_files else default_suites())),
             strategies=strategies, seeds=p.get("seeds") or [0],
             budget_scales=budget_scales or list(DEFAULT_BUDGET_SCALES), size=size, full=full,
             strategy_size={k: strategy_size[k] for k in sorted(strategy_size)},
             strategy_scales={k: sorted(strategy_scales[k]) for k in sorted(strategy_scales)},
-            suite_files=suite_files, agent_size=agent_size)
+            suite_files=suite_files, agent_size=agent_size,
+            agent_strategies=sorted(strategies if agent_strategies is None
+                                    else agent_strategies))
         for key, default in (("batch_size", DEFAULT_BATCH_SIZE),
                              ("output_root", DEFAULT_WAREHOUSE),
                              ("reports_root", DEFAULT_REPORTS), ("runner", "thread"),
@@ -264,6 +284,10 @@ class RunPlan(BaseModel):
                 if name not in self.strategies:
                     raise JunctionError(f"{what} names {name!r}, which this run does not run; "
                                         f"strategies: {', '.join(self.strategies)}")
+        for name in self.agent_strategies:
+            if name not in self.strategies:
+                raise JunctionError(f"agent_strategies names {name!r}, which this run does not "
+                                    f"run; strategies: {', '.join(self.strategies)}")
         for name, n in self.strategy_size.items():
             if not _is_count(n, 1):
                 raise JunctionError(f"strategy_size for {name} must be an integer >= 1, "
@@ -303,10 +327,15 @@ class RunPlan(BaseModel):
 
     def params(self) -> dict[str, Any]:
         """The parameters a run records in run.json (``params``), as plain JSON values;
-        ``agent_context_tokens`` only when given, so a plan from before it existed keeps its
-        ``params_hash`` (a resumed run)."""
-        return self.model_dump(exclude={"agent_context_tokens"}
-                               if self.agent_context_tokens is None else None)
+        ``agent_context_tokens`` only when given and ``agent_strategies`` only when it leaves
+        a strategy out, so a plan from before they existed keeps its ``params_hash`` (a
+        resumed run)."""
+        exclude = set()
+        if self.agent_context_tokens is None:
+            exclude.add("agent_context_tokens")
+        if self.agent_strategies == self.strategies:
+            exclude.add("agent_strategies")
+        return self.model_dump(exclude=exclude or None)
 
     def params_hash(self) -> str:
         """``params_hash`` of ``params()``: what a resumed run must repeat."""

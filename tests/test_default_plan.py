@@ -203,3 +203,92 @@ def test_agent_sample_is_the_suites_own_sample_and_bfcl_only():
     assert agent_sample(tasks, 0, lambda n: []) == frozenset()
     synthetic = build_suite("synthetic", seed=0, size=3).tasks
     assert agent_sample(synthetic, 2, lambda n: synthetic[:n]) == frozenset()
+
+
+@pytest.mark.parametrize(("given", "acted", "recorded"), [
+    ({}, ["adaptive_split", "exact", "fixed_split", "judge_admission"], True),
+    ({"agent_size": 1}, None, False), ({"full": True}, None, False),
+    ({"size": 5, "agent_size": 2}, None, False),
+    ({"agent_strategies": ["fixed_split", "exact"]}, ["exact", "fixed_split"], True),
+    ({"strategies": ["exact", "bfcl_listed"], "agent_size": 1,
+      "agent_strategies": ["bfcl_listed"]}, ["bfcl_listed"], True),
+])
+def test_the_default_agent_sample_leaves_the_references_out(given, acted, recorded):
+    """The default run's agent acts for the budgeted strategies only (the references'
+    agent outcome is make bench-agent's); an explicit --agent-size or --full acts for every
+    strategy, and agent_strategies is recorded only when it leaves one out, so the params
+    hash of such a plan (make bench-agent's resumed run) is what it was before the field."""
+    from flows.plan import RunPlan
+
+    plan = RunPlan.build(**given)
+    assert plan.agent_strategies == (plan.strategies if acted is None else acted)
+    assert ("agent_strategies" in plan.params()) is recorded
+    if recorded:
+        assert plan.params()["agent_strategies"] == acted
+
+
+def test_agent_strategies_must_be_strategies_of_the_run():
+    from flows.plan import RunPlan
+
+    with pytest.raises(JunctionError, match="^agent_strategies names 'all_tools', which this "
+                                            "run does not run; strategies: exact$"):
+        RunPlan.build(strategies=["exact"], agent_strategies=["all_tools"])
+
+
+def test_the_agent_acts_only_in_the_units_of_its_strategies(prefect_harness):
+    from flows.benchmark import load_suites, plan_units
+    from flows.plan import RunPlan
+
+    plan = RunPlan.build(suites=["bfcl-irrelevance"], strategies=["bfcl_listed", "exact"],
+                         budget_scales=[0.5, 1.0], size=3, agent_size=2,
+                         agent_strategies=["exact"])
+    units = plan_units(plan, load_suites(plan))
+    acted = {(u.strategy, u.scale): len(u.agent_ids) for u in units}
+    assert acted == {("bfcl_listed", 0.5): 0, ("bfcl_listed", 1.0): 0,
+                     ("exact", 0.5): 0, ("exact", 1.0): 2}
+
+
+def test_the_report_says_whom_the_default_agent_left_out_and_how_to_decide():
+    import re
+
+    from flows.plan import PROJECT_ROOT, RunPlan
+    from junction.evidence.report_markdown import render_markdown
+    from junction.evidence.verdict_text import AGENT_SAMPLE_THAT_DECIDES, agent_table_lines
+
+    md = render_markdown({"run_id": "r", "params": RunPlan.build().params()}, [], {}, None)
+    assert ("acted on 1 task of each BFCL suite (the suite's own sample), for adaptive_split, "
+            "exact, fixed_split, judge_admission (not for bfcl_listed), at budget scale 1") in md
+    md = render_markdown({"run_id": "r", "params": RunPlan.build(agent_size=1).params()},
+                         [], {}, None)
+    assert "suite's own sample), for every strategy and reference, at budget scale 1" in md
+    row = {"suite": "bfcl-memory", "budget_scale": 1.0, "strategy": "exact", "n": 1,
+           "successes": 1, "rate": 1.0, "ci_low": 0.2, "ci_high": 1.0, "decides": False}
+    assert AGENT_SAMPLE_THAT_DECIDES in agent_table_lines([row])
+    assert AGENT_SAMPLE_THAT_DECIDES not in agent_table_lines([{**row, "decides": True}])
+    # the sentence names what the Makefile's target runs
+    make = (PROJECT_ROOT / "Makefile").read_text()
+    target = make[make.index("\nbench-agent:"):make.index("\nbench-nightly:")]
+    tasks = re.search(r"^BENCH_AGENT_TASKS \?= (\d+)$", make, re.M).group(1)
+    named = re.findall(r"--(suite|strategy) (\S+)", target)
+    assert f"{tasks} evaluation tasks of each of " in AGENT_SAMPLE_THAT_DECIDES
+    assert len(named) == 9 and all(re.search(rf"\b{n}\b", AGENT_SAMPLE_THAT_DECIDES)
+                                   for _, n in named)
+    assert "--budget-scale 1 " in target
+
+
+def test_the_memory_reference_note_says_when_the_agent_did_not_act_for_it():
+    from flows.plan import RunPlan
+    from junction.evidence.report_markdown import render_markdown
+
+    row = {"suite": "bfcl-memory", "strategy": "bfcl_listed", "budget_scale": 1.0}
+    said = "In this run the agent did not act for bfcl_listed; `make bench-agent` measures"
+    for plan, expected in ((RunPlan.build(), True), (RunPlan.build(agent_size=1), False)):
+        md = render_markdown({"run_id": "r", "params": plan.params()},
+                             [{**row, **dict.fromkeys(_columns(), None)}], {}, None)
+        assert (said in md) is expected
+
+
+def _columns():
+    from junction.evidence.report_markdown import _table_columns
+
+    return _table_columns()

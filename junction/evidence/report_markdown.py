@@ -155,7 +155,8 @@ MEMORY_REFERENCE_NOTE = (
 
 def _agent_lines(params: dict[str, Any],
                  distinct: dict[str, dict[str, int]] | None = None) -> list[str]:
-    """The run's agent sample (``agent_size``; absent in runs before the agent), where it
+    """The run's agent sample (``agent_size``; absent in runs before the agent), the
+    strategies it acted for (``agent_strategies``, recorded when some were left out), where it
     ran (``agent_url``: the server, never a key) and, per suite, its distinct exposed sets
     (``distinct_exposed_sets``)."""
     if "agent_size" not in params or params["agent_size"] == 0:
@@ -165,8 +166,12 @@ def _agent_lines(params: dict[str, Any],
     where = ("the model's sha256 is in the traces" if not params.get("agent_url") else
              f"model `{params.get('agent_model')}` on the OpenAI-compatible server "
              f"{params['agent_url']}, named in the traces' `agent_remote`")
+    acted = params.get("agent_strategies")  # recorded only when it leaves one out
+    left_out = [s for s in params.get("strategies", []) if acted is not None and s not in acted]
+    whom = ("for every strategy and reference" if not left_out else
+            f"for {', '.join(acted) or 'no strategy'} (not for {', '.join(left_out)})")
     lines = [f"- agent: a language-model agent acted on {sample} of each BFCL suite (the "
-             "suite's own sample), for every strategy and reference, at budget scale 1 "
+             f"suite's own sample), {whom}, at budget scale 1 "
              f"(`agent_success`, graded by BFCL's checker; {where})."]
     if distinct:
         lines.append("- agent cost: it generates once per distinct (task, exposed set); "
@@ -279,7 +284,14 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                 lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
             if suite.startswith("bfcl-memory"):
                 lines.append("")
-                lines.append(" ".join([MEMORY_REFERENCE_NOTE, *fit_lines(fit or {}, suite)]))
+                acted = params.get("agent_strategies")  # recorded when it leaves one out
+                left = sorted({r["strategy"] for r in references
+                               if acted is not None and r["strategy"] not in acted})
+                unmeasured = ([f"In this run the agent did not act for {', '.join(left)}; "
+                               "`make bench-agent` measures bfcl_listed's agent success."]
+                              if left else [])
+                lines.append(" ".join([MEMORY_REFERENCE_NOTE, *fit_lines(fit or {}, suite),
+                                       *unmeasured]))
         lines.append("")
     lines.extend(_calibration_lines(calibration or []))
     if cost:

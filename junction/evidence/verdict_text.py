@@ -10,7 +10,7 @@ from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
 from junction.strategies.catalog import interaction_blind_strategies
 
-__all__ = ["percent_text", "points_text", "agent_table_lines", "comparison_lines", "first_screen_lines", "primary_scale",
+__all__ = ["AGENT_SAMPLE_THAT_DECIDES", "percent_text", "points_text", "agent_table_lines", "comparison_lines", "first_screen_lines", "primary_scale",
            "run_summary", "verdict_lines"]
 
 
@@ -184,4 +184,15 @@ def agent_table_lines(rows: list[dict[str, Any]]) -> list[str]:
                      f"{r['successes']}/{r['n']} = {percent_text(r['rate'])} | "
                      f"[{percent_text(r['ci_low'])}, {percent_text(r['ci_high'])}] | {decides} |")
     lines.append("")
+    if not all(r["decides"] for r in rows):
+        lines += [AGENT_SAMPLE_THAT_DECIDES, ""]
     return lines
+
+
+AGENT_SAMPLE_THAT_DECIDES = (
+    "For an agent sample that decides, run `make bench-agent`: 20 evaluation tasks of each "
+    "of bfcl-multiple, bfcl-live-multiple, bfcl-irrelevance and bfcl-memory, the agent on "
+    "every one, for exact, adaptive_split, fixed_split, learned_exact and bfcl_listed at "
+    "budget scale 1 (its time on a 2-core machine is in the README).")
+"""Said below an agent table with a cell under ``verdicts.MIN_DECIDING_TASKS`` (the Makefile's
+``bench-agent`` target; ``BENCH_AGENT_TASKS`` there)."""
