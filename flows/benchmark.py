@@ -11,6 +11,7 @@ armed by the command line) takes effect between two units: the run is then marke
 ``interrupted`` and ``RunInterrupted`` says how many units were done.
 """
 
+import itertools
 import queue
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -205,12 +206,20 @@ class Unit:
 
 
 def plan_units(plan: RunPlan, suites: list[LoadedSuite]) -> list[Unit]:
-    """Every unit the plan runs, in submission order: per suite, strategy (sorted), scale,
-    batch of ``plan.batch_size`` tasks. The references (catalog ``reads_task``) run on BFCL
-    suites only; the agent acts at ``plan.agent_scale()`` only, for
-    ``plan.agent_strategies`` only."""
+    """Every unit the plan runs, in submission order: round-robin over the strategies
+    (``plan.steps()`` order), each strategy's units per suite, scale, batch of
+    ``plan.batch_size`` tasks. The references (catalog ``reads_task``) run on BFCL suites
+    only; the agent acts at ``plan.agent_scale()`` only, for ``plan.agent_strategies``
+    only.
+
+    Why round-robin: a process runs one strategy's units one at a time (one instance and
+    call lock per strategy, ``flows.workers.strategy_instance``) and the agent's
+    generations one at a time (one model), so a run is as long as its longest such chain.
+    Submitted strategy by strategy, the judge's units start at once, beside the agent's,
+    instead of queuing behind every BFCL suite's agent units (bench/README.md, "The
+    default `make bench`: the order of its units")."""
     agent_scale = plan.agent_scale()
-    units = []
+    chains: dict[str, list[Unit]] = {name: [] for name in plan.steps()}
     for suite in suites:
         for strategy, step in plan.steps().items():
             if strategy_info(strategy).reads_task and not suite.bfcl:
@@ -224,10 +233,11 @@ def plan_units(plan: RunPlan, suites: list[LoadedSuite]) -> list[Unit]:
                     ids = ([t.task_id for t in batch if t.task_id in suite.agent_ids]
                            if scale == agent_scale and strategy in plan.agent_strategies
                            else [])
-                    units.append(Unit(suite, strategy, scale,
-                                      f"seed{suite.seed}-scale{scale:g}-{lo:06d}-{hi:06d}",
-                                      batch, ids))
-    return units
+                    chains[strategy].append(
+                        Unit(suite, strategy, scale,
+                             f"seed{suite.seed}-scale{scale:g}-{lo:06d}-{hi:06d}", batch, ids))
+    rounds = itertools.zip_longest(*chains.values())
+    return [unit for one_round in rounds for unit in one_round if unit is not None]
 
 
 @flow(name="benchmark", log_prints=False, validate_parameters=True)

@@ -278,16 +278,13 @@ class RunPlan(BaseModel):
         return self
 
     def _check_strategy_limits(self) -> None:
-        for what, limits in (("strategy_size", self.strategy_size),
-                             ("strategy_scales", self.strategy_scales)):
-            for name in limits:
+        for what, names in (("strategy_size", self.strategy_size),
+                            ("strategy_scales", self.strategy_scales),
+                            ("agent_strategies", self.agent_strategies)):
+            for name in names:
                 if name not in self.strategies:
                     raise JunctionError(f"{what} names {name!r}, which this run does not run; "
                                         f"strategies: {', '.join(self.strategies)}")
-        for name in self.agent_strategies:
-            if name not in self.strategies:
-                raise JunctionError(f"agent_strategies names {name!r}, which this run does not "
-                                    f"run; strategies: {', '.join(self.strategies)}")
         for name, n in self.strategy_size.items():
             if not _is_count(n, 1):
                 raise JunctionError(f"strategy_size for {name} must be an integer >= 1, "

@@ -248,6 +248,27 @@ def test_the_agent_acts_only_in_the_units_of_its_strategies(prefect_harness):
                      ("exact", 0.5): 0, ("exact", 1.0): 2}
 
 
+def test_units_are_submitted_round_robin_over_strategies(prefect_harness):
+    """Each strategy's units keep their per-suite, per-scale order, and the strategies take
+    turns, so a strategy with few slow units (the judge) starts at once instead of after
+    every other strategy's units of the suites before. Worked out: 2 suites; exact at scales
+    0.5 and 1 gives 4 units, judge_admission at scale 1 only gives 2; in turns: e, j, e, j,
+    then exact's last two (suite by suite it was e, e, j, e, e, j)."""
+    from flows.benchmark import load_suites, plan_units
+    from flows.plan import RunPlan
+
+    plan = RunPlan.build(suites=["bfcl-irrelevance", "synthetic"],
+                         strategies=["exact", "judge_admission"], budget_scales=[0.5, 1.0],
+                         size=2, agent_size=0, strategy_size={"judge_admission": 1},
+                         strategy_scales={"judge_admission": [1.0]})
+    order = [(u.strategy, u.suite.name, u.scale) for u in plan_units(plan, load_suites(plan))]
+    assert order == [("exact", "bfcl-irrelevance", 0.5),
+                     ("judge_admission", "bfcl-irrelevance", 1.0),
+                     ("exact", "bfcl-irrelevance", 1.0),
+                     ("judge_admission", "synthetic", 1.0),
+                     ("exact", "synthetic", 0.5), ("exact", "synthetic", 1.0)]
+
+
 def test_the_report_says_whom_the_default_agent_left_out_and_how_to_decide():
     import re
 

@@ -176,12 +176,14 @@ class CachedExecutor:
             dropped_context_ids=dropped, **self._names)
 
     def _generation(self, prompt: AgentPrompt) -> Generation:
-        """The cached generation of ``prompt``, or the agent's (then stored)."""
-        t0 = time.perf_counter()
+        """The cached generation of ``prompt``, or the agent's (then stored). A hit's
+        ``wall_ms`` is its lookup's, not its wait for another caller's generation of the same
+        prompt: waiting is not its time (as in ``LlamaAgent.generate``)."""
         key = self._table.key(self._model, prompt.sha256, self._settings)
         with self._pending_guard:
             pending = self._pending.setdefault(key, threading.Lock())
         with pending:  # two units asking the same prompt at once: one generation, one hit
+            t0 = time.perf_counter()
             generation = self.cache.get(key) if self.cache is not None else None
             if generation is not None:
                 return Generation(generation.text, generation.prompt_tokens,

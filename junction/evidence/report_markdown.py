@@ -153,6 +153,13 @@ MEMORY_REFERENCE_NOTE = (
 2,148 tokens: the memory_kv API's prompt with no document, Qwen2.5's tokenizer)."""
 
 
+def _agent_left_out(params: dict[str, Any], names: list[str]) -> list[str]:
+    """Those of ``names`` the run's agent did not act for (``agent_strategies`` is recorded
+    in ``params`` only when it leaves a strategy out), in the order given."""
+    acted = params.get("agent_strategies")
+    return [] if acted is None else [s for s in names if s not in acted]
+
+
 def _agent_lines(params: dict[str, Any],
                  distinct: dict[str, dict[str, int]] | None = None) -> list[str]:
     """The run's agent sample (``agent_size``; absent in runs before the agent), the
@@ -167,7 +174,7 @@ def _agent_lines(params: dict[str, Any],
              f"model `{params.get('agent_model')}` on the OpenAI-compatible server "
              f"{params['agent_url']}, named in the traces' `agent_remote`")
     acted = params.get("agent_strategies")  # recorded only when it leaves one out
-    left_out = [s for s in params.get("strategies", []) if acted is not None and s not in acted]
+    left_out = _agent_left_out(params, params.get("strategies", []))
     whom = ("for every strategy and reference" if not left_out else
             f"for {', '.join(acted) or 'no strategy'} (not for {', '.join(left_out)})")
     lines = [f"- agent: a language-model agent acted on {sample} of each BFCL suite (the "
@@ -284,9 +291,7 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                 lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
             if suite.startswith("bfcl-memory"):
                 lines.append("")
-                acted = params.get("agent_strategies")  # recorded when it leaves one out
-                left = sorted({r["strategy"] for r in references
-                               if acted is not None and r["strategy"] not in acted})
+                left = _agent_left_out(params, sorted({r["strategy"] for r in references}))
                 unmeasured = ([f"In this run the agent did not act for {', '.join(left)}; "
                                "`make bench-agent` measures bfcl_listed's agent success."]
                               if left else [])
