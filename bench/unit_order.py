@@ -13,7 +13,7 @@ compared byte for byte (``compare_runs.compare``). Orders:
 
 Prints per order: the command's wall seconds, the run's seconds from ``started_at`` to
 ``finished_at``, the agent's generations and their seconds (cache misses only: a hit's
-``agent_ms`` is its wait for the generation another unit was making), the judge's
+``agent_ms`` is its cache lookup's, not a generation), the judge's
 selection seconds, and the seconds from the run's start to each strategy's last unit
 (its trace file's modification time): the chain that ends last is the run's critical path.
 """
