@@ -10,7 +10,9 @@ listing the valid ones. ``size=None`` means the suite's full size. A builder may
 plain ``list[BenchmarkTask]`` (nothing skipped) or a ``SuiteBuild``.
 
 Suites with a training part (``SuiteInfo.family`` set: the BFCL suites) build their
-evaluation part unless told otherwise; ``training_tasks(name)`` builds the training part
+evaluation part unless told otherwise (a cross-fitted suite, ``SuiteInfo.cross_fit``:
+τ-Knowledge, builds every task, and learned strategies fit per fold on the others,
+``junction.learned.crossfit``); ``training_tasks(name)`` builds the training part
 that learned strategies fit on (``datasets/bfcl.py``, "Train / evaluation split"). Suites
 of one family share one learned model: the four BFCL tool suites are ``bfcl-tools`` (one
 tool lane, so a model learns abstention from the irrelevance rows beside the others).
@@ -36,7 +38,8 @@ from junction_datasets.toy import coupling_suite, synthetic_suite
 
 __all__ = ["SuiteBuild", "SuiteInfo", "SUITES", "build_suite", "get_suite", "suite_names", "register_suite",
            "CALIBRATION_SUITE", "CALIBRATION_SEED", "CALIBRATION_SIZE", "calibration_tasks",
-           "TRAINING_SEED", "family_training_tasks", "suite_family", "training_source"]
+           "TRAINING_SEED", "family_training_tasks", "family_all_tasks", "suite_family",
+           "training_source"]
 
 CALIBRATION_SUITE = "synthetic"
 CALIBRATION_SEED = 1
@@ -83,7 +86,7 @@ register_suite(SuiteInfo(
 register_suite(SuiteInfo(
     _tau2.SUITE, _tau2.banking_suite, _tau2.DEFAULT_SIZE, _tau2.POOL_LIMIT,
     "τ-Knowledge banking: 698 policy documents, 58 agent tools, gold on both and on pairs",
-    family="tau2-banking", unavailable=_tau2.unavailable_reason,
+    family="tau2-banking", unavailable=_tau2.unavailable_reason, cross_fit=True,
 ))
 for _n in (50, 100, 200):  # the exact strategy's solver runs here; enumeration could not
     register_suite(SuiteInfo(
@@ -132,9 +135,31 @@ def family_training_tasks(family: str) -> list[BenchmarkTask]:
     return tasks
 
 
+def family_all_tasks(family: str) -> list[BenchmarkTask]:
+    """Every task of a cross-fitted ``family`` (``SuiteInfo.cross_fit``: split ``"all"``,
+    ``TRAINING_SEED``), which cross-fitting deals into folds
+    (``junction.learned.crossfit``); ``UnknownNameError`` for a family with no cross-fitted
+    suite."""
+    names = [n for n in suite_names() if SUITES[n].family == family and SUITES[n].cross_fit]
+    if not names:
+        crossed = sorted({i.family for i in SUITES.values() if i.family and i.cross_fit})
+        raise UnknownNameError(f"suite family {family!r} is not cross-fitted; cross-fitted: "
+                               f"{', '.join(crossed) or 'none'}")
+    tasks: list[BenchmarkTask] = []
+    for name in names:
+        tasks.extend(build_suite(name, seed=TRAINING_SEED, size=None, split="all").tasks)
+    return tasks
+
+
+def _cross_fitted(family: str) -> bool:
+    return any(i.family == family and i.cross_fit for i in SUITES.values())
+
+
 def training_source():
     """The ``TrainingSource`` learned strategies fit on (``suite_family``,
-    ``family_training_tasks``)."""
+    ``family_training_tasks``; for a cross-fitted family ``family_all_tasks``, dealt into
+    folds)."""
     from junction.strategies.learned import TrainingSource
 
-    return TrainingSource(family=suite_family, tasks=family_training_tasks)
+    return TrainingSource(family=suite_family, tasks=family_training_tasks,
+                          all_tasks=family_all_tasks, cross_fitted=_cross_fitted)

@@ -45,6 +45,15 @@ class SuiteInfo:
     family: str | None = None
     unavailable: Callable[[], str | None] | None = None
     """One line saying why the suite cannot be built now (its data is absent), or None."""
+    cross_fit: bool = False
+    """Learned strategies are cross-fitted on this suite (``junction_datasets.split``):
+    every task is evaluated, by a model fitted on the other folds; its default part is
+    then ``"all"``, not ``"eval"``. Only for a suite that is its family's only suite."""
+
+    def default_split(self) -> str:
+        """The part a benchmark evaluates: ``"all"`` for a cross-fitted suite, else
+        ``"eval"`` (a fixed split's evaluation rows; ignored without a family)."""
+        return "all" if self.cross_fit else "eval"
 
     def unavailable_reason(self) -> str | None:
         """Why the suite cannot run now (one line), or None when it can."""
@@ -75,13 +84,15 @@ def get_suite(name: str) -> SuiteInfo:
 
 
 def build_suite(name: str, seed: int = 0, size: int | None = None,
-                split: str = "eval") -> SuiteBuild:
+                split: str | None = None) -> SuiteBuild:
     """Build suite ``name`` with ``seed``; ``size`` caps the number of tasks (None: full).
 
-    ``split`` (``"eval"``, ``"train"``, ``"all"``) applies to suites with a family; a suite
-    without one has a single part: asking it for ``"train"`` raises ``ValueError``.
+    ``split`` (``"eval"``, ``"train"``, ``"all"``; None: ``SuiteInfo.default_split()``)
+    applies to suites with a family; a suite without one has a single part: asking it for
+    ``"train"`` raises ``ValueError``.
     """
     info = get_suite(name)
+    split = info.default_split() if split is None else split
     if info.family is not None:
         built = info.build(seed=seed, size=size, split=split)
     elif split == "train":

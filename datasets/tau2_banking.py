@@ -26,7 +26,10 @@ One task per tau2 task:
 - verifier ``tools_with_documents``: every gold tool exposed and, for each gold pair's
   tool, at least one exposed document naming it.
 
-Errors: a missing folder, ``tasks.json``, ``documents/`` or ``tools.py`` raises
+Tasks are read from ``tasks/task_*.json`` when that folder exists (the files tau2 itself
+loads), else from ``tasks.json``; the suite note says which.
+
+Errors: a missing folder, task source, ``documents/`` or ``tools.py`` raises
 ``DatasetError`` naming the path; a malformed ``Args:`` line names the tool.
 """
 
@@ -48,10 +51,13 @@ from junction.resources import ContextResource, SourceKind, ToolResource
 from junction.tasks import BenchmarkTask, GoldPair, Interaction, VerifierSpec
 
 __all__ = ["SUITE", "DATA_ENV", "MAX_TOKENS", "CONTEXT_POOL", "TOOL_POOL", "POOL_LIMIT",
-           "NAMED_PAIR_WEIGHT", "DEFAULT_SIZE", "AgentTool", "Tau2Data", "data_folder", "unavailable_reason",
+           "NAMED_PAIR_WEIGHT", "DEFAULT_SIZE", "TASK_FILES", "DISPUTED_TASKS", "AgentTool", "Tau2Data", "data_folder", "unavailable_reason",
            "load_data", "parse_agent_tools", "resolve_gold", "names_tool", "banking_suite"]
 
 SUITE = "tau2-banking"
+TASK_FILES = "task_*.json"
+"""The runtime task files in ``tasks/`` (tau2-bench ``data/tau2/domains/banking_knowledge/tasks/``)."""
+
 DATA_ENV = "JUNCTION_TAU2_DATA"
 """Environment variable naming the data folder (the CLI's ``--tau2-data`` sets it)."""
 
@@ -78,6 +84,13 @@ NAMED_PAIR_WEIGHT = 0.5
 """Lexical pair prior w(d, t) when document d names tool t's id verbatim: half the best
 normalised BM25 unary (1.0), so a naming document and its tool gain together without the
 pair outweighing a clearly better single candidate."""
+
+DISPUTED_TASKS = frozenset({"task_026", "task_027", "task_046", "task_048", "task_053",
+                            "task_065", "task_068", "task_069", "task_082", "task_083"})
+"""tau2 task ids whose gold is disputed in tau2-bench's own issues and pull requests (the
+shared copy's README, "Added later": e.g. 065/068/069 hash a free-text closure reason,
+#484/#485; 026/027 need a read no tool provides, #439). Their tasks carry
+``metadata["disputed"] = True``; reports give verdicts with and without them."""
 
 _META_AGENT_TOOLS = frozenset({"unlock_discoverable_agent_tool", "call_discoverable_agent_tool",
                                "give_discoverable_user_tool", "list_discoverable_agent_tools"})
@@ -111,6 +124,13 @@ class Tau2Data:
     tasks: list[dict[str, Any]]
     documents: dict[str, tuple[str, str]]
     tools: list[AgentTool]
+    task_source: Path
+    """Where the tasks were read: the ``tasks/`` folder or ``tasks.json``."""
+
+    @property
+    def runtime_tasks(self) -> bool:
+        """Whether the tasks come from ``tasks/task_*.json``, the files tau2 runs."""
+        return self.task_source.is_dir()
 
 
 def data_folder(path: str | os.PathLike[str] | None = None) -> Path | None:
@@ -145,21 +165,55 @@ def _layout(root: Path) -> tuple[Path, Path]:
 
 
 def _files(root: Path) -> tuple[Path, Path, Path]:
-    """(tasks.json, documents/, tools.py) under ``root``; ``DatasetError`` naming the first
-    path that is missing."""
+    """(task source, documents/, tools.py) under ``root``; the task source is the folder
+    ``tasks/`` when it exists (``TASK_FILES``: what tau2 runs), else ``tasks.json``.
+    ``DatasetError`` naming the first path that is missing."""
     domain, tools_py = _layout(root)
-    tasks_path, docs_path = domain / "tasks.json", domain / "documents"
+    runtime, docs_path = domain / "tasks", domain / "documents"
+    tasks_path = runtime if runtime.is_dir() else domain / "tasks.json"
     for needed in (tasks_path, docs_path, tools_py):
         if not needed.exists():
             raise DatasetError(f"{needed}: missing (expected a tau2-bench banking_knowledge "
-                               "folder: tasks.json, documents/, tools.py)")
+                               "folder: tasks/ or tasks.json, documents/, tools.py)")
     if not docs_path.is_dir():
         raise DatasetError(f"{docs_path}: not a folder")
     return tasks_path, docs_path, tools_py
 
 
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DatasetError(f"{path}: not readable JSON ({exc})") from None
+
+
+def _read_tasks(tasks_path: Path) -> list[dict[str, Any]]:
+    """The raw tasks of ``tasks_path``: every ``task_*.json`` of a ``tasks/`` folder (one
+    task object each, in file-name order) or the list in ``tasks.json``. ``DatasetError``
+    naming the file that is not a task object / list."""
+    if tasks_path.is_dir():
+        files = sorted(tasks_path.glob(TASK_FILES))
+        if not files:
+            raise DatasetError(f"{tasks_path}: no {TASK_FILES} files")
+        tasks = []
+        for file in files:
+            raw = _read_json(file)
+            if not isinstance(raw, dict):
+                raise DatasetError(f"{file}: expected one JSON task object")
+            tasks.append(raw)
+        return tasks
+    tasks = _read_json(tasks_path)
+    if not isinstance(tasks, list):
+        raise DatasetError(f"{tasks_path}: expected a JSON list of tasks")
+    return tasks
+
+
 def load_data(path: str | os.PathLike[str] | None = None) -> Tau2Data:
     """Read tasks, documents and agent tools from ``path`` (default: ``data_folder()``).
+
+    Tasks come from ``tasks/task_*.json`` where that folder exists (the files tau2 loads;
+    they differ from ``tasks.json`` on 13 of 97 tasks in required documents, gold amounts
+    and one assertion, shared copy's README "Added later"), else from ``tasks.json``.
 
     Raises ``DatasetError`` naming the path: no folder given, folder, ``tasks.json``,
     ``documents/`` or ``tools.py`` missing, or a file that is not the expected JSON.
@@ -168,12 +222,7 @@ def load_data(path: str | os.PathLike[str] | None = None) -> Tau2Data:
     if root is None:
         raise DatasetError(unavailable_reason() or f"{SUITE}: no data folder")
     tasks_path, docs_path, tools_py = _files(root)
-    try:
-        tasks = json.loads(tasks_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DatasetError(f"{tasks_path}: not readable JSON ({exc})") from None
-    if not isinstance(tasks, list):
-        raise DatasetError(f"{tasks_path}: expected a JSON list of tasks")
+    tasks = _read_tasks(tasks_path)
     documents: dict[str, tuple[str, str]] = {}
     for file in sorted(docs_path.glob("*.json")):
         try:
@@ -182,7 +231,8 @@ def load_data(path: str | os.PathLike[str] | None = None) -> Tau2Data:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise DatasetError(f"{file}: not a document (id, title, content): {exc}") from None
     return Tau2Data(root=root, tasks=tasks, documents=documents,
-                    tools=parse_agent_tools(tools_py.read_text(encoding="utf-8"), str(tools_py)))
+                    tools=parse_agent_tools(tools_py.read_text(encoding="utf-8"), str(tools_py)),
+                    task_source=tasks_path)
 
 
 def _json_type(annotation: str | None) -> str:
@@ -311,6 +361,13 @@ def resolve_gold(actions: Sequence[Mapping[str, Any]], agent_tools: set[str]) ->
     return tuple(gold)
 
 
+def _source_note(data: Tau2Data) -> str:
+    if data.runtime_tasks:
+        return f"{data.task_source.name}/{TASK_FILES} (the files tau2 runs)"
+    return (f"{data.task_source.name} (no tasks/ folder: tau2 itself runs tasks/{TASK_FILES}, "
+            "which differ on 13 of 97 tasks)")
+
+
 def _topic(doc_id: str) -> str:
     return re.sub(r"_\d+$", "", doc_id.removeprefix("doc_"))
 
@@ -366,7 +423,8 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
             gold_context_ids=tuple(dict.fromkeys(required)), gold_tool_ids=gold_tools,
             gold_pairs=pairs,
             verifier=VerifierSpec(kind="tools_with_documents"),
-            metadata={"tau2_id": task_id, "actions": len(actions)},
+            metadata={"tau2_id": task_id, "actions": len(actions),
+                      "disputed": task_id in DISPUTED_TASKS},
         ))
     part = [t for t in built if split == "all" or split_of(t.metadata["tau2_id"]) == split]
     part.sort(key=lambda t: t.task_id)
@@ -374,7 +432,8 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
     return SuiteBuild(
         tasks=chosen, rows_loaded=len(built), rows_skipped=dict(sorted(skipped.items())),
         rows_held_out=len(built) - len(part),
-        note=(f"tau2-bench banking_knowledge at {data.root}: {len(data.tasks)} tasks, "
+        note=(f"tau2-bench banking_knowledge at {data.root}: {len(data.tasks)} tasks read from "
+              f"{_source_note(data)}, "
               f"{len(built)} loaded, {len(part)} in the {split} split, {len(chosen)} kept; "
               f"{len(contexts)} documents, {len(tools)} agent tools, {len(interactions)} "
               f"document-names-tool pairs (w={NAMED_PAIR_WEIGHT}); {no_gold_tool} loaded "

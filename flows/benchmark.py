@@ -36,7 +36,8 @@ from junction.evidence.reports import run_timings, write_report
 from junction.evidence.store import TraceStore, check_name
 from junction.evidence.warehouse import Warehouse
 from junction.strategies import strategy_info
-from junction_datasets import SUITES, SuiteBuild, SuiteInfo, build_suite
+from junction.learned.crossfit import fold_assignment
+from junction_datasets import SUITES, SuiteBuild, SuiteInfo, build_suite, family_all_tasks
 from junction_datasets.jsonl import load_suite_file
 
 __all__ = ["benchmark", "run_benchmark", "run_prepared", "task_runner", "load_suites",
@@ -111,12 +112,13 @@ def run_unit(root: str, run_id: str, suite: str, strategy: str, seed: int, scale
              agent_task_ids: TaskBatch | None = None,
              agent_model: str | None = None, agent_url: str | None = None,
              agent_concurrency: int = 1,
-             agent_context_tokens: int | None = None) -> dict[str, Any]:
+             agent_context_tokens: int | None = None, repetition: int | None = None,
+             fold: int | None = None, folds: int | None = None) -> dict[str, Any]:
     """Prefect task around ``run_unit_now`` (writes a Parquet file: I/O is retried)."""
     return run_unit_now(root, run_id, suite, strategy, seed, scale, unit, tasks.tasks,
                         pool_limit, tuple(agent_task_ids.tasks if agent_task_ids else ()),
                         agent_model, agent_url, agent_concurrency,
-                        agent_context_tokens)
+                        agent_context_tokens, repetition, fold, folds)
 
 
 @task(name="refresh-warehouse", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE,
@@ -158,12 +160,14 @@ def load_suites(plan: RunPlan) -> list[LoadedSuite]:
                 return load_suite(name, seed, c).tasks
 
             built = load_suite(name, seed, plan.suite_size(name))
+            info = SUITES[name]
             loaded.append(LoadedSuite(
                 key=name if len(plan.seeds) == 1 else f"{name}@seed={seed}", name=name,
-                info=SUITES[name], seed=seed, built=built,
+                info=info, seed=seed, built=built,
                 sampling=_sampling(plan, name, len(built.tasks)),
                 capped={c: capped(built.tasks, c, sample) for c in caps},
-                agent_ids=agent_sample(built.tasks, plan.agent_size, sample)))
+                agent_ids=agent_sample(built.tasks, plan.agent_size, sample),
+                folds=_folds(plan, info, seed)))
     taken = {s.key for s in loaded}
     for path in plan.suite_files:
         built = load_file_suite(path, None if plan.full else plan.size)
@@ -182,6 +186,17 @@ def load_suites(plan: RunPlan) -> list[LoadedSuite]:
     return loaded
 
 
+def _folds(plan: RunPlan, info: SuiteInfo, seed: int) -> dict[str, int] | None:
+    """The fold of every task of a cross-fitted suite's family in repetition ``seed``
+    (the draw the learned strategies fit by); None for other suites or when no learned
+    strategy runs."""
+    if not info.cross_fit or info.family is None or not any(
+            strategy_info(s).role == "learned" for s in plan.strategies):
+        return None
+    ids = [t.task_id for t in family_all_tasks(info.family)]
+    return fold_assignment(ids, plan.folds, seed)
+
+
 def _sampling(plan: RunPlan, name: str, n_tasks: int) -> str:
     """How the report says registered suite ``name`` was sampled."""
     if plan.suite_size(name) is None:
@@ -195,7 +210,9 @@ def _sampling(plan: RunPlan, name: str, n_tasks: int) -> str:
 class Unit:
     """One unit of work: a batch of one suite's tasks for one strategy at one seed and
     budget scale; ``name`` is its trace file's stem, ``agent_ids`` the tasks of the batch
-    the agent acts on."""
+    the agent acts on. On a cross-fitted suite ``repetition`` is the seed, and a learned
+    strategy's unit holds the tasks of one ``fold`` only (its model is fitted on the
+    others)."""
 
     suite: LoadedSuite
     strategy: str
@@ -203,6 +220,8 @@ class Unit:
     name: str
     tasks: list
     agent_ids: list[str]
+    repetition: int | None = None
+    fold: int | None = None
 
 
 def plan_units(plan: RunPlan, suites: list[LoadedSuite]) -> list[Unit]:
@@ -226,16 +245,24 @@ def plan_units(plan: RunPlan, suites: list[LoadedSuite]) -> list[Unit]:
                 continue  # the references read a BFCL row's listing
             tasks = (suite.built.tasks if step.max_tasks is None
                      else suite.capped[step.max_tasks])
+            repetition = suite.seed if suite.info.cross_fit else None
+            groups: list[tuple[int | None, list]] = [(None, tasks)]
+            if repetition is not None and strategy_info(strategy).role == "learned":
+                groups = [(f, [t for t in tasks if suite.folds[t.task_id] == f])
+                          for f in range(plan.folds)]
             for scale in step.scales:
-                for lo in range(0, len(tasks), plan.batch_size):
-                    hi = min(len(tasks), lo + plan.batch_size)
-                    batch = tasks[lo:hi]
-                    ids = ([t.task_id for t in batch if t.task_id in suite.agent_ids]
-                           if scale == agent_scale and strategy in plan.agent_strategies
-                           else [])
-                    chains[strategy].append(
-                        Unit(suite, strategy, scale,
-                             f"seed{suite.seed}-scale{scale:g}-{lo:06d}-{hi:06d}", batch, ids))
+                for fold, group in groups:
+                    tag = "" if fold is None else f"-fold{fold}"
+                    for lo in range(0, len(group), plan.batch_size):
+                        hi = min(len(group), lo + plan.batch_size)
+                        batch = group[lo:hi]
+                        ids = ([t.task_id for t in batch if t.task_id in suite.agent_ids]
+                               if scale == agent_scale and strategy in plan.agent_strategies
+                               else [])
+                        chains[strategy].append(Unit(
+                            suite, strategy, scale,
+                            f"seed{suite.seed}-scale{scale:g}{tag}-{lo:06d}-{hi:06d}", batch,
+                            ids, repetition, fold))
     rounds = itertools.zip_longest(*chains.values())
     return [unit for one_round in rounds for unit in one_round if unit is not None]
 
@@ -309,7 +336,8 @@ def _submit(plan: RunPlan, run_id: str, units: list[Unit]) -> list[dict[str, Any
                 plan.output_root, run_id, unit.suite.name, unit.strategy, unit.suite.seed,
                 unit.scale, unit.name, TaskBatch(unit.tasks), unit.suite.info.pool_limit,
                 TaskBatch(unit.agent_ids) if unit.agent_ids else None, plan.agent_model,
-                plan.agent_url, plan.agent_concurrency, plan.agent_context_tokens)
+                plan.agent_url, plan.agent_concurrency, plan.agent_context_tokens,
+                unit.repetition, unit.fold, plan.folds if unit.fold is not None else None)
             future.add_done_callback(lambda f, u=unit: finished.put((f, u)))
             in_flight += 1
         if not in_flight:

@@ -85,7 +85,16 @@ def _agent_model(value: str | None) -> str | None:
 def bench(
     suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
     strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: the catalog's default plan, `junction strategies`)."),
-    seed: list[int] = typer.Option(None, "--seed", help="Suite seed (repeatable; default 0)."),
+    seed: list[int] = typer.Option(None, "--seed", help="Suite seed (repeatable; default 0). "
+                                   "On a cross-fitted suite (tau2-banking) each seed is one "
+                                   "repetition: its own draw of the folds."),
+    repetitions: int = typer.Option(
+        None, "--repetitions", min=1, metavar="R",
+        help="Seeds 0..R-1: R repetitions of the cross-fitting fold draw (not with --seed)."),
+    folds: int = typer.Option(
+        None, "--folds", min=2, metavar="K",
+        help="Folds of the learned strategies' cross-fitting on a cross-fitted suite "
+             "(default 5)."),
     budget_scale: list[float] = typer.Option(
         None, "--budget-scale", help="Token-budget multiplier (repeatable; default 0.5, 1, 2)."),
     size: int = typer.Option(None, "--size", min=1, help="Tasks per suite (default: each suite's default size)."),
@@ -159,6 +168,10 @@ def bench(
 
     if tau2_data is not None:
         os.environ[DATA_ENV] = str(tau2_data.resolve())
+    if repetitions is not None and seed:
+        raise JunctionError("--repetitions R means seeds 0..R-1; give it or --seed, not both")
+    if repetitions is not None:
+        seed = list(range(repetitions))
     plan = RunPlan.build(
         suites=suite or None, strategies=strategy or None, seeds=seed or None,
         budget_scales=budget_scale or None, size=size, full=full,
@@ -172,6 +185,7 @@ def bench(
         agent_model=agent_model if agent_url else _agent_model(agent_model),
         agent_url=agent_url, agent_concurrency=agent_concurrency,
         agent_context_tokens=agent_context_tokens,
+        **({} if folds is None else {"folds": folds}),
     )  # every check that needs no suite data: one error before anything starts
     given_id, run_id = run_id, prepare_run(plan, run_id)
     for path in suite_file or []:

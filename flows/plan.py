@@ -25,6 +25,7 @@ from junction.environment import PROJECT_ROOT, state_dir
 from junction.errors import JunctionError, UnknownNameError
 from junction.evidence.params import resume_params
 from junction.evidence.store import TraceStore, check_name
+from junction.learned.crossfit import DEFAULT_FOLDS, MIN_FOLDS
 from junction.sqlite_cache import check_caches
 from junction.strategies import STRATEGIES, default_strategies, strategy_info
 from junction_datasets import SUITES, get_suite, suite_names
@@ -194,6 +195,7 @@ class RunPlan(BaseModel):
     agent_concurrency: Any = 1
     agent_context_tokens: Any = None
     agent_strategies: list[str] = Field(default_factory=list)
+    folds: StrictInt = DEFAULT_FOLDS
 
     @classmethod
     def build(cls, **given: Any) -> RunPlan:
@@ -261,6 +263,8 @@ class RunPlan(BaseModel):
         if self.runner not in RUNNERS:
             raise UnknownNameError(f"unknown runner {self.runner!r}; valid runners: "
                                    f"{', '.join(sorted(RUNNERS))}")
+        if self.folds < MIN_FOLDS:
+            raise JunctionError(f"folds must be an integer >= {MIN_FOLDS}, got {self.folds}")
         if self.batch_size < 1:
             raise JunctionError(f"batch_size must be >= 1, got {self.batch_size}")
         for scale in self.budget_scales:
@@ -324,10 +328,13 @@ class RunPlan(BaseModel):
 
     def params(self) -> dict[str, Any]:
         """The parameters a run records in run.json (``params``), as plain JSON values;
-        ``agent_context_tokens`` only when given and ``agent_strategies`` only when it leaves
-        a strategy out, so a plan from before they existed keeps its ``params_hash`` (a
+        ``agent_context_tokens`` only when given, ``agent_strategies`` only when it leaves
+        a strategy out and ``folds`` only when not ``DEFAULT_FOLDS`` (run.json's
+        ``cross_fit`` records the folds of every cross-fitted run), so a plan from before they existed keeps its ``params_hash`` (a
         resumed run)."""
         exclude = set()
+        if self.folds == DEFAULT_FOLDS:
+            exclude.add("folds")
         if self.agent_context_tokens is None:
             exclude.add("agent_context_tokens")
         if self.agent_strategies == self.strategies:

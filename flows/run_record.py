@@ -61,8 +61,24 @@ def start_run(store: TraceStore, plan: RunPlan, run_id: str,
         meta["suites_skipped"] = skipped
     if existing.get("learned_models"):
         meta["learned_models"] = existing["learned_models"]
+    crossed = cross_fit_record(plan, suites)
+    if crossed:
+        meta["cross_fit"] = crossed
     store.write_run_meta(run_id, meta)
     return meta
+
+
+def cross_fit_record(plan: RunPlan, suites: list[LoadedSuite]) -> dict[str, Any]:
+    """run.json's ``cross_fit``: per cross-fitted suite, K and, per repetition (seed), the
+    task ids of each fold (over the suite's family; ``junction.learned.crossfit``)."""
+    out: dict[str, Any] = {}
+    for s in suites:
+        if s.folds is None:
+            continue
+        entry = out.setdefault(s.name, {"folds": plan.folds, "repetitions": {}})
+        entry["repetitions"][str(s.seed)] = {
+            str(f): sorted(t for t, g in s.folds.items() if g == f) for f in range(plan.folds)}
+    return out
 
 
 def finish_run(store: TraceStore, meta: dict[str, Any], results: list[dict[str, Any]],

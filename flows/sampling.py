@@ -32,6 +32,9 @@ class LoadedSuite:
     sampling: str
     capped: dict[int, list]
     agent_ids: frozenset[str]
+    folds: dict[str, int] | None = None
+    """Task id -> fold of this seed's draw, over every task of a cross-fitted suite's
+    family (``junction.learned.crossfit.fold_assignment``); None for other suites."""
 
     @property
     def bfcl(self) -> bool:
@@ -83,4 +86,9 @@ def suite_summary(suite: LoadedSuite, max_tasks: dict[str, int | None]) -> dict[
         out["agent_tasks"] = len(suite.agent_ids)
     if built.rows_held_out:
         out["rows_held_out"] = built.rows_held_out  # the training part, never evaluated
+    disputed = sorted(t.task_id for t in built.tasks if t.metadata.get("disputed"))
+    if disputed:  # gold disputed upstream: verdicts are also given without them
+        out["disputed_task_ids"] = disputed
+    if suite.folds is not None:
+        out["cross_fit"] = True
     return out

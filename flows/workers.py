@@ -13,6 +13,7 @@ from typing import Any
 from flows import interrupts
 from junction.evaluate import evaluate_batch
 from junction.evidence.store import TraceStore
+from junction.learned.crossfit import CrossFitFold
 from junction.strategies import make_strategy
 from junction_datasets import calibration_tasks, training_source
 
@@ -76,8 +77,14 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
                  agent_task_ids: tuple[str, ...] = (),
                  agent_model: str | None = None, agent_url: str | None = None,
                  agent_concurrency: int = 1,
-                 agent_context_tokens: int | None = None) -> dict[str, Any]:
+                 agent_context_tokens: int | None = None,
+                 repetition: int | None = None, fold: int | None = None,
+                 folds: int | None = None) -> dict[str, Any]:
     """Evaluate one unit and write its files, unless its trace file already exists.
+
+    On a cross-fitted suite ``repetition`` is the run's seed; a learned strategy's unit also
+    names its ``fold`` of ``folds``, and the strategy is bound to it
+    (``LearnedStrategy.for_fold``: its model is fitted on the other folds).
 
     The agent (``agent_model``: None = the embedded default; with ``agent_url`` the model
     id on that server, ``agent_concurrency`` requests at once, ``agent_context_tokens`` its
@@ -92,12 +99,19 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
     if store.unit_done(run_id, suite, strategy, unit):
         return {"unit": unit, "skipped": True, "tasks": len(tasks)}
     strategy_fn, lock = strategy_instance(strategy)
+    selecting = strategy_fn
+    if fold is not None:
+        if repetition is None or folds is None or not hasattr(strategy_fn, "for_fold"):
+            raise ValueError(f"unit {unit}: a fold needs a repetition, a fold count and a "
+                             f"learned strategy (got {strategy!r})")
+        selecting = strategy_fn.for_fold(CrossFitFold(repetition, fold, folds))
     ids = frozenset(agent_task_ids) & {t.task_id for t in tasks}
     agent = agent_executor(agent_model, agent_url, agent_concurrency,
                            agent_context_tokens) if ids else None
     with lock:
-        records, timings = evaluate_batch(tasks, strategy_fn, strategy, run_id, seed, scale,
-                                          pool_limit, agent=agent, agent_task_ids=ids)
+        records, timings = evaluate_batch(tasks, selecting, strategy, run_id, seed, scale,
+                                          pool_limit, agent=agent, agent_task_ids=ids,
+                                          repetition=repetition, fold=fold)
     with interrupts.unit_write() as allowed:
         if not allowed:
             return {"unit": unit, "cancelled": True}

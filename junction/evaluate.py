@@ -82,6 +82,8 @@ def evaluate_batch(
     pool_limit: int | None,
     agent: Executor | None = None,
     agent_task_ids: frozenset[str] | set[str] = frozenset(),
+    repetition: int | None = None,
+    fold: int | None = None,
 ) -> tuple[list[TaskTraceRecord], list[dict[str, Any]]]:
     """Run ``strategy`` on each task; return (trace records, timing rows), in task order.
 
@@ -90,7 +92,8 @@ def evaluate_batch(
     ``junction.agent.grading`` can grade, ``agent`` (a model ``Executor``) also acts on the
     exposed set and BFCL's checker gives ``agent_success``; its calls are the trace's
     ``tool_calls``. A strategy whose catalog record ``reads_task`` (a reference) is given the task, not
-    the router view.
+    the router view. ``repetition`` and ``fold`` are recorded on every trace (a
+    cross-fitted suite's repetition, and the fold of a learned strategy bound to it).
 
     The agent acts once every selection of the batch is made, so an agent with a
     ``concurrency`` attribute above 1 (``junction.agent.remote.RemoteExecutor``) gets that
@@ -143,7 +146,7 @@ def evaluate_batch(
         b = task.budget
         partial.append(dict(
             run_id=run_id, suite=task.suite, strategy=strategy_name, task_id=task.task_id,
-            seed=seed, budget_scale=budget_scale,
+            seed=seed, repetition=repetition, fold=fold, budget_scale=budget_scale,
             budget_tokens=b.max_tokens, budget_tools=b.max_tools,
             budget_latency_ms=b.max_latency_ms, budget_cost_usd=b.max_cost_usd,
             context_candidates=ctx_c, tool_candidates=tool_c,

@@ -138,6 +138,49 @@ def test_fixture_tasks_gold_and_pairs():
         ("doc_verification_001", "log_verification"): tb.NAMED_PAIR_WEIGHT}
 
 
+# ---------------------------------------------------------------- runtime task files
+
+def _required(built):
+    return {t.metadata["tau2_id"]: t.gold_context_ids for t in built.tasks}
+
+
+def test_runtime_task_files_are_read_where_they_exist(tmp_path):
+    # the fixture's tasks/task_002.json requires doc_verification_001 too; tasks.json not
+    runtime = _fixture_suite()
+    assert _required(runtime)["task_002"] == ("doc_cards_closing_001", "doc_verification_001")
+    assert "tasks/task_*.json (the files tau2 runs)" in runtime.note
+    flat = tmp_path / "tau2"
+    shutil.copytree(FIXTURE, flat)
+    shutil.rmtree(flat / "tasks")
+    legacy = tb.banking_suite(split="all", path=flat)
+    assert _required(legacy)["task_002"] == ("doc_cards_closing_001",)
+    assert "tasks.json (no tasks/ folder" in legacy.note
+    # every other task is the same in both sources
+    assert {k: v for k, v in _required(runtime).items() if k != "task_002"} == \
+        {k: v for k, v in _required(legacy).items() if k != "task_002"}
+
+
+@pytest.mark.parametrize("content, message", [
+    ("[1, 2]", "expected one JSON task object"), ("{not json", "not readable JSON")])
+def test_a_bad_runtime_task_file_names_the_file(tmp_path, content, message):
+    folder = tmp_path / "tau2"
+    shutil.copytree(FIXTURE, folder)
+    bad = folder / "tasks" / "task_003.json"
+    bad.write_text(content)
+    with pytest.raises(DatasetError, match=message) as info:
+        tb.banking_suite(path=folder)
+    assert str(info.value).startswith(str(bad))
+
+
+def test_an_empty_tasks_folder_is_refused(tmp_path):
+    folder = tmp_path / "tau2"
+    shutil.copytree(FIXTURE, folder)
+    for f in (folder / "tasks").iterdir():
+        f.unlink()
+    with pytest.raises(DatasetError, match=r"tasks: no task_\*\.json files"):
+        tb.banking_suite(path=folder)
+
+
 def test_the_split_is_the_same_every_time():
     # split_of("task_00N"): 1, 4, 5 train; 2, 3 eval (sha256 of the id, no seed)
     for _ in range(2):
@@ -194,14 +237,17 @@ def test_tools_with_documents_verifier(contexts, tools, success, covered):
 
 # ---------------------------------------------------------------- missing data
 
-@pytest.mark.parametrize("remove", [None, "tasks.json", "documents", "tools.py"])
-def test_missing_data_is_one_line_naming_the_path(tmp_path, remove):
+@pytest.mark.parametrize("remove, expected", [
+    (None, None), (("tasks", "tasks.json"), "tasks.json"), (("documents",), "documents"),
+    (("tools.py",), "tools.py")])
+def test_missing_data_is_one_line_naming_the_path(tmp_path, remove, expected):
     folder = tmp_path / "tau2"
     if remove is not None:
         shutil.copytree(FIXTURE, folder)
-        target = folder / remove
-        shutil.rmtree(target) if target.is_dir() else target.unlink()
-    expected = folder if remove is None else folder / remove
+        for name in remove:
+            target = folder / name
+            shutil.rmtree(target) if target.is_dir() else target.unlink()
+    expected = folder if expected is None else folder / expected
     with pytest.raises(DatasetError) as info:
         tb.banking_suite(path=folder)
     message = str(info.value)

@@ -12,6 +12,10 @@ For each suite, budget scale and pair that ran on shared (seed, task_id) tasks:
   dropped: "wilcox"; p = 1 when every difference is 0). McNemar needs 0/1 outcomes.
 
 Tasks where a measure is undefined (NULL) for either strategy are left out of that measure.
+On a cross-fitted suite, rows with a ``fold`` (a learned strategy refitted per fold) are
+left to ``junction.evidence.crossfit``, whose interval counts the refits; rows with a
+``repetition`` but no fold (no refit: every repetition makes the same selection) count
+once, from their smallest repetition.
 ``tasks_needed`` is, for an interval wider than ±``TARGET_HALF_WIDTH``, the number of tasks
 at which the same spread would give that half-width (half-width shrinks as 1/sqrt(n)).
 """
@@ -64,7 +68,17 @@ def joint_split_verdicts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, An
     ``rows``: trace rows with suite, budget_scale, strategy, seed, task_id and the measures.
     """
     values: dict[tuple[str, float, str], dict[str, dict[tuple, Any]]] = {}
+    first = {}
     for row in rows:
+        if row.get("repetition") is not None and row.get("fold") is None:
+            key = (row["suite"], row["strategy"])
+            first[key] = min(first.get(key, row["repetition"]), row["repetition"])
+    for row in rows:
+        if row.get("fold") is not None:
+            continue
+        if row.get("repetition") is not None and \
+                row["repetition"] != first[(row["suite"], row["strategy"])]:
+            continue
         key = (row["suite"], float(row["budget_scale"]), row["strategy"])
         for m in MEASURES:
             if row.get(m) is not None:

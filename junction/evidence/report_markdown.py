@@ -11,6 +11,7 @@ from typing import Any
 from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
 from junction.evidence.agent_tables import agent_pair_lines, fit_lines
+from junction.evidence.crossfit import cross_fitted_lines
 from junction.evidence.joint_split import joint_split_lines
 from junction.evidence.verdict_text import agent_table_lines, comparison_lines, first_screen_lines
 from junction.strategies.catalog import reference_strategies
@@ -205,7 +206,8 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                     agent: list[dict[str, Any]] | None = None,
                     joint_split: list[dict[str, Any]] | None = None,
                     agent_pairs: list[dict[str, Any]] | None = None,
-                    fit: dict[tuple[str, str], dict[str, int]] | None = None) -> str:
+                    fit: dict[tuple[str, str], dict[str, int]] | None = None,
+                    cross_fitted: list[dict[str, Any]] | None = None) -> str:
     """The Markdown report. First screen: the verdict line per suite, the run in one
     sentence and the success-against-budget plot; then the run header, the full comparison
     table, the agent outcome table, joint versus split, suites, one table per suite
@@ -235,6 +237,7 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
         lines.extend(comparison_lines(headline))
     lines.extend(agent_table_lines(agent or []))
     lines.extend(agent_pair_lines(agent_pairs or []))
+    lines.extend(cross_fitted_lines(cross_fitted or []))
     lines.extend(joint_split_lines(joint_split or []))
     for name, reason in sorted((run.get("suites_skipped") or {}).items()):
         lines.append(f"- suite {name} was skipped: {reason}")

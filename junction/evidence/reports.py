@@ -21,6 +21,7 @@ from junction.evidence import plots
 from junction.evidence.agent_tables import agent_fit, agent_pairs
 from junction.evidence.calibration import learned_calibration
 from junction.evidence.cost import cost_lines, run_timings
+from junction.evidence.crossfit import cross_fitted_verdicts
 from junction.evidence.joint_split import MEASURES, joint_split_verdicts
 from junction.evidence.report_markdown import render_markdown
 from junction.evidence.metrics_json import metrics_document, rounded
@@ -35,6 +36,16 @@ from junction.evidence.summary import (
 )
 
 __all__ = ["agent_fit", "agent_pairs", "run_timings", "write_report"]
+
+
+def _disputed(suites: dict[str, Any]) -> dict[str, list[str]]:
+    """Suite name -> task ids whose gold is disputed upstream (``disputed_task_ids`` of the
+    run's suite summaries; a several-seed run keys them ``name@seed=N``)."""
+    out: dict[str, set[str]] = {}
+    for key, info in suites.items():
+        if info.get("disputed_task_ids"):
+            out.setdefault(key.split("@seed=")[0], set()).update(info["disputed_task_ids"])
+    return {k: sorted(v) for k, v in out.items()}
 
 
 def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
@@ -75,22 +86,26 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
         plots.time_plot(timings, tmp_time)
         tmp_time.replace(time_path)
     calibration = learned_calibration(traces)
-    columns = [c for c in ("suite", "budget_scale", "strategy", "seed", "task_id", *MEASURES)
-               if c in traces.column_names]
-    joint_split = joint_split_verdicts(traces.select(columns).to_pylist()
-                                       if traces.num_rows else [])
+    columns = [c for c in ("suite", "budget_scale", "strategy", "seed", "repetition", "fold",
+                           "task_id", *MEASURES) if c in traces.column_names]
+    verdict_rows = traces.select(columns).to_pylist() if traces.num_rows else []
+    joint_split = joint_split_verdicts(verdict_rows)
+    cross_fitted = cross_fitted_verdicts(verdict_rows, _disputed(suites))
     pairs = agent_pairs(traces)
     md = render_markdown(run, summary, suites, plot_path.name if summary else None,
                          headline=headline, cost=cost, plot_note=plot_note,
                          time_plot_name=time_path.name if has_times and cost else None,
                          calibration=calibration, agent=agent_rows(traces),
-                         joint_split=joint_split, agent_pairs=pairs, fit=agent_fit(traces))
+                         joint_split=joint_split, agent_pairs=pairs, fit=agent_fit(traces),
+                         cross_fitted=cross_fitted)
     body = markdown_lib.markdown(md, extensions=["tables"])
     page = html_page("Junction run " + run["run_id"], body)
     metrics = metrics_document(summary, report_params(run.get("params", {})), suites, headline,
                                calibration)
     if joint_split:
         metrics["joint_split"] = joint_split
+    if cross_fitted:
+        metrics["cross_fitted"] = [{k: rounded(v) for k, v in r.items()} for r in cross_fitted]
     if pairs:
         metrics["agent_pairs"] = [{k: rounded(v) for k, v in r.items()} for r in pairs]
     files = {

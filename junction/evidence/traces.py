@@ -42,7 +42,7 @@ __all__ = [
     "timings_to_table",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """2: ``selector`` added (the algorithm that produced the selection). 3: the agent outcome
 added (``executor``, ``agent_success``, ``agent_outcome``, ``agent_error_type``,
 ``agent_prompt_tokens``, ``agent_generated_tokens``, ``agent_model_sha256``,
@@ -50,7 +50,9 @@ added (``executor``, ``agent_success``, ``agent_outcome``, ``agent_error_type``,
 ``traces`` view also names it ``retrieval_success``). 4: ``agent_remote`` added (the
 server and model id of a ``remote`` agent; ``agent_model_sha256`` is then NULL). 5:
 ``agent_dropped_context_ids`` added (exposed contexts the agent's prompt left out to fit
-its context window)."""
+its context window). 6: ``repetition`` and ``fold`` added (cross-fitting,
+``junction.learned.crossfit``: the repetition, which is the run's seed, on every trace of a
+cross-fitted suite; the fold on a learned strategy's traces there)."""
 
 
 class CandidateRecord(BaseModel):
@@ -85,6 +87,11 @@ class TaskTraceRecord(BaseModel):
     strategy: str
     task_id: str
     seed: int
+    repetition: int | None = None
+    """The cross-fitting repetition (= ``seed``) on a cross-fitted suite; None elsewhere."""
+    fold: int | None = None
+    """The fold whose model (fitted on the other folds) selected, for a learned strategy on
+    a cross-fitted suite; None elsewhere (no refit: a fixed split or no learned model)."""
     budget_scale: float
     budget_tokens: int | None
     budget_tools: int | None
@@ -214,6 +221,8 @@ TRACE_SCHEMA = pa.schema([
     ("strategy", pa.string()),
     ("task_id", pa.string()),
     ("seed", pa.int64()),
+    ("repetition", pa.int64()),
+    ("fold", pa.int32()),
     ("budget_scale", pa.float64()),
     ("budget_tokens", pa.int64()),
     ("budget_tools", pa.int64()),

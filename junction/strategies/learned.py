@@ -17,6 +17,13 @@ user files), or a strategy made without a source, keeps the task's own utilities
 ``learned_fallback``. Traces name the model by ``learned_model`` (the sha256 of its stored
 record), with ``learned_family``, ``learned_lambda``, ``learned_pairs`` (interactions in
 the task's problem) and ``learned_p`` (p(gold) per candidate, 6 decimals).
+
+Cross-fitting (``junction.learned.crossfit``): on a family whose suite is cross-fitted
+(``TrainingSource.cross_fitted``), the strategy must be bound to one fold
+(``for_fold``); its model is then fitted on every task of the family
+(``TrainingSource.all_tasks``) outside that fold, and a view of a task outside the fold
+raises ``CrossFitError`` (its model may have trained on it). Such traces add
+``learned_fold``, ``learned_repetition`` and ``learned_training_tasks``.
 """
 
 from __future__ import annotations
@@ -26,22 +33,37 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from junction.errors import JunctionError
+from junction.learned.crossfit import CrossFitFold
 from junction.learned.utility import LearnedUtility, fit_learned_utility
 from junction.select import AdaptiveSplitBaseline, AutoJointSelector, JointProblem, Selector
 from junction.candidates import candidate_pools
 from junction.strategies.base import StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
-__all__ = ["LearnedStrategy", "TrainingSource", "make_learned_strategy"]
+__all__ = ["CrossFitError", "LearnedStrategy", "TrainingSource", "make_learned_strategy"]
+
+
+class CrossFitError(JunctionError):
+    """A cross-fitted family's model asked for without a fold, or for a task outside its
+    fold (the model may have trained on it)."""
 
 
 @dataclass(frozen=True)
 class TrainingSource:
     """Where training rows come from: ``family(suite) -> str | None`` and
-    ``tasks(family) -> list[BenchmarkTask]`` (the family's training part)."""
+    ``tasks(family) -> list[BenchmarkTask]`` (the family's training part); for
+    cross-fitting, ``cross_fitted(family) -> bool`` and ``all_tasks(family)`` (every task
+    of the family, dealt into folds; None: no family is cross-fitted)."""
 
     family: Callable[[str], "str | None"]
     tasks: Callable[[str], "list[BenchmarkTask]"]
+    all_tasks: Callable[[str], "list[BenchmarkTask]"] | None = None
+    cross_fitted: Callable[[str], bool] | None = None
+
+    def is_cross_fitted(self, family: str) -> bool:
+        """Whether ``family``'s learned models are fitted per fold."""
+        return self.cross_fitted is not None and self.cross_fitted(family)
 
 
 _FITTED: dict[tuple[Any, ...], LearnedUtility] = {}
@@ -52,23 +74,45 @@ class LearnedStrategy:
     """A ``Strategy`` on learned utilities; its artifacts are the models it used (module docstring)."""
 
     def __init__(self, joint: bool, training: TrainingSource | None = None,
-                 seed: int = 0) -> None:
+                 seed: int = 0, fold: CrossFitFold | None = None,
+                 _used: dict[tuple[Any, ...], LearnedUtility] | None = None) -> None:
         self.joint = joint
         self.training = training
         self.seed = seed
+        self.fold = fold
         self.selector: Selector = AutoJointSelector() if joint else AdaptiveSplitBaseline()
-        self._used: dict[tuple[Any, ...], LearnedUtility] = {}
+        self._used: dict[tuple[Any, ...], LearnedUtility] = {} if _used is None else _used
+
+    def for_fold(self, fold: CrossFitFold | None) -> LearnedStrategy:
+        """This strategy bound to one cross-fitting ``fold`` (None: unbound); the bound one
+        shares this one's record of the models used (``artifacts``)."""
+        return LearnedStrategy(self.joint, self.training, self.seed, fold, self._used)
+
+    def _training_tasks(self, family: str) -> tuple[list[BenchmarkTask], frozenset[str]]:
+        """(training tasks, held-out task ids) for ``family`` and this strategy's fold."""
+        assert self.training is not None
+        if not self.training.is_cross_fitted(family):
+            return self.training.tasks(family), frozenset()
+        if self.fold is None or self.training.all_tasks is None:
+            raise CrossFitError(f"family {family!r} is cross-fitted: a learned strategy "
+                                "must be bound to a fold (LearnedStrategy.for_fold)")
+        every = _family_tasks(self.training, family)
+        out = self.fold.held_out([t.task_id for t in every])
+        return [t for t in every if t.task_id not in out], out
 
     def model(self, family: str, pool_limit: int | None) -> LearnedUtility:
-        """The family's fitted model (fitted on first call in the process; thread-safe).
-        Raises ``LearnedModelError`` when the family has no training task."""
+        """The family's fitted model (fitted on first call in the process; thread-safe):
+        on the family's training part, or for a cross-fitted family on every task outside
+        this strategy's fold. Raises ``LearnedModelError`` when the family has no training
+        task, ``CrossFitError`` for a cross-fitted family and no fold."""
         if self.training is None:
             raise ValueError("a learned strategy made without a training source has no model")
-        key = (self.training, family, pool_limit, self.seed)
+        fold = self.fold if self.training.is_cross_fitted(family) else None
+        key = (self.training, family, pool_limit, self.seed, fold)
         with _FITTED_LOCK:
             if key not in _FITTED:
-                _FITTED[key] = fit_learned_utility(
-                    family, self.training.tasks(family), pool_limit, self.seed)
+                tasks, _ = self._training_tasks(family)
+                _FITTED[key] = fit_learned_utility(family, tasks, pool_limit, self.seed)
             self._used[key] = _FITTED[key]
             return _FITTED[key]
 
@@ -91,13 +135,34 @@ class LearnedStrategy:
             return StrategyResult(self.selector.select(problem), pools,
                                   {"learned_fallback": reason})
         model = self.model(family, pool_limit)
+        extra: dict[str, Any] = {}
+        if self.training is not None and self.training.is_cross_fitted(family):
+            assert self.fold is not None  # model() refused an unbound strategy
+            if view.task_id in set(model.training.get("task_ids", ())):
+                raise CrossFitError(
+                    f"task {view.task_id} is not in fold {self.fold.fold} of repetition "
+                    f"{self.fold.repetition}: the fold's model trained on it")
+            extra.update(learned_fold=self.fold.fold, learned_repetition=self.fold.repetition,
+                         learned_training_tasks=model.training.get("n_tasks"))
         problem, p = model.problem(view, pools, pairs=self.joint)
-        extra: dict[str, Any] = {
+        extra.update({
             "learned_model": model.sha256, "learned_family": family,
             "learned_lambda": model.lam, "learned_pairs": len(problem.interactions),
             "learned_p": {rid: round(v, 6) for rid, v in sorted(p.items())},
-        }
+        })
         return StrategyResult(self.selector.select(problem), pools, extra)
+
+
+_ALL_TASKS: dict[tuple[Any, str], list[BenchmarkTask]] = {}
+
+
+def _family_tasks(training: TrainingSource, family: str) -> list[BenchmarkTask]:
+    """``training.all_tasks(family)``, built once per process (callers hold the lock)."""
+    key = (training, family)
+    if key not in _ALL_TASKS:
+        assert training.all_tasks is not None
+        _ALL_TASKS[key] = training.all_tasks(family)
+    return _ALL_TASKS[key]
 
 
 def make_learned_strategy(joint: bool, training: TrainingSource | None = None) -> LearnedStrategy:
