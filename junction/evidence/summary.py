@@ -65,13 +65,25 @@ def headline_rows(traces: pa.Table) -> list[dict[str, Any]]:
     outcomes set) the two strategies exposed the same contexts and tools. Those tasks are
     concordant by construction: the same exposed set is the same prompt, hence the same
     greedy generation.
+
+    On a cross-fitted suite (rows with a ``repetition``) the headline pairs the tasks of
+    the suite's first repetition only: the repetitions evaluate the same tasks again, so
+    pooling them would count a task R times as if independent. The interval that counts
+    every repetition and the refits is ``junction.evidence.crossfit``'s.
     """
     keys = ("suite", "budget_scale", "strategy", "seed", "task_id")
     columns = [c for c in (*keys, *verdicts.PRIMARY_OUTCOMES) if c in traces.column_names]
     if traces.num_rows == 0:
         return []
     references = reference_strategies()
-    rows = [r for r in traces.select(columns).to_pylist() if r["strategy"] not in references]
+    read = [*columns, "repetition"] if "repetition" in traces.column_names else columns
+    rows = [r for r in traces.select(read).to_pylist() if r["strategy"] not in references]
+    first: dict[str, int] = {}
+    for r in rows:
+        if r.get("repetition") is not None:
+            first[r["suite"]] = min(first.get(r["suite"], r["repetition"]), r["repetition"])
+    rows = [r for r in rows if r.get("repetition") is None
+            or r["repetition"] == first[r["suite"]]]
     out = verdicts.headline(rows)
     exposed = {}
     if {"exposed_context_ids", "exposed_tool_ids"} <= set(traces.column_names):
