@@ -159,11 +159,12 @@ def breakdown(tasks, model) -> dict[tuple[str, str, float], tuple[float, float, 
     return out
 
 
-def data_arguments(description: str, argv: list[str] | None) -> argparse.Namespace | None:
-    """Parse ``--tau2-data PATH`` (it sets ``$JUNCTION_TAU2_DATA``); None, after printing
-    why on stderr, when the suite's data is unavailable. Shared by the τ-Knowledge bench
-    scripts."""
-    parser = argparse.ArgumentParser(description=description)
+def data_arguments(description: str, argv: list[str] | None,
+                   parser: argparse.ArgumentParser | None = None) -> argparse.Namespace | None:
+    """Parse ``--tau2-data PATH`` (it sets ``$JUNCTION_TAU2_DATA``) and the options of
+    ``parser``, if given; None, after printing why on stderr, when the suite's data is
+    unavailable. Shared by the τ-Knowledge bench scripts."""
+    parser = parser or argparse.ArgumentParser(description=description)
     parser.add_argument("--tau2-data", default=None)
     args = parser.parse_args(argv)
     if args.tau2_data:

@@ -49,6 +49,7 @@ from junction.budget import Budget
 from junction.errors import DatasetError
 from junction.resources import ContextResource, SourceKind, ToolResource
 from junction.tasks import BenchmarkTask, GoldPair, Interaction, VerifierSpec
+from junction.tokens import DEFAULT_TOKEN_COUNTER, TokenCounter
 
 __all__ = ["SUITE", "DATA_ENV", "MAX_TOKENS", "CONTEXT_POOL", "TOOL_POOL", "POOL_LIMIT",
            "NAMED_PAIR_WEIGHT", "DEFAULT_SIZE", "TASK_FILES", "DISPUTED_TASKS", "AgentTool", "Tau2Data", "data_folder", "unavailable_reason",
@@ -373,10 +374,14 @@ def _topic(doc_id: str) -> str:
 
 
 def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
-                  path: str | os.PathLike[str] | None = None):
+                  path: str | os.PathLike[str] | None = None,
+                  counter: TokenCounter = DEFAULT_TOKEN_COUNTER):
     """``tau2-banking``: every task of the folder (module docstring), then the ``split``
-    part (``split_of`` on the tau2 task id), first ``size`` in id order (the suite has no
-    random draw, so ``seed`` changes nothing). Returns a ``SuiteBuild``.
+    part (``split_of`` on the tau2 task id; the registry asks for ``"all"``: the suite is
+    cross-fitted), first ``size`` in id order (the suite has no random draw, so ``seed``
+    changes nothing; a cross-fitted run's seed draws its folds). Documents and schemas are
+    priced by ``counter`` (tokens; default ``junction.tokens.DEFAULT_TOKEN_COUNTER``).
+    Returns a ``SuiteBuild``.
 
     Skip reasons: ``no_instructions``, ``unknown_required_document``. ``DatasetError`` as in
     ``load_data``; ``ValueError`` on an unknown split.
@@ -389,10 +394,11 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
     data = load_data(path)
     contexts = tuple(
         ContextResource.from_text(doc_id, f"{title}\n\n{content}", SourceKind.POLICY,
-                                  {"topic": _topic(doc_id)})
+                                  {"topic": _topic(doc_id)}, counter=counter)
         for doc_id, (title, content) in sorted(data.documents.items()))
     tools = tuple(ToolResource.from_schema(t.name, t.description, t.json_schema,
-                                           metadata={"discoverable": t.discoverable})
+                                           metadata={"discoverable": t.discoverable},
+                                           counter=counter)
                   for t in data.tools)
     tool_ids = {t.id for t in tools}
     named = {c.id: tuple(t.id for t in tools if names_tool(c.content, t.id)) for c in contexts}
