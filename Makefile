@@ -20,7 +20,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export DO_NOT_TRACK := 1
 
-.PHONY: setup bench bench-agent bench-nightly test test-fast clean
+.PHONY: setup bench bench-agent bench-nightly bench-tau2 test test-fast clean
 
 setup: $(VENV)/.installed
 
@@ -63,6 +63,18 @@ bench-agent: setup
 		--strategy learned_exact --strategy bfcl_listed --budget-scale 1 \
 		--size $(BENCH_AGENT_TASKS) --agent-size $(BENCH_AGENT_TASKS) --workers 1 \
 		--run-id $(BENCH_AGENT_RUN_ID)
+
+# the τ-Knowledge study (issue 39): both learned and both lexical strategies, every task, budget
+# scales 0.5/1/2, the learned ones cross-fitted (5 folds) in TAU2_REPETITIONS fold draws
+# (seeds 0..R-1; the lexical ones have no refit and run once). Data: TAU2_DATA or
+# $$JUNCTION_TAU2_DATA (a tau2-bench checkout). The fixed run id lets a stopped run resume.
+TAU2_REPETITIONS ?= 3
+TAU2_RUN_ID ?= tau2-study-$(TAU2_REPETITIONS)
+bench-tau2: setup
+	$(VENV)/bin/junction bench --suite tau2-banking --strategy learned_exact \
+		--strategy learned_split --strategy exact --strategy adaptive_split --full \
+		--repetitions $(TAU2_REPETITIONS) --run-id $(TAU2_RUN_ID) \
+		$(if $(TAU2_DATA),--tau2-data $(TAU2_DATA),)
 
 # the full agent study: every evaluation row of every suite, the agent on each BFCL one
 # every evaluation row, with the all_tools reference the default run leaves out

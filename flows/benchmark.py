@@ -246,8 +246,11 @@ def plan_units(plan: RunPlan, suites: list[LoadedSuite]) -> list[Unit]:
             tasks = (suite.built.tasks if step.max_tasks is None
                      else suite.capped[step.max_tasks])
             repetition = suite.seed if suite.info.cross_fit else None
+            learned = strategy_info(strategy).role == "learned"
+            if repetition is not None and not learned and suite.seed != min(plan.seeds):
+                continue  # no refit: another repetition would repeat the same selections
             groups: list[tuple[int | None, list]] = [(None, tasks)]
-            if repetition is not None and strategy_info(strategy).role == "learned":
+            if repetition is not None and learned:
                 groups = [(f, [t for t in tasks if suite.folds[t.task_id] == f])
                           for f in range(plan.folds)]
             for scale in step.scales:

@@ -222,7 +222,9 @@ def test_a_cross_fitted_run_evaluates_every_task_once_per_repetition(
                 assert task in assignment["repetitions"][str(rep)][str(fold)]
                 assert json.loads(extra)["learned_fold"] == fold
     lexical = [r for r in traces if r[0] == "exact"]
-    assert {r[3] for r in lexical} == {None} and {r[2] for r in lexical} == {0, 1}
+    # no refit: the lexical strategy runs once, in the first repetition
+    assert {r[3] for r in lexical} == {None} and {r[2] for r in lexical} == {0}
+    assert sorted(r[4] for r in lexical) == sorted(ids)
     report = (tmp_path / "reports" / run / "report.md").read_text()
     assert "## Cross-fitted verdict" in report
     metrics = json.loads((tmp_path / "reports" / run / "metrics.json").read_text())
