@@ -39,6 +39,7 @@ import ast
 import json
 import os
 import re
+import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -178,6 +179,8 @@ def _files(root: Path) -> tuple[Path, Path, Path]:
                                "folder: tasks/ or tasks.json, documents/, tools.py)")
     if not docs_path.is_dir():
         raise DatasetError(f"{docs_path}: not a folder")
+    if next(docs_path.glob("*.json"), None) is None:
+        raise DatasetError(f"{docs_path}: no document files (*.json)")
     return tasks_path, docs_path, tools_py
 
 
@@ -383,8 +386,9 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
     priced by ``counter`` (tokens; default ``junction.tokens.DEFAULT_TOKEN_COUNTER``).
     Returns a ``SuiteBuild``.
 
-    Skip reasons: ``no_instructions``, ``unknown_required_document``. ``DatasetError`` as in
-    ``load_data``; ``ValueError`` on an unknown split.
+    Skip reasons: ``no_instructions``, ``unknown_required_document`` (also one warning
+    naming the task and the document). ``DatasetError`` as in ``load_data``, and when no
+    task could be loaded; ``ValueError`` on an unknown split.
     """
     from junction_datasets import SuiteBuild
     from junction_datasets.bfcl import SPLITS, split_of
@@ -414,7 +418,10 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
             skipped["no_instructions"] += 1
             continue
         required = [str(d) for d in raw.get("required_documents") or []]
-        if any(d not in data.documents for d in required):
+        unknown = [d for d in required if d not in data.documents]
+        if unknown:
+            warnings.warn(f"{SUITE}: task {task_id} left out: its required document "
+                          f"{unknown[0]} is not in {data.root}/documents", stacklevel=2)
             skipped["unknown_required_document"] += 1
             continue
         actions = (raw.get("evaluation_criteria") or {}).get("actions") or []
@@ -432,6 +439,9 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
             metadata={"tau2_id": task_id, "actions": len(actions),
                       "disputed": task_id in DISPUTED_TASKS},
         ))
+    if not built:
+        raise DatasetError(f"{data.task_source}: no task could be loaded (skipped: "
+                           + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) + ")")
     part = [t for t in built if split == "all" or split_of(t.metadata["tau2_id"]) == split]
     part.sort(key=lambda t: t.task_id)
     chosen = part if size is None else part[:size]

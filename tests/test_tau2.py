@@ -312,3 +312,33 @@ def test_joint_split_verdicts_table():
     assert out["success"]["p_value"] == 0.5  # exact McNemar: 2 discordant, both one way
     assert out["tool_recall"]["difference"] == 0.125 and out["tool_recall"]["test"] == "wilcoxon"
     assert out["success"]["tasks_needed"] > 4  # 4 tasks cannot give ±15 points
+
+
+# ---------------------------------------------------------------- folders a user gets wrong
+
+def test_an_empty_documents_folder_is_refused_before_any_run(tmp_path, monkeypatch):
+    folder = tmp_path / "tau2"
+    shutil.copytree(FIXTURE, folder)
+    for f in (folder / "documents").iterdir():
+        f.unlink()
+    monkeypatch.setenv(tb.DATA_ENV, str(folder))
+    reason = tb.unavailable_reason()  # what the plan checks before anything starts
+    assert reason == f"{folder / 'documents'}: no document files (*.json)"
+
+
+def test_a_task_with_an_unknown_document_is_one_warning_and_no_task_is_an_error(tmp_path):
+    folder = tmp_path / "tau2"
+    shutil.copytree(FIXTURE, folder)
+    (folder / "documents" / "doc_cards_rewards_001.json").unlink()  # tasks 003 and 005
+    with pytest.warns(UserWarning) as caught:
+        built = tb.banking_suite(split="all", path=folder)
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 2 and all("doc_cards_rewards_001" in m for m in messages)
+    assert any("task task_003 left out" in m for m in messages)
+    assert built.rows_skipped == {"no_instructions": 1, "unknown_required_document": 2}
+    for f in (folder / "tasks").iterdir():  # every task now names a missing document
+        raw = json.loads(f.read_text())
+        raw["required_documents"] = ["doc_gone_001"]
+        f.write_text(json.dumps(raw))
+    with pytest.warns(UserWarning), pytest.raises(DatasetError, match="no task could be loaded"):
+        tb.banking_suite(split="all", path=folder)
