@@ -64,6 +64,13 @@ bench-agent: setup
 		--size $(BENCH_AGENT_TASKS) --agent-size $(BENCH_AGENT_TASKS) --workers 1 \
 		--run-id $(BENCH_AGENT_RUN_ID)
 
+# the full agent study: every evaluation row of every suite, the agent on each BFCL one
+# every evaluation row, with the all_tools reference the default run leaves out
+bench-nightly: setup
+	$(VENV)/bin/junction bench --full --strategy adaptive_split --strategy all_tools \
+		--strategy bfcl_listed --strategy exact --strategy fixed_split --strategy judge_admission \
+		--strategy learned_exact --strategy learned_split
+
 # the τ-Knowledge study (issue 39): both learned and both lexical strategies, every task, budget
 # scales 0.5/1/2, the learned ones cross-fitted (5 folds) in TAU2_REPETITIONS fold draws
 # (seeds 0..R-1; the lexical ones have no refit and run once). Data: TAU2_DATA or
@@ -75,13 +82,6 @@ bench-tau2: setup
 		--strategy learned_split --strategy exact --strategy adaptive_split --full \
 		--repetitions $(TAU2_REPETITIONS) --run-id $(TAU2_RUN_ID) \
 		$(if $(TAU2_DATA),--tau2-data $(TAU2_DATA),)
-
-# the full agent study: every evaluation row of every suite, the agent on each BFCL one
-# every evaluation row, with the all_tools reference the default run leaves out
-bench-nightly: setup
-	$(VENV)/bin/junction bench --full --strategy adaptive_split --strategy all_tools \
-		--strategy bfcl_listed --strategy exact --strategy fixed_split --strategy judge_admission \
-		--strategy learned_exact --strategy learned_split
 
 # Two pytest-xdist workers, one per core: the slow tests are single-threaded model decodes
 # and server starts, so a second worker halves what one core did alone (bench/README.md,
