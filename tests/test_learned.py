@@ -1,9 +1,12 @@
-"""Learned utility (issue 16): the split, no leakage, calibration, determinism, strategies."""
+"""Learned utility (issue 16): the split, no leakage, calibration, determinism, strategies;
+the fit's caches (issue 39): cached features equal fresh ones, keys never read gold."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,12 +15,24 @@ from hypothesis import strategies as st
 
 from junction.agent.execution import execute, verify
 from junction.learned import fit_learned_utility, fit_probability_model
-from junction.learned.features import UNARY_FEATURES, pair_features, unary_features
+from junction.learned.features import (
+    PAIR_FEATURES,
+    UNARY_FEATURES,
+    clear_view_cache,
+    name_terms,
+    names_id,
+    pair_features,
+    unary_features,
+    view_features,
+    view_fingerprint,
+)
 from junction.learned.model import LearnedModelError
+from junction.learned.utility import clear_pool_cache
 from junction.select import AutoJointSelector
 from junction.evidence.store import TraceStore
 from junction.strategies import candidate_pools, make_strategy
 from junction.tasks import VerifierSpec
+from junction.text import lexical_tokens
 from junction_datasets import (
     build_suite,
     family_training_tasks,
@@ -216,3 +231,119 @@ def test_pair_model_where_training_has_gold_pairs():
     assert len(joint.interactions) < len(pools.contexts) * len(pools.tools)
     alone, _ = model.problem(view, pools, pairs=False)
     assert alone.interactions == {} and alone.unary == joint.unary
+
+
+# --- the fit's caches (issue 39) ---------------------------------------------------------
+
+_TAU2_FIXTURE = Path(__file__).resolve().parent / "data" / "tau2_fixture"
+
+
+def _fixture_tasks():
+    from junction_datasets import tau2_banking
+
+    return tau2_banking.banking_suite(split="all", path=_TAU2_FIXTURE).tasks
+
+
+def _pair_rows_one_at_a_time(view, pools, p_unary, prior):
+    """The pair features as the fit computed them before its caches: one row per pair, a
+    regular expression per pair, the view's own lookups."""
+    def logit(p):
+        p = min(max(p, 1e-6), 1 - 1e-6)
+        return math.log(p / (1 - p))
+
+    best_c = max((c.score for c in pools.contexts), default=0.0)
+    best_t = max((t.score for t in pools.tools), default=0.0)
+    keys, rows = [], []
+    for c in pools.contexts:
+        text = view.context(c.resource_id).content
+        tokens = set(lexical_tokens(text))
+        for t in pools.tools:
+            terms = name_terms(t.resource_id)
+            named = re.search(rf"(?<![A-Za-z0-9_]){re.escape(t.resource_id)}(?![A-Za-z0-9_])",
+                              text) is not None
+            keys.append((c.resource_id, t.resource_id))
+            rows.append([logit(p_unary[c.resource_id]), logit(p_unary[t.resource_id]),
+                         c.score / best_c if best_c > 0 else 0.0,
+                         t.score / best_t if best_t > 0 else 0.0,
+                         len(terms & tokens) / len(terms) if terms else 0.0,
+                         prior.rate(t.resource_id), float(named)])
+    return keys, np.asarray(rows, dtype=float).reshape(-1, len(PAIR_FEATURES))
+
+
+@pytest.mark.parametrize("source", ["synthetic", "tau2-fixture"])
+def test_cached_features_equal_fresh_ones_bit_for_bit(source):
+    tasks = (build_suite("synthetic", seed=1, size=6).tasks if source == "synthetic"
+             else _fixture_tasks())
+    model = fit_learned_utility("cache-test", tasks, 8)
+    for task in tasks:
+        view = task.router_view()
+        pools = candidate_pools(view, 8)
+        clear_view_cache()
+        fresh = unary_features(view, pools)
+        p = model.probabilities(view, pools)
+        fresh_pairs = pair_features(view, pools, p, model.prior)
+        cached = unary_features(view, pools)  # from the cache now
+        assert all(np.array_equal(fresh[k], cached[k]) for k in fresh)
+        keys, X = pair_features(view, pools, p, model.prior)
+        assert keys == fresh_pairs[0] and np.array_equal(X, fresh_pairs[1])
+        ref_keys, ref_X = _pair_rows_one_at_a_time(view, pools, p, model.prior)
+        assert keys == ref_keys and X.tobytes() == ref_X.tobytes()
+        # a caller may write to what it gets; the cache stays as it was
+        cached["context"][:] = -1.0
+        assert np.array_equal(unary_features(view, pools)["context"], fresh["context"])
+
+
+def test_the_cache_keys_on_the_router_view_never_on_gold():
+    task = _fixture_tasks()[0]
+    other = task.model_copy(update={
+        "gold_context_ids": (), "gold_tool_ids": (), "gold_pairs": (),
+        "verifier": VerifierSpec(kind="tools_exposed"), "metadata": {"x": 1}})
+    assert view_fingerprint(task.router_view()) == view_fingerprint(other.router_view())
+    # a task (which holds gold) is refused as a cache key and as a feature source
+    pools = candidate_pools(task.router_view(), 8)
+    for call in (lambda: view_fingerprint(task), lambda: view_features(task, pools),
+                 lambda: unary_features(task, pools)):
+        with pytest.raises(TypeError, match="RouterView only"):
+            call()
+    # what the features read moves the key: the objective, a document's text
+    view = task.router_view()
+    moved = view.model_copy(update={"objective": view.objective + " card"})
+    assert view_fingerprint(moved) != view_fingerprint(view)
+    doc = view.contexts[0].model_copy(update={"content": view.contexts[0].content + " x"})
+    edited = view.model_copy(update={"contexts": (doc, *view.contexts[1:])})
+    assert view_fingerprint(edited) != view_fingerprint(view)
+    # the budget is not read by any feature (p(gold) must not move with it): same key
+    half = view.model_copy(update={"budget": view.budget.scaled(0.5)})
+    assert view_fingerprint(half) == view_fingerprint(view)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet="ab_.-1 \n(`", max_size=30),
+       rid=st.text(alphabet="ab_.-1", min_size=1, max_size=5))
+def test_names_id_is_the_whole_identifier_rule(text, rid):
+    expected = re.search(rf"(?<![A-Za-z0-9_]){re.escape(rid)}(?![A-Za-z0-9_])", text) is not None
+    assert names_id(text, rid) == expected
+
+
+def test_fit_from_warm_caches_and_memo_equals_a_cold_fit_solving_every_grid_point():
+    """The fit's memo of outcomes (by reduced problem) and its caches change nothing: the
+    search table equals the one got by solving every (lam, tau) afresh with the public
+    ``problem``, and a fit from empty caches has the same sha256."""
+    tasks = _fixture_tasks() + build_suite("synthetic", seed=1, size=12).tasks
+    warm = fit_learned_utility("memo-test", tasks, 8)
+    clear_view_cache()
+    clear_pool_cache()
+    cold = fit_learned_utility("memo-test", tasks, 8)
+    assert cold.sha256 == warm.sha256
+    selector = AutoJointSelector()
+    views = [t.router_view() for t in tasks]
+    pools = [candidate_pools(v, 8) for v in views]
+    for row in cold.search:
+        cold.tau = math.inf if row["tau"] is None else row["tau"]
+        per_suite: dict[str, list[bool]] = {}
+        for t, v, p in zip(tasks, views, pools):
+            sel = selector.select(cold.problem(v, p, lam=row["lambda"])[0])
+            per_suite.setdefault(t.suite, []).append(
+                verify(t, execute(t, sel.context_ids, sel.tool_ids)).success)
+        assert row["by_suite"] == {k: round(float(np.mean(s)), 6)
+                                   for k, s in sorted(per_suite.items())}

@@ -23,14 +23,27 @@ The fitted ``LearnedUtility`` turns a router view and its pools into a ``JointPr
 (``problem``); ``record()`` is the stored model (JSON): family, pool limit, seed, each
 model's description, lam, tau, the search table, training task ids and counts, and the
 versions; ``sha256`` hashes it (``canonical_sha256``).
+
+Cost. What does not depend on the training set is computed once per process and shared by
+every fit (cross-fitting refits a family once per fold): each task's BM25 pools (keyed on
+``features.view_fingerprint`` and the pool limit) and its model-free features
+(``features.view_features``). Per fit, p(gold) and the pair model's w(c, t) are computed
+once per training task, not once per grid point; per (tau, task) the kept pairs, per
+(lam, task) the unaries. A grid point's problem whose reduced problem (``junction.select.
+exact.reduction.reduce``: the candidates that can be selected, their unaries and pairs)
+equals one already solved for the same task reuses that verified outcome: the exact
+selector's answer is a function of the reduced problem, the budget and the size cap. The
+fitted model (its ``sha256``) is the same as when every grid point is solved afresh.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import math
-from collections import Counter
-from collections.abc import Sequence
+import threading
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -42,9 +55,12 @@ from junction.learned.features import (
     PAIR_FEATURES,
     UNARY_FEATURES,
     PairPrior,
+    ViewFeatures,
+    cached_view_features,
     candidate_labels,
-    pair_features,
-    unary_features,
+    pair_matrix,
+    view_features,
+    view_fingerprint,
 )
 from junction.learned.model import (
     LearnedModelError,
@@ -52,14 +68,17 @@ from junction.learned.model import (
     canonical_sha256,
     fit_probability_model,
 )
-from junction.select import AutoJointSelector, JointProblem, Selector
+from junction.select import AutoJointSelector, JointProblem
+from junction.select.exact.reduction import ReducingSelector, reduce
 from junction.candidates import CandidatePools, candidate_pools
 from junction.tasks import BenchmarkTask, RouterView
 
 __all__ = [
     "LAMBDA_GRID",
+    "POOL_CACHE_SIZE",
     "TAU_GRID",
     "LearnedUtility",
+    "clear_pool_cache",
     "fit_learned_utility",
 ]
 
@@ -69,6 +88,10 @@ schema that costs a fifth of the budget must have p(gold) > 0.2 to be exposed.""
 
 TAU_GRID = (0.02, 0.05, 0.1, 0.2)
 """Interaction thresholds |w| tried on training when a pair model exists."""
+
+POOL_CACHE_SIZE = 4096
+"""Training views whose BM25 pools the fit keeps for the process (least recently used
+dropped first)."""
 
 
 @dataclass
@@ -88,12 +111,34 @@ class LearnedUtility:
 
     def probabilities(self, view: RouterView, pools: CandidatePools) -> dict[str, float]:
         """Resource id -> calibrated p(gold) for every candidate of the pools."""
-        X = unary_features(view, pools)
+        return self._probabilities(view_features(view, pools))
+
+    def _probabilities(self, features: ViewFeatures) -> dict[str, float]:
         out: dict[str, float] = {}
-        for lane, cands in (("context", pools.contexts), ("tool", pools.tools)):
-            for c, p in zip(cands, self.lanes[lane].predict(X[lane])):
-                out[c.resource_id] = float(p)
+        for lane, resources in (("context", features.contexts), ("tool", features.tools)):
+            for r, p in zip(resources, self.lanes[lane].predict(features.unary[lane])):
+                out[r.id] = float(p)
         return out
+
+    def _pair_weights(self, features: ViewFeatures, p: Mapping[str, float]) -> np.ndarray:
+        """w(c, t) = p(pair) − p(c)·p(t), shape (n_contexts, n_tools), unrounded (the pair
+        model must exist and both pools be non-empty)."""
+        assert self.pair is not None
+        n_c, n_t = len(features.contexts), len(features.tools)
+        p_pair = self.pair.predict(pair_matrix(features, p, self.prior)).reshape(n_c, n_t)
+        p_c = np.asarray([p[c.id] for c in features.contexts], dtype=float)
+        p_t = np.asarray([p[t.id] for t in features.tools], dtype=float)
+        # the same IEEE operations as float(p_pair) - p[c] * p[t] one pair at a time
+        return p_pair - p_c.reshape(n_c, 1) * p_t.reshape(1, n_t)
+
+    @staticmethod
+    def _kept(features: ViewFeatures, w: np.ndarray, tau: float) -> dict[tuple[str, str], float]:
+        """The pairs with |w| ≥ tau, rounded to 9 decimals, in ``pair_keys`` order."""
+        rows, cols = np.nonzero(np.abs(w) >= tau)
+        n_t = len(features.tools)
+        keys = features.pair_keys
+        return {keys[i * n_t + j]: round(float(w[i, j]), 9)
+                for i, j in zip(rows.tolist(), cols.tolist())}
 
     def interactions(self, view: RouterView, pools: CandidatePools,
                      p: dict[str, float]) -> dict[tuple[str, str], float]:
@@ -101,13 +146,13 @@ class LearnedUtility:
         model)."""
         if self.pair is None or not pools.contexts or not pools.tools:
             return {}
-        keys, X = pair_features(view, pools, p, self.prior)
-        out = {}
-        for key, p_pair in zip(keys, self.pair.predict(X)):
-            w = float(p_pair) - p[key[0]] * p[key[1]]
-            if abs(w) >= self.tau:
-                out[key] = round(w, 9)
-        return out
+        return self._interactions(view_features(view, pools), p)
+
+    def _interactions(self, features: ViewFeatures,
+                      p: Mapping[str, float]) -> dict[tuple[str, str], float]:
+        if self.pair is None or not features.contexts or not features.tools:
+            return {}
+        return self._kept(features, self._pair_weights(features, p), self.tau)
 
     def problem(self, view: RouterView, pools: CandidatePools, pairs: bool = True,
                 lam: float | None = None, p: dict[str, float] | None = None,
@@ -116,16 +161,13 @@ class LearnedUtility:
         ``pairs``, learned interactions; also returns p(gold) per candidate (``p``: the
         pools' ``probabilities``, when the caller has them already)."""
         lam = self.lam if lam is None else lam
-        p = self.probabilities(view, pools) if p is None else p
-        budget = view.budget.max_tokens
+        features = view_features(view, pools)
+        p = self._probabilities(features) if p is None else p
         cost = {r.id: r.token_cost for r in (*view.contexts, *view.tools)}
-        unary = {rid: round(pr - (lam * cost[rid] / budget if budget else 0.0), 9)
-                 for rid, pr in p.items()}
         return JointProblem(
-            contexts=tuple(view.context(c.resource_id) for c in pools.contexts),
-            tools=tuple(view.tool(t.resource_id) for t in pools.tools),
-            budget=view.budget, unary=unary,
-            interactions=self.interactions(view, pools, p) if pairs else {},
+            contexts=features.contexts, tools=features.tools, budget=view.budget,
+            unary=_unary(p, cost, view.budget.max_tokens, lam),
+            interactions=self._interactions(features, p) if pairs else {},
         ), p
 
     def record(self) -> dict[str, Any]:
@@ -146,13 +188,79 @@ class LearnedUtility:
         return canonical_sha256(self.record())
 
 
+def _unary(p: Mapping[str, float], cost: Mapping[str, int], budget: int | None,
+           lam: float) -> dict[str, float]:
+    """u(r) = p(gold | r) − lam · tokens(r) / budget tokens, rounded to 9 decimals."""
+    return {rid: round(pr - (lam * cost[rid] / budget if budget else 0.0), 9)
+            for rid, pr in p.items()}
+
+
 def _stack(rows: Sequence[np.ndarray], width: int) -> np.ndarray:
     return np.vstack(rows) if rows else np.zeros((0, width))
 
 
-def _success(task: BenchmarkTask, problem: JointProblem, selector: Selector) -> bool:
-    sel = selector.select(problem)
-    return verify(task, execute(task, sel.context_ids, sel.tool_ids)).success
+def _success(task: BenchmarkTask, problem: JointProblem, selector: ReducingSelector,
+             solved: dict[tuple, bool]) -> bool:
+    """Whether the task's verifier accepts the selector's selection for ``problem``.
+
+    ``solved``: this task's outcomes so far, keyed by reduced problem (``reduction.
+    reduce``: the candidates that can be selected, their unaries and pairs). An exact
+    selector's answer is a function of the reduced problem, the budget and the size cap
+    (the task's, the same for every key), so an equal key reuses the outcome."""
+    max_size = selector.max_size if selector.max_size is not None else problem.max_size
+    red = reduce(problem, max_size)
+    key = (tuple(r.id for r in red.items), red.n_ctx, tuple(red.pairs), tuple(red.unary))
+    if key not in solved:
+        sel = selector.select_reduced(problem, red, max_size, time.perf_counter())
+        solved[key] = verify(task, execute(task, sel.context_ids, sel.tool_ids)).success
+    return solved[key]
+
+
+_POOLS: OrderedDict[tuple[str, Any], CandidatePools] = OrderedDict()
+_POOLS_LOCK = threading.Lock()
+
+
+def _limit_key(pool_limit: int | tuple[int | None, int | None] | None) -> Any:
+    return tuple(pool_limit) if isinstance(pool_limit, (tuple, list)) else pool_limit
+
+
+def _training_view(task: BenchmarkTask, pool_limit: Any) -> tuple[RouterView, CandidatePools,
+                                                                   ViewFeatures]:
+    """The task's router view, its BM25 pools and model-free features, from the process
+    caches when an equal view (``view_fingerprint``) was seen with this pool limit."""
+    view = task.router_view()
+    fingerprint = view_fingerprint(view)
+    key = (fingerprint, _limit_key(pool_limit))
+    with _POOLS_LOCK:
+        pools = _POOLS.get(key)
+        if pools is not None:
+            _POOLS.move_to_end(key)
+    if pools is None:
+        pools = candidate_pools(view, pool_limit)
+        with _POOLS_LOCK:
+            _POOLS[key] = pools
+            while len(_POOLS) > POOL_CACHE_SIZE:
+                _POOLS.popitem(last=False)
+    return view, pools, cached_view_features(view, pools, fingerprint)
+
+
+def clear_pool_cache() -> None:
+    """Forget the training pools kept for the process (benchmarks measure a cold fit)."""
+    with _POOLS_LOCK:
+        _POOLS.clear()
+
+
+def _pair_labels(task: BenchmarkTask, features: ViewFeatures) -> np.ndarray:
+    """Pair labels in ``pair_keys`` order: membership of the task's gold pairs where it
+    has them, else both members gold. Training only (reads gold)."""
+    cs, ts = features.context_ids, features.tool_ids
+    pairs = {(g.context_id, g.tool_id) for g in task.gold_pairs}
+    if pairs:
+        return np.asarray([int((c, t) in pairs) for c in cs for t in ts], dtype=int)
+    gold = {*task.gold_context_ids, *task.gold_tool_ids}
+    in_c = np.asarray([c in gold for c in cs], dtype=int)
+    in_t = np.asarray([t in gold for t in ts], dtype=int)
+    return np.outer(in_c, in_t).reshape(-1)
 
 
 def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit: int | None,
@@ -163,12 +271,14 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     """
     if not tasks:
         raise LearnedModelError(f"family {family!r}: no training tasks")
-    views = [t.router_view() for t in tasks]
-    pools = [candidate_pools(v, pool_limit) for v in views]
+    prepared = [_training_view(t, pool_limit) for t in tasks]
+    views = [v for v, _, _ in prepared]
+    pools = [p for _, p, _ in prepared]
+    features = [f for _, _, f in prepared]
     width = len(UNARY_FEATURES)
     lanes: dict[str, ProbabilityModel] = {}
     for lane in ("context", "tool"):
-        X = _stack([unary_features(v, p)[lane] for v, p in zip(views, pools)], width)
+        X = _stack([f.unary[lane] for f in features], width)
         y = np.concatenate([candidate_labels(t, p)[lane] for t, p in zip(tasks, pools)]
                            or [np.zeros(0, dtype=int)])
         lanes[lane] = fit_probability_model(X, y, UNARY_FEATURES, seed)
@@ -181,32 +291,45 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                 counts[c.resource_id] += c.resource_id in t.gold_tool_ids
     prior = PairPrior({k: (counts[k], seen[k]) for k in sorted(seen)})
     model = LearnedUtility(family, pool_limit, seed, lanes, None, prior)
+    # p(gold) depends on the lane models only: once per task
+    probabilities = [model._probabilities(f) for f in features]
     # the pair model: label = both members gold (a task's gold pairs where it has them)
     pair_rows, pair_labels = [], []
-    for t, v, p in zip(tasks, views, pools):
+    for t, p, f, pr in zip(tasks, pools, features, probabilities):
         if not (p.contexts and p.tools):
             continue
-        keys, X = pair_features(v, p, model.probabilities(v, p), prior)
-        gold = {*t.gold_context_ids, *t.gold_tool_ids}
-        pairs = {(g.context_id, g.tool_id) for g in t.gold_pairs}
-        pair_rows.append(X)
-        pair_labels.extend(int((c, tl) in pairs) if pairs else int(c in gold and tl in gold)
-                           for c, tl in keys)
-    if sum(pair_labels) >= 2:
-        model.pair = fit_probability_model(_stack(pair_rows, len(PAIR_FEATURES)), pair_labels,
+        pair_rows.append(pair_matrix(f, pr, prior))
+        pair_labels.append(_pair_labels(t, f))
+    labels = np.concatenate(pair_labels) if pair_labels else np.zeros(0, dtype=int)
+    if int(labels.sum()) >= 2:
+        model.pair = fit_probability_model(_stack(pair_rows, len(PAIR_FEATURES)), labels,
                                            PAIR_FEATURES, seed)
     selector = AutoJointSelector()
     taus = TAU_GRID if model.pair is not None else (math.inf,)
+    # w(c, t) depends on the models only: once per task (None: no pairs to weigh)
+    weights = [model._pair_weights(f, pr)
+               if model.pair is not None and p.contexts and p.tools else None
+               for p, f, pr in zip(pools, features, probabilities)]
+    unaries = [[_unary(pr, {r.id: r.token_cost for r in (*f.contexts, *f.tools)},
+                       v.budget.max_tokens, lam) for lam in LAMBDA_GRID]
+               for v, f, pr in zip(views, features, probabilities)]
+    # per task: outcome by (unaries, interactions), and by reduced problem (``_success``)
+    outcomes: list[dict[tuple, bool]] = [{} for _ in tasks]
+    solved: list[dict[tuple, bool]] = [{} for _ in tasks]
     best: tuple[float, float, float] | None = None
-    # p(gold) does not depend on lam or tau: once per task
-    probabilities = [model.probabilities(v, p) for v, p in zip(views, pools)]
     for tau in taus:
-        model.tau = tau
-        for lam in LAMBDA_GRID:
+        kept = [{} if w is None else model._kept(f, w, tau) for f, w in zip(features, weights)]
+        kept_key = [tuple(k.items()) for k in kept]
+        for li, lam in enumerate(LAMBDA_GRID):
             per_suite: dict[str, list[bool]] = {}
-            for t, v, p, pr in zip(tasks, views, pools, probabilities):
-                problem, _ = model.problem(v, p, lam=lam, p=pr)
-                per_suite.setdefault(t.suite, []).append(_success(t, problem, selector))
+            for i, (t, v, f) in enumerate(zip(tasks, views, features)):
+                unary = unaries[i][li]
+                key = (tuple(unary.items()), kept_key[i])
+                if key not in outcomes[i]:
+                    problem = JointProblem(contexts=f.contexts, tools=f.tools, budget=v.budget,
+                                           unary=unary, interactions=kept[i])
+                    outcomes[i][key] = _success(t, problem, selector, solved[i])
+                per_suite.setdefault(t.suite, []).append(outcomes[i][key])
             score = float(np.mean([np.mean(s) for s in per_suite.values()]))
             model.search.append({"lambda": lam, "tau": None if math.isinf(tau) else tau,
                                  "training_success": round(score, 6),
@@ -222,6 +345,6 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
         "task_ids": [t.task_id for t in tasks],
         "candidates": {lane: lanes[lane].n_rows for lane in lanes},
         "gold_candidates": {lane: lanes[lane].n_positive for lane in lanes},
-        "pair_rows": len(pair_labels), "gold_pairs": int(sum(pair_labels)),
+        "pair_rows": int(labels.shape[0]), "gold_pairs": int(labels.sum()),
     }
     return model
