@@ -11,9 +11,9 @@ side in one run, per configuration:
   ``approx-gemma3`` (the rule the project used before, commit 6dac5e7, reproduced below):
   every document and schema is priced differently, so the BM25 pools' prices, the fit and
   the selections all move;
-- τ grid: today's ``junction.learned.utility.TAU_GRID`` and, where today's grid reaches
-  below 0.02, the grid cut at 0.02 (the grid before issue 39; the fit used to pick its
-  smallest value, 0.02);
+- τ grid: 0.02/0.05/0.1/0.2 (the grid before issue 39; the fit picked its smallest value,
+  0.02) and the same extended below, 0.005/0.01/0.02/...; the one that is
+  ``junction.learned.utility.TAU_GRID`` today is marked ``(default)``;
 - budget scale 0.5, 1, 2 and subset (all tasks; without the ten tasks whose gold is
   disputed upstream, ``tau2_banking.DISPUTED_TASKS``).
 
@@ -77,12 +77,17 @@ COUNTERS = {DEFAULT_TOKEN_COUNTER.name: DEFAULT_TOKEN_COUNTER,
             GemmaFittedCounter.name: GemmaFittedCounter()}
 
 
+GRID_BEFORE = (0.02, 0.05, 0.1, 0.2)
+"""The τ grid before issue 39 (the fit picked its smallest value, 0.02)."""
+GRID_EXTENDED = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+"""The same grid extended below 0.02."""
+
+
 def _grids() -> dict[str, tuple[float, ...]]:
-    today = tuple(utility.TAU_GRID)
-    out = {"today " + "/".join(f"{t:g}" for t in today): today}
-    cut = tuple(t for t in today if t >= 0.02)
-    if cut != today:
-        out["from 0.02 " + "/".join(f"{t:g}" for t in cut)] = cut
+    """The two τ grids compared; the one ``utility.TAU_GRID`` is today is marked."""
+    out = {}
+    for name, grid in (("0.02-0.2", GRID_BEFORE), ("0.005-0.2", GRID_EXTENDED)):
+        out[name + (" (default)" if tuple(utility.TAU_GRID) == grid else "")] = grid
     return out
 
 
@@ -119,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--folds", type=int, default=DEFAULT_FOLDS)
     parser.add_argument("--counter", action="append", choices=sorted(COUNTERS))
+    parser.add_argument("--grid", action="append", choices=("before", "extended"),
+                        help="τ grids to compare (default: both)")
     parser.add_argument("--json", default=None, help="also write the table as JSON here")
     args = data_arguments(parser.description, argv, parser)
     if args is None:
@@ -131,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         built = tb.banking_suite(split="all", counter=COUNTERS[counter_name])
         tasks = built.tasks
         for grid_name, grid in _grids().items():
+            if args.grid and ("before" if grid == GRID_BEFORE else "extended") not in args.grid:
+                continue
             saved = utility.TAU_GRID
             utility.TAU_GRID = grid  # the fit reads the module's grid
             try:
