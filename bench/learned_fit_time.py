@@ -21,13 +21,15 @@ outside fold k). Printed, in one process:
 For each fit: seconds (wall clock, ``time.perf_counter``, and this process's CPU time,
 ``time.process_time``, which a busy machine inflates less), training tasks, the fitted
 model's sha256 (``LearnedUtility.sha256``), λ and τ; a line says whether before and now
-give the same sha256. With ``--profile``, the cold fit runs under cProfile and the
-cumulative seconds of its parts are printed: BM25 pools, model-free features, lane and
-pair model fits, the pair model's weights, the selections of the λ × τ search (profiler
-overhead included, so only their shares mean anything).
+give the same sha256 (they can only where both search the same τ grid: ``--tau-grid``
+replaces today's ``TAU_GRID`` for the "now" fits, e.g. ``--tau-grid 0.02,0.05,0.1,0.2``,
+the grid before issue 39 extended it). With ``--profile``, the cold fit runs under
+cProfile and the cumulative seconds of its parts are printed: BM25 pools, model-free
+features, lane and pair model fits, the pair model's weights, the selections of the
+λ × τ search (profiler overhead included, so only their shares mean anything).
 
 Usage: ``python bench/learned_fit_time.py [--tau2-data PATH] [--folds 5] [--fits 5]
-[--no-before] [--before-rev REV] [--profile]``.
+[--no-before] [--before-rev REV] [--tau-grid 0.02,0.05,0.1,0.2] [--profile]``.
 """
 
 from __future__ import annotations
@@ -129,13 +131,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before-rev", default=BEFORE_REV)
     parser.add_argument("--no-before", action="store_true")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--tau-grid", default=None,
+                        help="comma-separated τ values the fits search instead of today's "
+                             "TAU_GRID (before's own grid is its commit's)")
     args = data_arguments(parser.description, argv, parser)
     if args is None:
         return 2
+    if args.tau_grid:
+        utility.TAU_GRID = tuple(float(v) for v in args.tau_grid.split(","))
     tasks = build_suite(tb.SUITE, seed=0, size=None, split="all").tasks
     training = fold_training(tasks, args.folds)
     print(f"{tb.SUITE}: {len(tasks)} tasks, pool limit {tb.POOL_LIMIT}, {args.folds} folds; "
-          f"fold 0 trains on {len(training[0])}")
+          f"fold 0 trains on {len(training[0])}; now's τ grid {utility.TAU_GRID}")
     before = None
     if not args.no_before:
         seconds, before = timed(before_fit(args.before_rev), training[0])
@@ -147,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     print(line("now, warm caches", seconds, training[0], warm))
     if before is not None:
         same = before.sha256 == cold.sha256 == warm.sha256
-        print(f"  sha256 before and now: {'identical' if same else 'DIFFERENT'}")
+        print(f"  sha256 before and now: {'identical' if same else 'different'} (the same "
+              "only where both search the same τ grid: --tau-grid 0.02,0.05,0.1,0.2 for "
+              f"{BEFORE_REV}'s)")
     clear_caches()
     fits = min(args.fits, args.folds)
     wall = cpu = 0.0

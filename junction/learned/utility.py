@@ -86,8 +86,11 @@ LAMBDA_GRID = (0.0, 0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 """Token prices tried on training (unitless: utility per budget's worth of tokens). At 1.0 a
 schema that costs a fifth of the budget must have p(gold) > 0.2 to be exposed."""
 
-TAU_GRID = (0.02, 0.05, 0.1, 0.2)
-"""Interaction thresholds |w| tried on training when a pair model exists."""
+TAU_GRID = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+"""Interaction thresholds |w| tried on training when a pair model exists, smallest first (a
+tie keeps the smaller, i.e. more pairs). 0.005 and 0.01 were added below 0.02 (issue 39):
+the fit picked 0.02, then the grid's smallest, so the search did not show whether a
+smaller threshold does better."""
 
 POOL_CACHE_SIZE = 4096
 """Training views whose BM25 pools the fit keeps for the process (least recently used
