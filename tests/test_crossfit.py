@@ -148,6 +148,7 @@ def test_joint_split_counts_a_repeated_selection_once_and_leaves_folds_out():
 def fixture_data(monkeypatch):
     """The tau2 fixture as the suite's data, and the learned caches cleared around the test
     (they are per process and keyed by family, not by data folder)."""
+    from flows import workers
     from junction.strategies import learned
     from junction_datasets import tau2_banking as tb
 
@@ -155,7 +156,13 @@ def fixture_data(monkeypatch):
     saved = dict(learned._FITTED), dict(learned._ALL_TASKS)
     learned._FITTED.clear()
     learned._ALL_TASKS.clear()
+    strategies = dict(workers._STRATEGIES)
     yield
+    # the per-process strategy instances remember every model they used: drop the ones this
+    # test made, so a later run in this process does not list the fixture's models
+    workers._STRATEGIES.clear()
+    workers._STRATEGIES.update({k: v for k, v in strategies.items()
+                                if not k.startswith("learned")})
     learned._FITTED.clear()
     learned._ALL_TASKS.clear()
     learned._FITTED.update(saved[0])
