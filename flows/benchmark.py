@@ -32,6 +32,7 @@ from flows.run_record import finish_run, start_run
 from flows.sampling import LoadedSuite, agent_sample, capped
 from flows.workers import run_unit_now
 from junction.errors import JunctionError, UnknownNameError
+from junction.candidates import DEFAULT_POOL_RULE
 from junction.evidence.reports import run_timings, write_report
 from junction.evidence.store import TraceStore, check_name
 from junction.evidence.warehouse import Warehouse
@@ -113,12 +114,13 @@ def run_unit(root: str, run_id: str, suite: str, strategy: str, seed: int, scale
              agent_model: str | None = None, agent_url: str | None = None,
              agent_concurrency: int = 1,
              agent_context_tokens: int | None = None, repetition: int | None = None,
-             fold: int | None = None, folds: int | None = None) -> dict[str, Any]:
+             fold: int | None = None, folds: int | None = None,
+             pool: str = DEFAULT_POOL_RULE) -> dict[str, Any]:
     """Prefect task around ``run_unit_now`` (writes a Parquet file: I/O is retried)."""
     return run_unit_now(root, run_id, suite, strategy, seed, scale, unit, tasks.tasks,
                         pool_limit, tuple(agent_task_ids.tasks if agent_task_ids else ()),
                         agent_model, agent_url, agent_concurrency,
-                        agent_context_tokens, repetition, fold, folds)
+                        agent_context_tokens, repetition, fold, folds, pool)
 
 
 @task(name="refresh-warehouse", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE,
@@ -340,7 +342,8 @@ def _submit(plan: RunPlan, run_id: str, units: list[Unit]) -> list[dict[str, Any
                 unit.scale, unit.name, TaskBatch(unit.tasks), unit.suite.info.pool_limit,
                 TaskBatch(unit.agent_ids) if unit.agent_ids else None, plan.agent_model,
                 plan.agent_url, plan.agent_concurrency, plan.agent_context_tokens,
-                unit.repetition, unit.fold, plan.folds if unit.fold is not None else None)
+                unit.repetition, unit.fold, plan.folds if unit.fold is not None else None,
+                plan.pool)
             future.add_done_callback(lambda f, u=unit: finished.put((f, u)))
             in_flight += 1
         if not in_flight:

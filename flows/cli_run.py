@@ -95,6 +95,10 @@ def bench(
         None, "--folds", min=2, metavar="K",
         help="Folds of the learned strategies' cross-fitting on a cross-fitted suite "
              "(default 5)."),
+    pool: str = typer.Option(
+        None, "--pool", metavar="RULE",
+        help="Candidate pools every strategy sees: bm25 (default), dense (all-MiniLM-L6-v2) "
+             "or hybrid (both, reciprocal rank fusion)."),
     budget_scale: list[float] = typer.Option(
         None, "--budget-scale", help="Token-budget multiplier (repeatable; default 0.5, 1, 2)."),
     size: int = typer.Option(None, "--size", min=1, help="Tasks per suite (default: each suite's default size)."),
@@ -186,6 +190,7 @@ def bench(
         agent_url=agent_url, agent_concurrency=agent_concurrency,
         agent_context_tokens=agent_context_tokens,
         **({} if folds is None else {"folds": folds}),
+        **({} if pool is None else {"pool": pool}),
     )  # every check that needs no suite data: one error before anything starts
     given_id, run_id = run_id, prepare_run(plan, run_id)
     for path in suite_file or []:

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
+from junction.candidates import DEFAULT_POOL_RULE, check_pool_rule
 from junction.environment import PROJECT_ROOT, state_dir
 from junction.errors import JunctionError, UnknownNameError
 from junction.evidence.params import resume_params
@@ -164,8 +165,12 @@ class RunPlan(BaseModel):
     - ``agent_strategies``: the strategies the agent acts on, sorted (None given:
       ``default_agent_strategies`` in the default agent sample, else every strategy of the
       run); recorded in ``params`` only when it leaves some strategy out
+    - ``folds``: folds of a cross-fitted suite's learned strategies (default 5)
+    - ``pool``: the pool rule every strategy's candidate pools come from
+      (``junction.candidates.POOL_RULES``: bm25, dense, hybrid; default bm25), recorded on
+      every trace; in ``params`` only when not bm25
 
-    Raises ``UnknownNameError`` (suite, strategy, runner) or ``JunctionError`` naming the
+    Raises ``UnknownNameError`` (suite, strategy, runner, pool rule) or ``JunctionError`` naming the
     field and its value for a plan that cannot run (a suite whose data is absent, a seed
     outside [0, ``MAX_SEED``], a scale that is not finite and > 0, a cap or scale for a
     strategy the run does not run, ...); ``pydantic.ValidationError`` for a value of the
@@ -196,6 +201,7 @@ class RunPlan(BaseModel):
     agent_context_tokens: Any = None
     agent_strategies: list[str] = Field(default_factory=list)
     folds: StrictInt = DEFAULT_FOLDS
+    pool: str = DEFAULT_POOL_RULE
 
     @classmethod
     def build(cls, **given: Any) -> RunPlan:
@@ -263,6 +269,7 @@ class RunPlan(BaseModel):
         if self.runner not in RUNNERS:
             raise UnknownNameError(f"unknown runner {self.runner!r}; valid runners: "
                                    f"{', '.join(sorted(RUNNERS))}")
+        check_pool_rule(self.pool)
         if self.folds < MIN_FOLDS:
             raise JunctionError(f"folds must be an integer >= {MIN_FOLDS}, got {self.folds}")
         if self.batch_size < 1:
@@ -329,10 +336,13 @@ class RunPlan(BaseModel):
     def params(self) -> dict[str, Any]:
         """The parameters a run records in run.json (``params``), as plain JSON values;
         ``agent_context_tokens`` only when given, ``agent_strategies`` only when it leaves
-        a strategy out and ``folds`` only when not ``DEFAULT_FOLDS`` (run.json's
-        ``cross_fit`` records the folds of every cross-fitted run), so a plan from before they existed keeps its ``params_hash`` (a
-        resumed run)."""
+        a strategy out, ``folds`` only when not ``DEFAULT_FOLDS`` (run.json's
+        ``cross_fit`` records the folds of every cross-fitted run) and ``pool`` only when
+        not ``DEFAULT_POOL_RULE``, so a plan from before they existed keeps its
+        ``params_hash`` (a resumed run)."""
         exclude = set()
+        if self.pool == DEFAULT_POOL_RULE:
+            exclude.add("pool")
         if self.folds == DEFAULT_FOLDS:
             exclude.add("folds")
         if self.agent_context_tokens is None:
@@ -411,14 +421,19 @@ def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
 
     The run id (``check_name``; a new one when None), the traces root
     (``check_writable``), a resumed run's parameters (``check_resume``), the sqlite caches
-    (``check_caches``: a corrupt one is set aside with a warning) and, for a remote
-    agent that will act, the server's model list (``AgentError``, one line). So a mistake
-    is one error before Prefect or any work starts.
+    (``check_caches``: a corrupt one is set aside with a warning), the dense embedder for
+    a pool rule that uses it (``junction.dense.DenseError``: missing or off its pin) and,
+    for a remote agent that will act, the server's model list (``AgentError``, one line).
+    So a mistake is one error before Prefect or any work starts.
     """
     run_id = check_name(run_id, "run_id") if run_id else new_run_id()
     check_writable(plan.output_root)  # an unknown protocol or a missing fsspec backend too
     check_resume(plan, run_id)
     check_caches(state_dir())  # a corrupt cache: one warning, set aside; unwritable: one line
+    if plan.pool != DEFAULT_POOL_RULE:
+        from junction.dense import dense_model_dir
+
+        dense_model_dir()
     if plan.agent_url is not None and plan.agent_size != 0:
         from flows.workers import agent_executor
 

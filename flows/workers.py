@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 from flows import interrupts
+from junction.candidates import DEFAULT_POOL_RULE
 from junction.evaluate import evaluate_batch
 from junction.evidence.store import TraceStore
 from junction.learned.crossfit import CrossFitFold
@@ -79,12 +80,13 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
                  agent_concurrency: int = 1,
                  agent_context_tokens: int | None = None,
                  repetition: int | None = None, fold: int | None = None,
-                 folds: int | None = None) -> dict[str, Any]:
+                 folds: int | None = None, pool: str = DEFAULT_POOL_RULE) -> dict[str, Any]:
     """Evaluate one unit and write its files, unless its trace file already exists.
 
     On a cross-fitted suite ``repetition`` is the run's seed; a learned strategy's unit also
     names its ``fold`` of ``folds``, and the strategy is bound to it
-    (``LearnedStrategy.for_fold``: its model is fitted on the other folds).
+    (``LearnedStrategy.for_fold``: its model is fitted on the other folds). ``pool`` is the
+    run's pool rule (``junction.candidates.POOL_RULES``).
 
     The agent (``agent_model``: None = the embedded default; with ``agent_url`` the model
     id on that server, ``agent_concurrency`` requests at once, ``agent_context_tokens`` its
@@ -111,7 +113,7 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
     with lock:
         records, timings = evaluate_batch(tasks, selecting, strategy, run_id, seed, scale,
                                           pool_limit, agent=agent, agent_task_ids=ids,
-                                          repetition=repetition, fold=fold)
+                                          repetition=repetition, fold=fold, pool=pool)
     with interrupts.unit_write() as allowed:
         if not allowed:
             return {"unit": unit, "cancelled": True}

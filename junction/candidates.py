@@ -9,17 +9,35 @@ the query: it is not a match (``Candidate.matched`` is False), ranks after every
 (by id, so the pool stays deterministic) and is never credited by the lane metrics
 (``junction.evaluate``); it stays in the pool because a task's prior may still make it
 worth exposing.
+
+A pool rule (``POOL_RULES``; a run plan's ``pool``, recorded on every trace) says which
+lanes make the candidate pools every strategy of a run sees:
+
+- ``bm25``: the BM25 lanes above (the default);
+- ``dense``: the dense lanes (``junction.dense``: MaxP cosine of the objective against each
+  candidate's text, clipped at 0; a candidate at 0 is not a match);
+- ``hybrid``: both, merged by reciprocal rank fusion (Cormack, Clarke & Büttcher 2009,
+  "Reciprocal Rank Fusion outperforms Condorcet and individual Rank Learning Methods"):
+  score = sum over the two lanes of 1 / (``RRF_K`` + rank), rank 1-based among that lane's
+  matches; a candidate neither lane matches scores 0. ``RRF_K`` = 60 is the paper's.
+
+The dense lanes read the same text as the BM25 ones (``context_text``, ``tool_text``). A
+first stage finds; it never admits: what is exposed is the strategy's decision.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import bm25s
 from pydantic import BaseModel, ConfigDict
 
+from junction.errors import UnknownNameError
 from junction.resources import ContextResource, ResourceKind, ToolResource
 from junction.tasks import RouterView
 from junction.text import lexical_tokens
@@ -30,8 +48,19 @@ logging.getLogger("bm25s").setLevel(logging.WARNING)
 __all__ = [
     "Candidate",
     "CandidatePools",
+    "DEFAULT_POOL_RULE",
+    "POOL_RULES",
+    "RRF_K",
     "bm25_scores",
     "candidate_pools",
+    "check_pool_rule",
+    "context_text",
+    "current_pool_rule",
+    "DenseContextCandidateGenerator",
+    "DenseToolCandidateGenerator",
+    "pool_rule",
+    "reciprocal_rank_fusion",
+    "tool_text",
     "LexicalContextCandidateGenerator",
     "LexicalToolCandidateGenerator",
     "normalise_scores",
@@ -83,26 +112,143 @@ def _rank(ids: Sequence[str], scores: Sequence[float], kind: ResourceKind, limit
     ]
 
 
-class LexicalContextCandidateGenerator:
-    """BM25 over each context's content and source kind."""
-
-    def generate(
-        self, query: str, contexts: Sequence[ContextResource], limit: int | None = None
-    ) -> list[Candidate]:
-        """Ranked context candidates (see module docstring for the order)."""
-        texts = [f"{c.content} {c.source.value}" for c in contexts]
-        return _rank([c.id for c in contexts], bm25_scores(query, texts), "context", limit)
+def context_text(context: ContextResource) -> str:
+    """What a context lane ranks: its content and source kind."""
+    return f"{context.content} {context.source.value}"
 
 
-class LexicalToolCandidateGenerator:
-    """BM25 over each tool's description and rendered schema text."""
+def tool_text(tool: ToolResource) -> str:
+    """What a tool lane ranks: its description and rendered schema text."""
+    return f"{tool.description} {tool.rendered_schema()}"
 
-    def generate(
-        self, query: str, tools: Sequence[ToolResource], limit: int | None = None
-    ) -> list[Candidate]:
-        """Ranked tool candidates (see module docstring for the order)."""
-        texts = [f"{t.description} {t.rendered_schema()}" for t in tools]
-        return _rank([t.id for t in tools], bm25_scores(query, texts), "tool", limit)
+
+def _dense_scores(query: str, texts: Sequence[str]) -> list[float]:
+    from junction.dense import dense_scores  # loads PyTorch: only where a dense lane runs
+
+    return dense_scores(query, texts)
+
+
+class _LaneGenerator:
+    """A lane: ``score(query, texts)`` over each resource's ``text``, ranked by ``_rank``."""
+
+    kind: ResourceKind
+    text: Any
+    score: Any
+
+    def generate(self, query: str, resources: Sequence[Any],
+                 limit: int | None = None) -> list[Candidate]:
+        """Ranked candidates: descending score, then ascending id, cut to ``limit``."""
+        scores = type(self).score(query, [type(self).text(r) for r in resources])
+        return _rank([r.id for r in resources], scores, self.kind, limit)
+
+
+class LexicalContextCandidateGenerator(_LaneGenerator):
+    """BM25 over each context's content and source kind (``generate(query, contexts,
+    limit)``)."""
+
+    kind, text, score = "context", context_text, bm25_scores
+
+
+class LexicalToolCandidateGenerator(_LaneGenerator):
+    """BM25 over each tool's description and rendered schema text (``generate(query, tools,
+    limit)``)."""
+
+    kind, text, score = "tool", tool_text, bm25_scores
+
+
+class DenseContextCandidateGenerator(_LaneGenerator):
+    """Dense (MaxP cosine, ``junction.dense``) over each context's ``context_text``
+    (``generate(query, contexts, limit)``). Raises ``junction.dense.DenseError`` when the
+    embedder is missing or off its pin."""
+
+    kind, text, score = "context", context_text, _dense_scores
+
+
+class DenseToolCandidateGenerator(_LaneGenerator):
+    """Dense (MaxP cosine, ``junction.dense``) over each tool's ``tool_text``
+    (``generate(query, tools, limit)``). Raises ``junction.dense.DenseError`` when the
+    embedder is missing or off its pin."""
+
+    kind, text, score = "tool", tool_text, _dense_scores
+
+
+RRF_K = 60
+"""Reciprocal rank fusion's constant (Cormack, Clarke & Büttcher 2009, who chose 60)."""
+
+
+def reciprocal_rank_fusion(lanes: Sequence[Sequence[Candidate]], kind: ResourceKind,
+                           limit: int | None = None) -> list[Candidate]:
+    """Merge whole ranked lanes of the same candidates by reciprocal rank fusion.
+
+    score(c) = sum over lanes where c is a match (lane score > 0) of 1 / (``RRF_K`` + rank),
+    rank 1-based; rounded to 9 decimals. Ordered by descending score, then ascending id, cut
+    to ``limit``. Raises ``ValueError`` if the lanes do not hold the same resource ids.
+    """
+    ids = sorted({c.resource_id for c in lanes[0]}) if lanes else []
+    fused = dict.fromkeys(ids, 0.0)
+    for lane in lanes:
+        if sorted(c.resource_id for c in lane) != ids:
+            raise ValueError("reciprocal_rank_fusion needs whole lanes over the same candidates")
+        for c in lane:
+            if c.matched:
+                fused[c.resource_id] += 1.0 / (RRF_K + c.rank + 1)
+    return _rank(ids, [round(fused[i], 9) for i in ids], kind, limit)
+
+
+POOL_RULES: dict[str, str] = {
+    "bm25": "BM25 lanes",
+    "dense": "dense lanes (all-MiniLM-L6-v2, MaxP cosine)",
+    "hybrid": f"BM25 and dense lanes merged by reciprocal rank fusion (k = {RRF_K})",
+}
+"""The pool rules: name -> what the candidate pools are (module docstring)."""
+
+DEFAULT_POOL_RULE = "bm25"
+"""The default pool rule: the BM25 lanes every earlier run used."""
+
+_POOL_RULE: contextvars.ContextVar[str] = contextvars.ContextVar("junction_pool_rule",
+                                                                 default=DEFAULT_POOL_RULE)
+
+
+def check_pool_rule(rule: str) -> str:
+    """``rule`` if it names a pool rule; else ``UnknownNameError`` listing them."""
+    if rule not in POOL_RULES:
+        raise UnknownNameError(f"unknown pool rule {rule!r}; pool rules: "
+                               f"{', '.join(POOL_RULES)}")
+    return rule
+
+
+def current_pool_rule() -> str:
+    """The pool rule ``candidate_pools`` uses here (``pool_rule`` sets it; default bm25)."""
+    return _POOL_RULE.get()
+
+
+@contextlib.contextmanager
+def pool_rule(rule: str) -> Iterator[str]:
+    """Within the block (this thread or task), ``candidate_pools`` ranks by ``rule``.
+
+    ``junction.evaluate.evaluate_batch`` sets it around every strategy's selection, so every
+    strategy of a run, and the learned fit inside one, sees the run's pools. Raises
+    ``UnknownNameError`` for an unknown rule."""
+    token = _POOL_RULE.set(check_pool_rule(rule))
+    try:
+        yield rule
+    finally:
+        _POOL_RULE.reset(token)
+
+
+def _lanes(rule: str, query: str, contexts: Sequence[ContextResource],
+           tools: Sequence[ToolResource], context_limit: int | None,
+           tool_limit: int | None) -> tuple[list[Candidate], list[Candidate]]:
+    if rule == "bm25":
+        return (LexicalContextCandidateGenerator().generate(query, contexts, context_limit),
+                LexicalToolCandidateGenerator().generate(query, tools, tool_limit))
+    if rule == "dense":
+        return (DenseContextCandidateGenerator().generate(query, contexts, context_limit),
+                DenseToolCandidateGenerator().generate(query, tools, tool_limit))
+    lexical = _lanes("bm25", query, contexts, tools, None, None)
+    dense = _lanes("dense", query, contexts, tools, None, None)
+    return (reciprocal_rank_fusion([lexical[0], dense[0]], "context", context_limit),
+            reciprocal_rank_fusion([lexical[1], dense[1]], "tool", tool_limit))
 
 
 def normalise_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
@@ -126,13 +272,14 @@ class CandidatePools:
 
 
 def candidate_pools(view: RouterView,
-                    pool_limit: int | tuple[int | None, int | None] | None) -> CandidatePools:
+                    pool_limit: int | tuple[int | None, int | None] | None,
+                    rule: str | None = None) -> CandidatePools:
     """Rank the view's contexts and tools against its objective; keep ``pool_limit`` each
-    (a pair: ``(context limit, tool limit)``; None: the whole lane)."""
+    (a pair: ``(context limit, tool limit)``; None: the whole lane). ``rule``: a pool rule
+    (``POOL_RULES``; None: ``current_pool_rule()``). Raises ``UnknownNameError`` for an
+    unknown rule and ``junction.dense.DenseError`` when a dense lane's model is missing."""
     context_limit, tool_limit = (pool_limit if isinstance(pool_limit, (tuple, list))
                                  else (pool_limit, pool_limit))
-    return CandidatePools(
-        contexts=LexicalContextCandidateGenerator().generate(view.objective, view.contexts,
-                                                             context_limit),
-        tools=LexicalToolCandidateGenerator().generate(view.objective, view.tools, tool_limit),
-    )
+    contexts, tools = _lanes(check_pool_rule(rule or current_pool_rule()), view.objective,
+                             view.contexts, view.tools, context_limit, tool_limit)
+    return CandidatePools(contexts=contexts, tools=tools)

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from junction.evidence import metrics as catalog
-from junction.candidates import Candidate
+from junction.candidates import DEFAULT_POOL_RULE, Candidate, pool_rule
 from junction.agent.execution import ExecutionResult, Executor, execute, verify
 from junction.agent.grading import gradable, grade_agent
 from junction.evidence.metrics import (
@@ -84,6 +84,7 @@ def evaluate_batch(
     agent_task_ids: frozenset[str] | set[str] = frozenset(),
     repetition: int | None = None,
     fold: int | None = None,
+    pool: str = DEFAULT_POOL_RULE,
 ) -> tuple[list[TaskTraceRecord], list[dict[str, Any]]]:
     """Run ``strategy`` on each task; return (trace records, timing rows), in task order.
 
@@ -94,6 +95,8 @@ def evaluate_batch(
     ``tool_calls``. A strategy whose catalog record ``reads_task`` (a reference) is given the task, not
     the router view. ``repetition`` and ``fold`` are recorded on every trace (a
     cross-fitted suite's repetition, and the fold of a learned strategy bound to it).
+    ``pool`` is the pool rule (``junction.candidates.POOL_RULES``) every selection of the
+    batch ranks its candidates by, recorded on every trace (``pool_rule``).
 
     The agent acts once every selection of the batch is made, so an agent with a
     ``concurrency`` attribute above 1 (``junction.agent.remote.RemoteExecutor``) gets that
@@ -113,7 +116,8 @@ def evaluate_batch(
     for raw_task in tasks:
         task = scale_budget(raw_task, budget_scale)
         t0 = time.perf_counter()
-        result = strategy.select(task if reads_task else task.router_view(), pool_limit)
+        with pool_rule(pool):
+            result = strategy.select(task if reads_task else task.router_view(), pool_limit)
         t1 = time.perf_counter()
         sel = result.selection
         execution = execute(task, sel.context_ids, sel.tool_ids)
@@ -146,7 +150,8 @@ def evaluate_batch(
         b = task.budget
         partial.append(dict(
             run_id=run_id, suite=task.suite, strategy=strategy_name, task_id=task.task_id,
-            seed=seed, repetition=repetition, fold=fold, budget_scale=budget_scale,
+            seed=seed, repetition=repetition, fold=fold, pool_rule=pool,
+            budget_scale=budget_scale,
             budget_tokens=b.max_tokens, budget_tools=b.max_tools,
             budget_latency_ms=b.max_latency_ms, budget_cost_usd=b.max_cost_usd,
             context_candidates=ctx_c, tool_candidates=tool_c,

@@ -37,6 +37,7 @@ __all__ = [
     "ModelError",
     "embedded_model_path",
     "file_sha256",
+    "file_sha256_of",
     "resolve_model_path",
 ]
 
@@ -110,9 +111,14 @@ pairs (bench/README.md, "Judge quality"; ``bench/judge_quality.py``)."""
 
 def file_sha256(path: Path) -> str:
     """sha256 (hex) of a file, cached next to it in ``<file>.sha256`` keyed by size and mtime."""
+    return file_sha256_of(path, path.with_name(path.name + ".sha256"))
+
+
+def file_sha256_of(path: Path, marker: Path) -> str:
+    """sha256 (hex) of the file ``path``, cached in the file ``marker`` keyed by the file's
+    size and mtime (recomputed when either changes)."""
     stat = path.stat()
     stamp = f"{stat.st_size}:{stat.st_mtime_ns}"
-    marker = path.with_name(path.name + ".sha256")
     try:
         cached_stamp, digest = marker.read_text().split()
         if cached_stamp == stamp:
@@ -124,6 +130,7 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             sha.update(block)
     digest = sha.hexdigest()
+    marker.parent.mkdir(parents=True, exist_ok=True)
     tmp = marker.with_name(marker.name + f".{os.getpid()}.tmp")
     tmp.write_text(f"{stamp} {digest}\n")
     os.replace(tmp, marker)

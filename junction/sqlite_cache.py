@@ -2,7 +2,8 @@
 
 WAL mode lets readers run while one writer writes; two processes may share a file, each
 waiting up to ``busy_timeout_s`` for a write lock. Used by the judge's score cache
-(``junction.judge.cache``) and the agent's generation cache (``junction.agent.generations``).
+(``junction.judge.cache``), the agent's generation cache (``junction.agent.generations``) and
+the dense vector cache (``junction.dense``).
 
 A cache is derived data: losing one costs time, never a run. ``check_cache`` (run by
 ``open_wal`` once per process and file, and by ``check_caches`` for every file of
@@ -30,10 +31,12 @@ __all__ = ["CACHE_FILES", "CacheError", "check_cache", "check_caches", "open_wal
 CACHE_FILES: dict[str, str] = {
     "judge_scores.sqlite": "judge score cache",
     "agent_cache.sqlite": "agent cache",
+    "dense_vectors.sqlite": "dense vector cache",
 }
 """Every persistent cache under the state folder: file name -> what it is (the name the
 warnings and errors use). ``junction.judge.session.SCORE_CACHE_NAME`` and
-``junction.agent.generations.AGENT_CACHE_NAME`` name two of them; a new cache adds its file here."""
+``junction.agent.generations.AGENT_CACHE_NAME`` and ``junction.dense.DENSE_CACHE_NAME`` name
+three of them; a new cache adds its file here."""
 
 _COMPANIONS = ("-wal", "-shm", "-journal")
 _PROBE_BYTES = 64 * 1024

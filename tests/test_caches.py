@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from junction.agent.generations import AGENT_CACHE_NAME, AgentCache, Generation
+from junction.dense import DENSE_CACHE_NAME
 from junction.judge.cache import ScoreCache
 from junction.judge.errors import JudgeError
 from junction.judge.session import SCORE_CACHE_NAME
@@ -55,7 +56,7 @@ def _scribble_a_page(path: Path) -> None:
 
 
 def test_the_registry_names_every_cache_the_library_opens():
-    assert set(CACHE_FILES) == {SCORE_CACHE_NAME, AGENT_CACHE_NAME}
+    assert set(CACHE_FILES) == {SCORE_CACHE_NAME, AGENT_CACHE_NAME, DENSE_CACHE_NAME}
     literals = set()
     for path in [*(ROOT / "junction").rglob("*.py"), *(ROOT / "flows").rglob("*.py")]:
         literals |= set(re.findall(r"[\"']([\w.-]+\.sqlite)[\"']", path.read_text()))
@@ -201,12 +202,13 @@ def test_a_bench_over_corrupt_caches_warns_once_each_and_matches_a_clean_run(tmp
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     _truncate(state / SCORE_CACHE_NAME)
     _garbage(state / AGENT_CACHE_NAME)
-    damaged = {name: (state / name).read_bytes() for name in CACHE_FILES}
+    damaged = {name: (state / name).read_bytes() for name in (SCORE_CACHE_NAME,
+                                                               AGENT_CACHE_NAME)}
     again = bench("again")
     warned = [line for line in again.stderr.splitlines() if line.startswith("warning:")]
     assert len(warned) == 2, again.stderr[-3000:]
     assert "Traceback" not in again.stderr
-    for name, line in zip(CACHE_FILES, warned):
+    for name, line in zip(damaged, warned):
         aside = next(state.glob(f"{name}.corrupt-*[0-9]Z"))
         assert aside.read_bytes() == damaged[name]
         assert f"{state / name} was corrupt" in line and str(aside) in line

@@ -172,7 +172,7 @@ def test_the_installed_package_runs_demo_bench_and_sql(installed):
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("junction.errors", "junction.text", "junction.environment"),
     ("junction.tokens", "junction.models", "junction.sqlite_cache"),
-    ("junction.resources",),
+    ("junction.resources", "junction.dense"),
     ("junction.budget", "junction.verifiers"),
     ("junction.tasks",),
     ("junction.candidates", "junction.select", "junction.pages", "junction.judge",

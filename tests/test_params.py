@@ -21,7 +21,8 @@ PARAMS = {
 }
 RESULT_CHANGING = {"suites", "strategies", "seeds", "budget_scales", "size", "full",
                    "suite_files", "strategy_size", "strategy_scales", "agent_size", "agent_model",
-                   "agent_url", "agent_context_tokens", "agent_strategies", "folds"}
+                   "agent_url", "agent_context_tokens", "agent_strategies", "folds",
+                   "pool"}
 
 
 def test_report_keeps_exactly_the_result_changing_parameters_but_paths():

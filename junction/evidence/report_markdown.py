@@ -11,6 +11,7 @@ from typing import Any
 from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
 from junction.evidence.agent_tables import agent_pair_lines, fit_lines
+from junction.candidates import DEFAULT_POOL_RULE, POOL_RULES
 from junction.evidence.crossfit import cross_fitted_lines
 from junction.evidence.joint_split import joint_split_lines
 from junction.evidence.verdict_text import agent_table_lines, comparison_lines, first_screen_lines
@@ -229,6 +230,8 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     params = run.get("params", {})
     lines.append(f"- strategies: {', '.join(params.get('strategies', []))}")
     lines.append(f"- seeds: {params.get('seeds')}; budget scales: {params.get('budget_scales')}")
+    rule = params.get("pool", DEFAULT_POOL_RULE)
+    lines.append(f"- candidate pools: {rule} ({POOL_RULES.get(rule, 'unknown rule')})")
     lines.extend(_plan_lines(params))
     lines.extend(_agent_lines(params, run.get("agent_exposed_sets")))
     lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")

@@ -42,7 +42,7 @@ __all__ = [
     "timings_to_table",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """2: ``selector`` added (the algorithm that produced the selection). 3: the agent outcome
 added (``executor``, ``agent_success``, ``agent_outcome``, ``agent_error_type``,
 ``agent_prompt_tokens``, ``agent_generated_tokens``, ``agent_model_sha256``,
@@ -52,7 +52,8 @@ server and model id of a ``remote`` agent; ``agent_model_sha256`` is then NULL).
 ``agent_dropped_context_ids`` added (exposed contexts the agent's prompt left out to fit
 its context window). 6: ``repetition`` and ``fold`` added (cross-fitting,
 ``junction.learned.crossfit``: the repetition, which is the run's seed, on every trace of a
-cross-fitted suite; the fold on a learned strategy's traces there)."""
+cross-fitted suite; the fold on a learned strategy's traces there). 7: ``pool_rule`` added
+(the candidate pools' rule, ``junction.candidates.POOL_RULES``; traces before it are BM25)."""
 
 
 class CandidateRecord(BaseModel):
@@ -92,6 +93,8 @@ class TaskTraceRecord(BaseModel):
     fold: int | None = None
     """The fold whose model (fitted on the other folds) selected, for a learned strategy on
     a cross-fitted suite; None elsewhere (no refit: a fixed split or no learned model)."""
+    pool_rule: str = "bm25"
+    """The rule that made the candidate pools (``junction.candidates.POOL_RULES``)."""
     budget_scale: float
     budget_tokens: int | None
     budget_tools: int | None
@@ -223,6 +226,7 @@ TRACE_SCHEMA = pa.schema([
     ("seed", pa.int64()),
     ("repetition", pa.int64()),
     ("fold", pa.int32()),
+    ("pool_rule", pa.string()),
     ("budget_scale", pa.float64()),
     ("budget_tokens", pa.int64()),
     ("budget_tools", pa.int64()),

@@ -7,7 +7,8 @@ property). Labels are computed apart, by ``candidate_labels``, on training tasks
 
 Unary features (``UNARY_FEATURES``, one row per candidate of a lane, floats):
 
-- ``bm25``, ``log_bm25``: the lane's BM25 score and log(1 + score);
+- ``bm25``, ``log_bm25``: the lane's score and log(1 + score) (BM25 under the default pool
+  rule; the fused or cosine score under the others, ``junction.candidates.POOL_RULES``);
 - ``rank``: 0-based rank in the lane; ``normalised``: score / lane's best (0 if best is 0);
 - ``margin_next``: score minus the next candidate's score in the lane (0 for the last);
 - ``gap_best``: best score minus this score; ``log_lane_best``: log(1 + best score), how

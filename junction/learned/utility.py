@@ -70,7 +70,12 @@ from junction.learned.model import (
 )
 from junction.select import AutoJointSelector, JointProblem
 from junction.select.exact.reduction import ReducingSelector, reduce
-from junction.candidates import CandidatePools, candidate_pools
+from junction.candidates import (
+    DEFAULT_POOL_RULE,
+    CandidatePools,
+    candidate_pools,
+    current_pool_rule,
+)
 from junction.tasks import BenchmarkTask, RouterView
 
 __all__ = [
@@ -111,6 +116,8 @@ class LearnedUtility:
     tau: float = math.inf
     search: list[dict[str, Any]] = field(default_factory=list)
     training: dict[str, Any] = field(default_factory=dict)
+    pool_rule: str = DEFAULT_POOL_RULE
+    """The pool rule the model was fitted on (``junction.candidates.POOL_RULES``)."""
 
     def probabilities(self, view: RouterView, pools: CandidatePools) -> dict[str, float]:
         """Resource id -> calibrated p(gold) for every candidate of the pools."""
@@ -183,6 +190,8 @@ class LearnedUtility:
             "lambda": self.lam, "tau": None if math.isinf(self.tau) else self.tau,
             "search": self.search, "training": self.training,
             "versions": {p: importlib.metadata.version(p) for p in ("scikit-learn", "numpy")},
+            # only when not the default, so a BM25 model's record (and sha256) is as before
+            **({} if self.pool_rule == DEFAULT_POOL_RULE else {"pool_rule": self.pool_rule}),
         }
 
     @cached_property
@@ -233,7 +242,7 @@ def _training_view(task: BenchmarkTask, pool_limit: Any) -> tuple[RouterView, Ca
     caches when an equal view (``view_fingerprint``) was seen with this pool limit."""
     view = task.router_view()
     fingerprint = view_fingerprint(view)
-    key = (fingerprint, _limit_key(pool_limit))
+    key = (fingerprint, _limit_key(pool_limit), current_pool_rule())
     with _POOLS_LOCK:
         pools = _POOLS.get(key)
         if pools is not None:
@@ -293,7 +302,8 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                 seen[c.resource_id] += 1
                 counts[c.resource_id] += c.resource_id in t.gold_tool_ids
     prior = PairPrior({k: (counts[k], seen[k]) for k in sorted(seen)})
-    model = LearnedUtility(family, pool_limit, seed, lanes, None, prior)
+    model = LearnedUtility(family, pool_limit, seed, lanes, None, prior,
+                           pool_rule=current_pool_rule())
     # p(gold) depends on the lane models only: once per task
     probabilities = [model._probabilities(f) for f in features]
     # the pair model: label = both members gold (a task's gold pairs where it has them)

@@ -37,7 +37,7 @@ from junction.errors import JunctionError
 from junction.learned.crossfit import CrossFitFold
 from junction.learned.utility import LearnedUtility, fit_learned_utility
 from junction.select import AdaptiveSplitBaseline, AutoJointSelector, JointProblem, Selector
-from junction.candidates import candidate_pools
+from junction.candidates import candidate_pools, current_pool_rule
 from junction.strategies.base import StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
@@ -108,7 +108,7 @@ class LearnedStrategy:
         if self.training is None:
             raise ValueError("a learned strategy made without a training source has no model")
         fold = self.fold if self.training.is_cross_fitted(family) else None
-        key = (self.training, family, pool_limit, self.seed, fold)
+        key = (self.training, family, pool_limit, self.seed, fold, current_pool_rule())
         with _FITTED_LOCK:
             if key not in _FITTED:
                 tasks, _ = self._training_tasks(family)
