@@ -38,6 +38,7 @@ COVERED = {
     "judge noise": "test_judge_noise_measures_and_stores",
     "models list": "test_models_list_and_assemble",
     "models assemble": "test_models_list_and_assemble",
+    "models check": "test_models_check_dense_and_a_bad_pool_rule_is_one_line",
     "serve": "test_serve_without_a_server_is_one_line",
     "admit": "test_admit_page_json_and_stdin",
 }
@@ -214,6 +215,15 @@ def test_models_list_and_assemble(cli_env):
     assert "491400064 bytes" in assembled.stdout and "sha256 1d9614638d18" in assembled.stdout
     unknown = run(cli_env, "models", "assemble", "no-such-model")
     assert unknown.returncode == 1 and "unknown embedded model" in unknown.stderr
+
+
+def test_models_check_dense_and_a_bad_pool_rule_is_one_line(cli_env):
+    checked = run(cli_env, "models", "check-dense")
+    assert checked.returncode == 0, checked.stderr
+    assert "90868376 bytes" in checked.stdout and "sha256 53aa51172d14" in checked.stdout
+    bad = run(cli_env, "bench", "--suite", "coupling", "--pool", "sparse")
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1
+    assert "unknown pool rule 'sparse'; pool rules: bm25, dense, hybrid" in bad.stderr
 
 
 def test_serve_without_a_server_is_one_line(cli_env):
