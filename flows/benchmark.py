@@ -133,10 +133,11 @@ def refresh_warehouse(root: str) -> None:
 @task(name="write-report", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
       retry_condition_fn=_io_error)
 def write_run_report(root: str, reports_root: str, run_id: str,
-                     suites: dict[str, Any]) -> str:
-    """Write ``reports/<run_id>/`` and publish the Markdown as a Prefect artifact."""
+                     suites: dict[str, Any], run: dict[str, Any] | None = None) -> str:
+    """Write ``reports/<run_id>/`` (``run``: its run.json dict; None: the stored one) and
+    publish the Markdown as a Prefect artifact."""
     store = TraceStore(root)
-    run = store.read_run_meta(run_id) or {"run_id": run_id}
+    run = run or store.read_run_meta(run_id) or {"run_id": run_id}
     paths = write_report(Path(reports_root) / run_id, run, store.read_traces(run_id), suites,
                          timings=run_timings(root, run_id))
     create_markdown_artifact(markdown=paths["report.md"].read_text(),
@@ -294,10 +295,12 @@ def benchmark(plan: RunPlan, run_id: str | None = None,
     interrupts.track(root=plan.output_root, meta=meta)
     try:
         results = _submit(plan, run_id, plan_units(plan, suites))
-        finish_run(store, meta, results, suites, plan)
-        refresh_warehouse(plan.output_root)
+        completed = finish_run(store, meta, results, suites, plan)
         report = (write_run_report(plan.output_root, plan.reports_root, run_id,
-                                   meta["suites"]) if write_reports else None)
+                                   completed["suites"], completed) if write_reports else None)
+        store.write_run_meta(run_id, completed)  # only now: the report is in place
+        meta.update(completed)  # what an exit from here on (exit_now) sees
+        refresh_warehouse(plan.output_root)
     except RunInterrupted as exc:
         store.write_run_meta(run_id, interrupts.mark_interrupted(meta, exc.done, exc.total))
         raise

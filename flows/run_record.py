@@ -1,5 +1,5 @@
 """A run's record, ``runs/<run_id>.json``: written ``running`` when the flow starts and
-``completed`` when every unit is done (``flows.benchmark``; ``interrupted`` and ``failed``
+``completed`` when every unit is done and the report written (``flows.benchmark``; ``interrupted`` and ``failed``
 are written where the run stops: ``flows.interrupts``, the flow's own handler).
 
 The record names the plan (``params``, its hash), the code (git commit, a dirty flag) and
@@ -82,8 +82,11 @@ def cross_fit_record(plan: RunPlan, suites: list[LoadedSuite]) -> dict[str, Any]
 
 
 def finish_run(store: TraceStore, meta: dict[str, Any], results: list[dict[str, Any]],
-               suites: list[LoadedSuite], plan: RunPlan) -> None:
-    """Mark the run completed with its suites' summaries and learned-model files."""
+               suites: list[LoadedSuite], plan: RunPlan) -> dict[str, Any]:
+    """The run's metadata marked completed, with its suites' summaries and learned-model
+    files: a new dict, not yet written (the flow writes it once the report is in place, so
+    a run whose report was cut short is never ``completed``)."""
+    meta = dict(meta)
     learned = sorted({*meta.get("learned_models", ()),
                       *(m for r in results for m in r.get("learned_models", ()))})
     if learned:  # file names under learned/ (a resumed run keeps the earlier ones)
@@ -92,4 +95,4 @@ def finish_run(store: TraceStore, meta: dict[str, Any], results: list[dict[str, 
     meta.update(finished_at=datetime.now(UTC).isoformat(), status="completed",
                 suites={s.key: suite_summary(s, max_tasks)
                         for s in suites})
-    store.write_run_meta(meta["run_id"], meta)
+    return meta

@@ -100,6 +100,18 @@ def test_the_interrupted_run_is_marked_and_whole(interrupted, cli_env):
         assert pq.read_table(path).num_rows == 5, path
 
 
+def test_report_and_diff_of_the_interrupted_run_state_its_status(interrupted, cli_env):
+    # before: "no run or commit matches 'sig'"
+    for argv in (["report", "sig"], ["diff", "sig", "sig"]):
+        out = subprocess.run([JUNCTION, *argv], cwd=ROOT, env=cli_env, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 1, out.stderr
+        assert len(out.stderr.splitlines()) == 1, out.stderr
+        assert out.stderr.startswith("error: run sig is interrupted, not completed: "), \
+            out.stderr
+        assert "junction bench --run-id sig" in out.stderr
+
+
 def test_the_printed_command_resumes_every_task_exactly_once(interrupted, cli_env):
     _, _, stderr, traces = interrupted
     match = LINE.fullmatch(stderr.splitlines()[-1])
@@ -150,3 +162,63 @@ def test_a_second_writer_of_a_held_run_id_is_refused_in_under_2_s(tmp_path):
 ], ids=["quoted", "given-id", "equals-form", "no-options"])
 def test_resume_command_repeats_the_options(argv, expected):
     assert resume_command(argv, "R") == expected
+
+
+@pytest.mark.parametrize("status, hint", [
+    ("running", "wait for it to finish"), ("failed", "its error is in "),
+    ("interrupted", "resume it with `junction bench --run-id r1`")])
+def test_resolving_an_unfinished_run_states_its_status(tmp_path, status, hint):
+    from junction.errors import UnknownNameError
+    from junction.evidence.diff import resolve_run
+
+    store = TraceStore(str(tmp_path))
+    store.write_run_meta("r1", {"run_id": "r1", "git_commit": "abc", "git_dirty": False,
+                                "started_at": "2026-12-04T00:00:00+00:00",
+                                "finished_at": None, "status": status, "params_hash": "x",
+                                "params": {}})
+    with pytest.raises(UnknownNameError, match=f"run r1 is {status}, not completed") as err:
+        resolve_run(store, "r1")
+    assert hint in str(err.value)
+    with pytest.raises(UnknownNameError, match="no run or commit matches 'r2'"):
+        resolve_run(store, "r2")
+
+
+@pytest.mark.flow
+def test_two_ctrl_c_while_the_report_is_written_leave_the_run_interrupted(cli_env):
+    # before: the run was marked completed first, so a second Ctrl-C in the report left a
+    # "completed" run whose report folder held only the plots
+    reports = Path(cli_env["JUNCTION_REPORTS"])
+    args = ["bench", "--suite", "coupling", "--strategy", "exact", "--budget-scale", "1",
+            "--run-id", "rep"]
+    proc = subprocess.Popen([JUNCTION, *args], cwd=ROOT, env=cli_env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not list(reports.glob(".rep.tmp-*")):
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "no report started in 600 s"
+            time.sleep(0.002)
+        os.kill(proc.pid, signal.SIGINT)
+        time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, stderr[-3000:]
+    meta = TraceStore(cli_env["JUNCTION_WAREHOUSE"]).read_run_meta("rep")
+    assert meta["status"] == "interrupted", meta
+    assert not (reports / "rep").exists() or \
+        {"report.md", "metrics.json", "run.json"} <= {p.name for p in (reports / "rep").iterdir()}
+    # resumed: nothing left to evaluate, the report is written whole, then completed
+    out = subprocess.run([JUNCTION, *args], cwd=ROOT, env=cli_env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert TraceStore(cli_env["JUNCTION_WAREHOUSE"]).read_run_meta("rep")["status"] == \
+        "completed"
+    written = {p.name for p in (reports / "rep").iterdir()}
+    assert {"report.md", "report.html", "metrics.json", "run.json", "plot.png"} <= written
+    assert json.loads((reports / "rep" / "run.json").read_text())["status"] == "completed"
+    assert list(reports.glob(".rep.*")) == []

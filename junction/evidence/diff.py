@@ -45,7 +45,9 @@ _KEYS = ("suite", "strategy", "budget_scale", "seed", "task_id")
 
 def resolve_run(store: TraceStore, ref: str) -> str:
     """A run id from ``ref``: a run id, ``latest``, ``previous``, or a git commit (prefix,
-    >= 4 hex digits: the latest run made at that commit). ``UnknownNameError`` otherwise."""
+    >= 4 hex digits: the latest run made at that commit), of a completed run.
+    ``UnknownNameError`` otherwise; for a run id whose run is running, interrupted or
+    failed, the message states that status and how to finish it."""
     metas = [m for m in store.run_metas() if m.get("status") == "completed"]
     ids = [m["run_id"] for m in metas]
     if ref == "latest":
@@ -63,6 +65,18 @@ def resolve_run(store: TraceStore, ref: str) -> str:
                      if (m.get("git_commit") or "").startswith(ref.lower())]
         if at_commit:
             return at_commit[-1]
+    unfinished = [m for m in store.run_metas() if m.get("run_id") == ref]
+    if unfinished:
+        status = unfinished[-1].get("status") or "of unknown status"
+        hint = {"running": "wait for it to finish, or resume it with `junction bench "
+                           f"--run-id {ref}` and the same options if it was stopped",
+                "interrupted": f"resume it with `junction bench --run-id {ref}` and the same "
+                               "options",
+                "failed": f"its error is in {store.run_meta_path(ref)}; resume it with "
+                          f"`junction bench --run-id {ref}` and the same options"}.get(
+            status, f"see its run.json ({unfinished[-1].get('problem') or 'no problem named'})")
+        raise UnknownNameError(f"run {ref} is {status}, not completed: it has no report to "
+                               f"read; {hint}")
     known = ", ".join(ids[-5:]) or "none"
     raise UnknownNameError(f"no run or commit matches {ref!r}; recent runs: {known}")
 

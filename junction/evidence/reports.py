@@ -11,6 +11,8 @@ summarised, in DuckDB), ``metrics_json`` (what ``metrics.json`` holds and its ro
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +57,47 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
 
     ``timings``: the run's rows of the ``timings`` view (``run_timings``), shown in the
     report's cost table and time.png only (never metrics.json); no timings, no time.png.
-    Each file is written to a temporary name and renamed.
-    Returns name -> path.
+    The whole folder is written as a hidden sibling (``.<name>.tmp-<pid>``) and renamed into
+    place (an earlier folder is moved aside first, then removed), so ``out_dir`` never holds
+    a half-written report: an interrupted write leaves the earlier report or none, and the
+    hidden folder, which the next write removes. Returns name -> path (under ``out_dir``).
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
+    final = Path(out_dir)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    for stale in final.parent.glob(f".{final.name}.tmp-*"):
+        if not _alive(stale.name.rsplit("-", 1)[-1]):  # another live writer keeps its own
+            shutil.rmtree(stale, ignore_errors=True)
+    out_dir = final.parent / f".{final.name}.tmp-{os.getpid()}"
+    out_dir.mkdir()
+    try:
+        paths = _write_report_files(out_dir, run, traces, suites, timings)
+    except BaseException:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+    aside = final.parent / f".{final.name}.old-{os.getpid()}"
+    if final.exists():
+        final.rename(aside)
+    out_dir.rename(final)
+    shutil.rmtree(aside, ignore_errors=True)
+    return {name: final / path.name for name, path in paths.items()}
+
+
+def _alive(pid: str) -> bool:
+    """Whether ``pid`` (text) names a live process other than a recycled number of ours."""
+    if not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _write_report_files(out_dir: Path, run: dict[str, Any], traces: pa.Table,
+                        suites: dict[str, Any], timings: pa.Table | None) -> dict[str, Path]:
+    """``write_report``'s files, written into the (temporary) folder ``out_dir``."""
     every_trace = traces  # the cost table counts every selection, clock-stopped ones too
     traces, clock_stopped = comparable_traces(traces)
     run = {**run, "rows_stopped_by_clock": clock_stopped,
