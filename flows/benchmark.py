@@ -115,12 +115,14 @@ def run_unit(root: str, run_id: str, suite: str, strategy: str, seed: int, scale
              agent_concurrency: int = 1,
              agent_context_tokens: int | None = None, repetition: int | None = None,
              fold: int | None = None, folds: int | None = None,
-             pool: str = DEFAULT_POOL_RULE) -> dict[str, Any]:
+             pool: str = DEFAULT_POOL_RULE,
+             agent_timeout: float | None = None) -> dict[str, Any]:
     """Prefect task around ``run_unit_now`` (writes a Parquet file: I/O is retried)."""
     return run_unit_now(root, run_id, suite, strategy, seed, scale, unit, tasks.tasks,
                         pool_limit, tuple(agent_task_ids.tasks if agent_task_ids else ()),
                         agent_model, agent_url, agent_concurrency,
-                        agent_context_tokens, repetition, fold, folds, pool)
+                        agent_context_tokens, repetition, fold, folds, pool,
+                        agent_timeout)
 
 
 @task(name="refresh-warehouse", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE,
@@ -346,7 +348,7 @@ def _submit(plan: RunPlan, run_id: str, units: list[Unit]) -> list[dict[str, Any
                 TaskBatch(unit.agent_ids) if unit.agent_ids else None, plan.agent_model,
                 plan.agent_url, plan.agent_concurrency, plan.agent_context_tokens,
                 unit.repetition, unit.fold, plan.folds if unit.fold is not None else None,
-                plan.pool)
+                plan.pool, plan.agent_timeout)
             future.add_done_callback(lambda f, u=unit: finished.put((f, u)))
             in_flight += 1
         if not in_flight:

@@ -144,6 +144,7 @@ def bench(
         1, "--agent-concurrency", min=1, metavar="N",
         help="Requests in flight to --agent-url at once."),
     agent_context_tokens: int = typer.Option(None, "--agent-context-tokens", metavar="N", help="The --agent-url server's context window in tokens (default: as the server reports it)."),
+    agent_timeout: float = typer.Option(None, "--agent-timeout", metavar="S", help="Seconds one generation on the --agent-url server may take (default 600; the checks before the run wait 10 s, one retry)."),
     tau2_data: Path = typer.Option(
         None, "--tau2-data", metavar="PATH",
         help="tau2-bench checkout or banking_knowledge folder for the tau2-banking suite "
@@ -188,7 +189,7 @@ def bench(
         agent_size=agent_size, agent_strategies=agent_strategy or None,
         agent_model=agent_model if agent_url else _agent_model(agent_model),
         agent_url=agent_url, agent_concurrency=agent_concurrency,
-        agent_context_tokens=agent_context_tokens,
+        agent_context_tokens=agent_context_tokens, agent_timeout=agent_timeout,
         **({} if folds is None else {"folds": folds}),
         **({} if pool is None else {"pool": pool}),
     )  # every check that needs no suite data: one error before anything starts

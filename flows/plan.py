@@ -161,7 +161,9 @@ class RunPlan(BaseModel):
       OpenAI-compatible base URL) the server's model id; ``agent_concurrency``: requests in
       flight to that server; ``agent_context_tokens``: its context window in tokens (None:
       as the server reports it, ``junction.agent.remote.RemoteAgent.context_window``;
-      recorded in ``params`` only when given)
+      recorded in ``params`` only when given); ``agent_timeout``: seconds one generation
+      on that server may take (None: ``RemoteAgentConfig.timeout_s``; the checks before the
+      run use their own short limit, ``check_timeout_s``); in ``params`` only when given
     - ``agent_strategies``: the strategies the agent acts on, sorted (None given:
       ``default_agent_strategies`` in the default agent sample, else every strategy of the
       run); recorded in ``params`` only when it leaves some strategy out
@@ -199,6 +201,7 @@ class RunPlan(BaseModel):
     agent_url: str | None = None
     agent_concurrency: Any = 1
     agent_context_tokens: Any = None
+    agent_timeout: Any = None
     agent_strategies: list[str] = Field(default_factory=list)
     folds: StrictInt = DEFAULT_FOLDS
     pool: str = DEFAULT_POOL_RULE
@@ -284,7 +287,7 @@ class RunPlan(BaseModel):
         if self.agent_size is not None and not _is_count(self.agent_size, 0):
             raise JunctionError(f"agent_size must be an integer >= 0, got {self.agent_size!r}")
         if (self.agent_url is not None or self.agent_concurrency != 1
-                or self.agent_context_tokens is not None):
+                or self.agent_context_tokens is not None or self.agent_timeout is not None):
             self._check_remote_agent()
         return self
 
@@ -325,8 +328,16 @@ class RunPlan(BaseModel):
             raise JunctionError(f"agent_context_tokens must be an integer > {room} (the "
                                 f"agent's {room - 1} generated tokens and one), got "
                                 f"{self.agent_context_tokens!r}")
+        if self.agent_timeout is not None and not (
+                isinstance(self.agent_timeout, (int, float)) and not isinstance(
+                    self.agent_timeout, bool) and math.isfinite(self.agent_timeout)
+                and self.agent_timeout > 0):
+            raise JunctionError(f"agent_timeout must be a number of seconds > 0, got "
+                                f"{self.agent_timeout!r}")
         if self.agent_url is None:
-            given = "agent_concurrency" if self.agent_concurrency != 1 else "agent_context_tokens"
+            given = ("agent_concurrency" if self.agent_concurrency != 1
+                     else "agent_context_tokens" if self.agent_context_tokens is not None
+                     else "agent_timeout")
             raise JunctionError(f"{given} applies to a remote agent only (--agent-url)")
         check_agent_url(self.agent_url)
         if not self.agent_model:
@@ -347,6 +358,8 @@ class RunPlan(BaseModel):
             exclude.add("folds")
         if self.agent_context_tokens is None:
             exclude.add("agent_context_tokens")
+        if self.agent_timeout is None:
+            exclude.add("agent_timeout")
         if self.agent_strategies == self.strategies:
             exclude.add("agent_strategies")
         return self.model_dump(exclude=exclude or None)
@@ -438,5 +451,5 @@ def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
         from flows.workers import agent_executor
 
         agent_executor(plan.agent_model, plan.agent_url, plan.agent_concurrency,
-                       plan.agent_context_tokens)
+                       plan.agent_context_tokens, plan.agent_timeout)
     return run_id

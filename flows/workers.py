@@ -26,27 +26,29 @@ _AGENTS: dict[tuple[str | None, str | None, int | None], Any] = {}
 
 
 def agent_executor(model: str | None, url: str | None = None, concurrency: int = 1,
-                   context_tokens: int | None = None):
+                   context_tokens: int | None = None, timeout_s: float | None = None):
     """One agent executor per process and (model, url, context_tokens), loaded on first use,
     sharing the persistent generation cache ``state_dir()/agent_cache.sqlite``: the
     embedded ``llm`` one, or with ``url`` the ``remote`` one (``junction.agent.remote``;
     ``model`` is the server's model id, checked against the server's list when first made,
     and the server's context window learnt then: ``context_tokens``, or what the server
-    reports; ``AgentError`` if the model is not listed or no window is known)."""
+    reports; ``AgentError`` if the model is not listed or no window is known;
+    ``timeout_s``: seconds one generation may take, None: ``RemoteAgentConfig``'s)."""
     from junction.agent.llm import LlamaAgent, LLMExecutor
     from junction.agent.generations import AgentCache
     from junction.environment import state_dir
     from junction.models import file_sha256, resolve_model_path
 
     with _LOCK:
-        key = (model, url, context_tokens)
+        key = (model, url, context_tokens, timeout_s)
         if key not in _AGENTS:
             if url is not None:
                 from junction.agent.remote import (RemoteAgent, RemoteAgentConfig,
                                                    RemoteExecutor, RemoteGenerationCache)
 
                 remote = RemoteAgent(url, model, RemoteAgentConfig(
-                    concurrency=concurrency, context_tokens=context_tokens))
+                    concurrency=concurrency, context_tokens=context_tokens,
+                    **({} if timeout_s is None else {"timeout_s": float(timeout_s)})))
                 remote.check_model()
                 remote.check_window()
                 _AGENTS[key] = RemoteExecutor(
@@ -80,7 +82,8 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
                  agent_concurrency: int = 1,
                  agent_context_tokens: int | None = None,
                  repetition: int | None = None, fold: int | None = None,
-                 folds: int | None = None, pool: str = DEFAULT_POOL_RULE) -> dict[str, Any]:
+                 folds: int | None = None, pool: str = DEFAULT_POOL_RULE,
+                 agent_timeout: float | None = None) -> dict[str, Any]:
     """Evaluate one unit and write its files, unless its trace file already exists.
 
     On a cross-fitted suite ``repetition`` is the run's seed; a learned strategy's unit also
@@ -109,7 +112,7 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
         selecting = strategy_fn.for_fold(CrossFitFold(repetition, fold, folds))
     ids = frozenset(agent_task_ids) & {t.task_id for t in tasks}
     agent = agent_executor(agent_model, agent_url, agent_concurrency,
-                           agent_context_tokens) if ids else None
+                           agent_context_tokens, agent_timeout) if ids else None
     with lock:
         records, timings = evaluate_batch(tasks, selecting, strategy, run_id, seed, scale,
                                           pool_limit, agent=agent, agent_task_ids=ids,

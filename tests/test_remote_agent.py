@@ -252,6 +252,31 @@ def test_server_gone_is_one_line_naming_the_url(server, multiple_123):
     assert "\n" not in message and proxy.url in message and "cannot connect" in message
 
 
+def test_an_http_400_carries_the_servers_reason(server, multiple_123):
+    # a window larger than the server's: the server refuses the prompt with HTTP 400 and
+    # says why; before, the line said "HTTP 400" only
+    agent = RemoteAgent(server, ALIAS, RemoteAgentConfig(max_tokens=4, context_tokens=8192))
+    long = multiple_123.router_view().model_copy(
+        update={"objective": "Which tool is right? " * 1200})
+    with pytest.raises(AgentError) as err:
+        agent.generate(render_prompt(long, (), ()))
+    message = str(err.value)
+    assert "\n" not in message and "a chat completion failed: HTTP 400: " in message
+    assert f"maximum context length is {SERVER_CTX} tokens" in message, message
+
+
+def test_the_agent_timeout_reaches_the_generation(server, multiple_123):
+    # --agent-timeout S becomes the generation's timeout; the checks keep their own 10 s
+    from flows.workers import agent_executor
+
+    executor = agent_executor(ALIAS, server, 1, SERVER_CTX, timeout_s=0.001)
+    assert executor.agent.config.timeout_s == 0.001
+    assert executor.agent.config.check_timeout_s == 10.0
+    with pytest.raises(AgentError, match=r"a chat completion failed: no answer within "
+                                         r"0.001 s \(the client retries"):
+        executor.agent.generate(render_prompt(multiple_123.router_view(), (), ()))
+
+
 def test_wrong_model_name_lists_the_servers_models(server):
     with pytest.raises(AgentError) as err:
         RemoteAgent(server, "gpt-5").check_model()

@@ -37,11 +37,13 @@ host are taken to give the same text.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,7 +96,10 @@ class RemoteAgentConfig:
     ``max_retries``: the client's retries (openai's default, 2). ``concurrency``: requests
     in flight at once, across every unit of the process. ``context_tokens``: the server's
     context window in tokens (None: asked of the server, ``RemoteAgent.context_window``).
-    The cache key holds the decoding fields only (``key``): the window changes which prompt
+    ``check_timeout_s`` and ``check_retries``: the same for the checks made before a run
+    (``check_model``, ``check_window``: a model list, a probe of one token), short so that
+    a server that accepts the connection and never answers is one line in seconds, not
+    ``timeout_s`` times the retries. The cache key holds the decoding fields only (``key``): the window changes which prompt
     is sent, and the prompt is in the key.
     """
 
@@ -107,12 +112,17 @@ class RemoteAgentConfig:
     max_retries: int = 2
     concurrency: int = 1
     context_tokens: int | None = None
+    check_timeout_s: float = 10.0
+    check_retries: int = 1
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if not (self.timeout_s > 0 and self.check_timeout_s > 0):
+            raise ValueError(f"timeouts must be > 0 seconds, got {self.timeout_s:g} and "
+                             f"{self.check_timeout_s:g}")
         if self.context_tokens is not None and self.context_tokens <= self.max_tokens + 1:
             raise ValueError(f"context_tokens must be > max_tokens + 1 ({self.max_tokens + 1}), "
                              f"got {self.context_tokens}")
@@ -120,7 +130,8 @@ class RemoteAgentConfig:
     def key(self) -> str:
         """The settings that change an output, as canonical JSON (transport excluded)."""
         fields = {k: v for k, v in asdict(self).items()
-                  if k not in ("timeout_s", "max_retries", "concurrency", "context_tokens")}
+                  if k not in ("timeout_s", "max_retries", "concurrency", "context_tokens",
+                               "check_timeout_s", "check_retries")}
         return json.dumps(fields, sort_keys=True)
 
 
@@ -142,6 +153,25 @@ def check_agent_url(url: str) -> str:
 
 REMOTE_GENERATIONS = GenerationTable("remote_generations", "model_id", ("remote",))
 """The remote executor's table in the agent cache: keyed by the server's model id."""
+
+
+def _said(exc: Any) -> str:
+    """What the server said with an error status (its JSON ``error.message``, ``message`` or
+    ``detail``, else the body's text), on one line, at most 300 characters."""
+    body = getattr(exc, "body", None)
+    said: Any = None
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        said = (inner.get("message") or inner.get("detail")) if isinstance(inner, dict) \
+            else inner
+        said = said or body.get("detail") or body.get("message")
+    elif body is not None:
+        said = body
+    if said is None:
+        response = getattr(exc, "response", None)
+        said = getattr(response, "text", None)
+    text = " ".join(str(said or "").split())
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 class RemoteGenerationCache(AgentCache):
@@ -171,8 +201,13 @@ class RemoteAgent:
         parts = urlsplit(url)
         self.endpoint = f"{parts.netloc}{parts.path.rstrip('/')} {model}"
         self._openai = openai
-        self._client = openai.OpenAI(base_url=url, api_key=os.environ.get(API_KEY_ENV) or "none",
-                                     timeout=config.timeout_s, max_retries=config.max_retries)
+        self._working = openai.OpenAI(base_url=url,
+                                      api_key=os.environ.get(API_KEY_ENV) or "none",
+                                      timeout=config.timeout_s, max_retries=config.max_retries)
+        self._checking = self._working.with_options(timeout=config.check_timeout_s,
+                                                    max_retries=config.check_retries)
+        self._client = self._working  # the checks swap in ``_checking`` (``_check_limits``)
+        self._limits = (config.timeout_s, config.max_retries)
         self._slots = threading.BoundedSemaphore(config.concurrency)
         path = parts.path.rstrip("/")
         self._root = f"{parts.scheme}://{parts.netloc}{path.removesuffix('/v1')}"
@@ -181,19 +216,32 @@ class RemoteAgent:
         self._tokenizer: tuple[str, str] | None = None  # (path, text field); None: approximate
         self._template_tokens: int | None = None
 
+    @contextlib.contextmanager
+    def _check_limits(self) -> Iterator[None]:
+        """Within the block, requests use the checks' timeout and retries (``config.
+        check_timeout_s``, ``check_retries``). Used before any work, by one thread."""
+        self._client, self._limits = self._checking, (self.config.check_timeout_s,
+                                                      self.config.check_retries)
+        try:
+            yield
+        finally:
+            self._client, self._limits = self._working, (self.config.timeout_s,
+                                                         self.config.max_retries)
+
     def _error(self, what: str, exc: Exception) -> AgentError:
         openai = self._openai
+        timeout_s, retries = self._limits
         if isinstance(exc, openai.APITimeoutError):
-            reason = f"no answer within {self.config.timeout_s:g} s"
+            reason = f"no answer within {timeout_s:g} s"
         elif isinstance(exc, openai.APIConnectionError):
             reason = "cannot connect (is the server running?)"
         elif isinstance(exc, openai.APIStatusError):
-            reason = f"HTTP {exc.status_code}"
+            reason = f"HTTP {exc.status_code}" + (f": {said}" if (said := _said(exc)) else "")
         else:
             reason = type(exc).__name__
         return AgentError(f"agent server {self.url}: {what} failed: {reason} (the client "
-                          f"retries connection errors, 429 and 5xx {self.config.max_retries} "
-                          f"times)")
+                          f"retries connection errors, 429 and 5xx {retries} "
+                          f"time{'s' if retries != 1 else ''})")
 
     def _listed(self) -> list[Any]:
         try:
@@ -224,9 +272,10 @@ class RemoteAgent:
         """Raise ``AgentError`` listing the server's models unless it serves ``model``.
 
         (llama-cpp-python's server answers any model name with its own model, so the name
-        is checked here, before the first generation.)
+        is checked here, before the first generation.) Uses the checks' limits.
         """
-        served = self.models()
+        with self._check_limits():
+            served = self.models()
         if self.model not in served:
             raise AgentError(f"agent server {self.url} does not serve model {self.model!r}; "
                              f"it serves: {', '.join(served) or '(none)'}")
@@ -305,9 +354,11 @@ class RemoteAgent:
 
     def check_window(self) -> int:
         """Learn the context window and how the server counts tokens now, before any work
-        (``context_window``, ``count_prompt_tokens``); returns the window in tokens."""
-        window = self.context_window()
-        self.count_prompt_tokens(AgentPrompt(_PROBE, ""))
+        (``context_window``, ``count_prompt_tokens``), with the checks' limits; returns the
+        window in tokens."""
+        with self._check_limits():
+            window = self.context_window()
+            self.count_prompt_tokens(AgentPrompt(_PROBE, ""))
         return window
 
     def generate(self, prompt: AgentPrompt) -> Generation:

@@ -31,6 +31,8 @@ RESULT_NEUTRAL_PARAMS: dict[str, str] = {
     "batch_size": "tasks per work unit: every task is evaluated on its own",
     "agent_concurrency": "how many requests a remote agent gets at once: each is answered "
                          "on its own, greedily",
+    "agent_timeout": "how long one remote generation may take: an answer in time is the "
+                     "same answer; one past it fails the run",
 }
 """Parameter name -> why no trace row depends on it."""
 
