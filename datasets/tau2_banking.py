@@ -143,17 +143,41 @@ def data_folder(path: str | os.PathLike[str] | None = None) -> Path | None:
 
 def unavailable_reason() -> str | None:
     """One line saying why the suite cannot run and how to get the data; None when
-    ``$JUNCTION_TAU2_DATA`` names a folder laid out as ``load_data`` reads it (only the
-    layout is checked here, so a run refuses a wrong folder before it starts)."""
+    ``$JUNCTION_TAU2_DATA`` names a folder ``load_data`` reads and at least one of its
+    tasks can be built (instructions, every required document present). A run checks this
+    before Prefect starts, so a wrong folder is refused at once (reading it takes a
+    fraction of a second)."""
     root = data_folder()
     if root is None:
         return (f"{SUITE}: no data (set {DATA_ENV} or pass --tau2-data to a clone of "
                 "https://github.com/sierra-research/tau2-bench)")
     try:
-        _files(root)
+        data = load_data(root)
     except DatasetError as exc:
         return str(exc)
-    return None
+    skipped = Counter(_skip_reason(raw, data.documents)[0] for raw in data.tasks)
+    if None in skipped:
+        return None
+    return _no_task_line(data.task_source, skipped)
+
+
+def _skip_reason(raw: dict[str, Any], documents: Mapping[str, Any]) -> tuple[str | None,
+                                                                            str | None]:
+    """(why task ``raw`` cannot be built, the first required document it names that is not
+    in ``documents``); (None, None) when it can."""
+    task_id = str(raw.get("id", ""))
+    instructions = ((raw.get("user_scenario") or {}).get("instructions") or "")
+    if not isinstance(instructions, str) or not instructions.strip() or not task_id:
+        return "no_instructions", None
+    unknown = [str(d) for d in raw.get("required_documents") or [] if str(d) not in documents]
+    if unknown:
+        return "unknown_required_document", unknown[0]
+    return None, None
+
+
+def _no_task_line(source: Path, skipped: Mapping[str | None, int]) -> str:
+    return (f"{source}: no task could be loaded (skipped: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items()) if k) + ")")
 
 
 def _layout(root: Path) -> tuple[Path, Path]:
@@ -413,17 +437,15 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
     no_gold_tool = 0
     for raw in data.tasks:
         task_id = str(raw.get("id", ""))
-        instructions = ((raw.get("user_scenario") or {}).get("instructions") or "")
-        if not isinstance(instructions, str) or not instructions.strip() or not task_id:
-            skipped["no_instructions"] += 1
+        reason, missing = _skip_reason(raw, data.documents)
+        if reason is not None:
+            if missing is not None:
+                warnings.warn(f"{SUITE}: task {task_id} left out: its required document "
+                              f"{missing} is not in {data.root}/documents", stacklevel=2)
+            skipped[reason] += 1
             continue
+        instructions = raw["user_scenario"]["instructions"]
         required = [str(d) for d in raw.get("required_documents") or []]
-        unknown = [d for d in required if d not in data.documents]
-        if unknown:
-            warnings.warn(f"{SUITE}: task {task_id} left out: its required document "
-                          f"{unknown[0]} is not in {data.root}/documents", stacklevel=2)
-            skipped["unknown_required_document"] += 1
-            continue
         actions = (raw.get("evaluation_criteria") or {}).get("actions") or []
         gold_tools = resolve_gold(actions, tool_ids)
         no_gold_tool += not gold_tools
@@ -440,8 +462,7 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
                       "disputed": task_id in DISPUTED_TASKS},
         ))
     if not built:
-        raise DatasetError(f"{data.task_source}: no task could be loaded (skipped: "
-                           + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) + ")")
+        raise DatasetError(_no_task_line(data.task_source, skipped))
     part = [t for t in built if split == "all" or split_of(t.metadata["tau2_id"]) == split]
     part.sort(key=lambda t: t.task_id)
     chosen = part if size is None else part[:size]

@@ -8,6 +8,7 @@ tests marked ``needs_tau2`` run on ``../shared/data/tau2-banking-knowledge`` whe
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -342,3 +343,27 @@ def test_a_task_with_an_unknown_document_is_one_warning_and_no_task_is_an_error(
         f.write_text(json.dumps(raw))
     with pytest.warns(UserWarning), pytest.raises(DatasetError, match="no task could be loaded"):
         tb.banking_suite(split="all", path=folder)
+
+
+def test_a_folder_whose_every_task_is_skipped_is_refused_before_prefect(tmp_path):
+    # before: the run started Prefect's server and failed about 18 s later
+    folder = tmp_path / "tau2"
+    shutil.copytree(FIXTURE, folder)
+    for f in (folder / "tasks").iterdir():
+        raw = json.loads(f.read_text())
+        raw["required_documents"] = ["doc_gone_001"]
+        f.write_text(json.dumps(raw))
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect"), JUNCTION_STATE_DIR=str(tmp_path / "st"))
+    junction = Path(sys.executable).parent / "junction"
+    done = subprocess.run(
+        [str(junction), "bench", "--suite", "tau2-banking", "--strategy", "exact",
+         "--tau2-data", str(folder), "--warehouse", str(tmp_path / "wh"),
+         "--reports", str(tmp_path / "rep")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: {folder / 'tasks'}: no task could be loaded (skipped: no_instructions 1, "
+        "unknown_required_document 5)"], done.stderr
+    assert not list((tmp_path / "prefect").rglob("*.db"))  # no server was started
+    assert not (tmp_path / "wh" / "traces").exists()
