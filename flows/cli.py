@@ -318,6 +318,21 @@ def main() -> None:
     except KeyboardInterrupt:  # Ctrl-C outside a run (a run handles it: flows.interrupts)
         echo("interrupted", err=True)
         sys.exit(130)
+    except SystemExit as exc:  # typer ends a Ctrl-C with a silent exit 130: say it
+        if exc.code == 130 and _from_ctrl_c(exc):
+            echo("interrupted before the run started; nothing was written", err=True)
+        raise
+
+
+def _from_ctrl_c(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among ``exc``'s causes and contexts."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 if __name__ == "__main__":

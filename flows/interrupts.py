@@ -34,7 +34,8 @@ from typing import Any
 from junction.errors import JunctionError
 
 __all__ = ["RunInterrupted", "arm", "disarm", "reinstall", "stop_requested", "track",
-           "unit_write", "mark_interrupted", "exit_now", "on_exit", "EXIT_STATUS"]
+           "unit_write", "mark_interrupted", "exit_now", "end_descendants", "on_exit",
+           "EXIT_STATUS"]
 
 EXIT_STATUS = 130
 """128 + SIGINT: what a shell reports for a process that Ctrl-C ended."""
@@ -69,6 +70,9 @@ _writes = threading.Condition()
 _active_writes = 0
 _exiting = threading.Lock()
 _run: _Run | None = None
+_terminal: int | None = None
+"""A duplicate of file descriptor 2 as it was when the run was armed: the user's terminal,
+where the last line goes even while fd 2 is sent to the run's log (``flows.server``)."""
 
 
 def arm(run_id: str, resume: str, grace_s: float = 5.0) -> None:
@@ -76,10 +80,12 @@ def arm(run_id: str, resume: str, grace_s: float = 5.0) -> None:
 
     ``resume``: the command that resumes the run, printed in the last line;
     ``grace_s``: seconds after the first signal before the process exits at once."""
-    global _run
+    global _run, _terminal
     _stop.clear()
     _closing.clear()
     _run = _Run(run_id, resume, grace_s)
+    if _terminal is None:
+        _terminal = os.dup(2)  # fd 2 may go to the run's log meanwhile (flows.server)
     reinstall()
 
 
@@ -201,7 +207,29 @@ def exit_now(drain_s: float = 0.0, failed: str | None = None, line: str | None =
     for fn in run.before_exit:
         _briefly(fn)
     _briefly(lambda: server.stop(drain_s=drain_s), timeout=drain_s + 0.5)
+    end_descendants()
     finish(line or message(), EXIT_STATUS if failed is None else 1)
+
+
+def end_descendants(grace_s: float = 1.0) -> list[int]:
+    """Terminate every process this one started, and theirs (a temporary server still
+    starting, whose handle Prefect has not returned yet; Dask's workers), SIGKILL after
+    ``grace_s`` seconds for any still alive; returns their PIDs. psutil finds them (its
+    ``Process.children(recursive=True)`` and ``wait_procs``)."""
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        children = psutil.Process().children(recursive=True)
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                child.terminate()
+        _, alive = psutil.wait_procs(children, timeout=grace_s)
+        for child in alive:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+        psutil.wait_procs(alive, timeout=grace_s)
+        return [c.pid for c in children]
+    return []
 
 
 def finish(line: str, status: int = EXIT_STATUS) -> None:
@@ -212,8 +240,9 @@ def finish(line: str, status: int = EXIT_STATUS) -> None:
     from flows.cli_text import terminal_safe
 
     with contextlib.suppress(Exception):
-        sys.stderr.write(terminal_safe(line) + "\n")
         sys.stderr.flush()
+        text = (terminal_safe(line) + "\n").encode("utf-8", "replace")
+        os.write(_terminal if _terminal is not None else 2, text)
     os._exit(status)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -80,3 +80,54 @@ def test_a_bad_agent_timeout_is_refused(value, message):
                       agent_model="m", agent_timeout=float(value))
     with pytest.raises(JunctionError, match="agent_timeout applies to a remote agent only"):
         RunPlan.build(suites=["coupling"], agent_timeout=5.0)
+
+
+def _bench(env, *extra):
+    return subprocess.Popen([JUNCTION, "bench", "--suite", "coupling", "--strategy", "exact",
+                             "--budget-scale", "1", *extra], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def _stop(proc) -> str:
+    os.kill(proc.pid, signal.SIGINT)
+    try:
+        return proc.communicate(timeout=120)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.mark.flow
+def test_ctrl_c_while_the_server_starts_is_one_line_and_leaves_nothing_running(user_env):
+    # before: the line went to the run's log (fd 2 was the log while the server started)
+    # and the half-started server outlived the command
+    import psutil
+
+    proc = _bench(user_env)
+    children: list = []
+    while not any("uvicorn" in " ".join(c.cmdline()) for c in children):
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        try:
+            children = psutil.Process(proc.pid).children(recursive=True)
+        except psutil.Error:
+            children = []
+    stderr = _stop(proc)
+    assert proc.returncode == 130, stderr[-3000:]
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("interrupted before any unit started; "
+                                                   "resume with `junction bench --run-id "), stderr
+    assert not [c.pid for c in children if c.is_running() and c.status() != "zombie"]
+
+
+@pytest.mark.flow
+def test_ctrl_c_before_the_run_starts_is_one_line(user_env):
+    # before: typer ended it with a silent exit 130
+    proc = _bench(user_env)
+    while not (Path(user_env["JUNCTION_STATE_DIR"]).exists() or proc.poll() is not None):
+        pass  # the process is up and has begun reading its plan
+    stderr = _stop(proc)
+    assert proc.returncode == 130, stderr[-3000:]
+    lines = stderr.splitlines()  # before the run is armed, or just after: one line either way
+    assert len(lines) == 1 and lines[0].startswith("interrupted before "), stderr
