@@ -11,7 +11,10 @@ armed by the command line) takes effect between two units: the run is then marke
 ``interrupted`` and ``RunInterrupted`` says how many units were done.
 """
 
+import contextlib
 import itertools
+import logging
+import os
 import queue
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -25,7 +28,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows import interrupts, server
+from flows import interrupts, run_log, server
 from flows.interrupts import RunInterrupted
 from flows.plan import RunPlan, check_resume, check_writable, new_run_id, prepare_run
 from flows.run_record import finish_run, start_run
@@ -387,7 +390,9 @@ def _unit_result(future, unit: Unit) -> dict[str, Any]:
 
 def task_runner(runner: str = "thread", workers: int | None = None,
                 dask_address: str | None = None):
-    """The Prefect task runner for ``runner``: a thread pool, or Dask (local or remote)."""
+    """The Prefect task runner for ``runner``: a thread pool, or Dask (a scheduler at
+    ``dask_address``, else a ``LocalCluster`` of ``workers`` processes the runner starts and
+    stops). ``local_dask_cluster`` makes the cluster a command line uses instead."""
     if runner == "thread":
         return ThreadPoolTaskRunner(max_workers=workers or 4)
     if runner == "dask":
@@ -395,10 +400,42 @@ def task_runner(runner: str = "thread", workers: int | None = None,
 
         if dask_address:
             return DaskTaskRunner(address=dask_address)
-        return DaskTaskRunner(cluster_kwargs={"n_workers": workers or 2,
-                                              "threads_per_worker": 1, "processes": True,
-                                              "dashboard_address": None})
+        return DaskTaskRunner(cluster_kwargs=_cluster_kwargs(workers))
     raise UnknownNameError(f"unknown runner {runner!r}; valid runners: dask, thread")
+
+
+def _cluster_kwargs(workers: int | None) -> dict[str, Any]:
+    return {"n_workers": workers or 2, "threads_per_worker": 1, "processes": True,
+            "dashboard_address": None}
+
+
+def local_dask_cluster(workers: int | None):
+    """A ``distributed.LocalCluster`` (``workers`` processes, one thread each) whose
+    processes ignore the terminal's Ctrl-C (started from a thread that blocks SIGINT:
+    ``flows.server.in_thread_without_sigint``; the ``junction`` process stops the run and
+    then them) and report to this process's temporary Prefect server
+    (``PREFECT_API_URL`` in their environment), their log records and their stderr going
+    to the run's log (``JUNCTION_RUN_LOG``, ``flows.run_log.route_worker``): a worker a
+    Ctrl-C reaches while it starts prints its traceback there. Close it after the run."""
+    from distributed import LocalCluster
+
+    env = {"PREFECT_API_URL": server.api_url() or ""}
+    if os.environ.get(run_log.LOG_ENV):
+        env[run_log.LOG_ENV] = os.environ[run_log.LOG_ENV]
+    env = {k: v for k, v in env.items() if v}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # a spawned worker process starts with this environment
+    log = os.environ.get(run_log.LOG_ENV)
+    try:
+        with server.stderr_to(Path(log) if log else None):  # workers' fd 2: the log
+            return server.in_thread_without_sigint(
+                lambda: LocalCluster(**_cluster_kwargs(workers), silence_logs=logging.ERROR))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def run_benchmark(plan: RunPlan | None = None, *, run_id: str | None = None,
@@ -429,9 +466,19 @@ def run_prepared(plan: RunPlan, run_id: str,
     lock (the command line takes it before it imports Prefect): start the temporary
     Prefect server if none is configured, then run the flow."""
     token = _PROGRESS.set(progress)
+    cluster = None
     try:
         server.start()
-        runner = task_runner(plan.runner, plan.workers, plan.dask_address)
+        if plan.runner == "dask" and not plan.dask_address and interrupts.armed():
+            from prefect_dask import DaskTaskRunner
+
+            cluster = local_dask_cluster(plan.workers)  # a command line's: quiet on Ctrl-C
+            runner = DaskTaskRunner(address=cluster.scheduler_address)
+        else:
+            runner = task_runner(plan.runner, plan.workers, plan.dask_address)
         return benchmark.with_options(task_runner=runner)(plan, run_id, write_reports)
     finally:
         _PROGRESS.reset(token)
+        if cluster is not None:
+            with contextlib.suppress(Exception):
+                cluster.close(timeout=10)

@@ -224,9 +224,9 @@ def _run_with_progress(plan, run_id: str) -> dict:
 
 def _run(plan, run_id: str) -> dict:
     """Run the prepared plan with its log, signal handling and server watch in place.
-    Faults become one ``JunctionError`` line naming the log; an interrupt exits here."""
-    from flows.benchmark import UnitFailedError
-
+    Faults become one ``JunctionError`` line naming the log; an interrupt exits here, and
+    so does a fault that follows a Ctrl-C (a Dask worker the signal reached as it
+    started, say): it is the interruption's."""
     log = run_log.log_path(run_id)
     interrupts.arm(run_id, resume_command(sys.argv, run_id))
     try:
@@ -239,20 +239,31 @@ def _run(plan, run_id: str) -> dict:
     except interrupts.RunInterrupted:
         interrupts.exit_now(drain_s=1.0)
         raise  # not reached: exit_now ends the process
-    except UnitFailedError as exc:
-        run_log.log_exception(str(exc), exc)
-        raise JunctionError(f"{exc}; full traceback in {log}") from None
-    except JunctionError as exc:
-        run_log.log_exception(str(exc), exc)
-        raise
-    except Exception as exc:  # noqa: BLE001 - a fault: one line, the traceback in the log
-        run_log.log_exception("the run failed", exc)
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        raise JunctionError(f"the run failed: {type(exc).__name__}: {first}; full "
-                            f"traceback in {log}") from None
+    except Exception as exc:  # noqa: BLE001 - after a Ctrl-C a fault is the interruption's
+        if not interrupts.stop_requested():
+            return _fault(exc, log)
+        run_log.log_exception("after the interrupt", exc)
+        interrupts.exit_now(drain_s=1.0)
+        raise  # not reached
     finally:
         server.stop(drain_s=_STOP_DRAIN_S)
         interrupts.disarm()
+
+
+def _fault(exc: Exception, log: Path):
+    """A fault of the run as one ``JunctionError`` line naming the log (traceback there)."""
+    from flows.benchmark import UnitFailedError
+
+    if isinstance(exc, UnitFailedError):
+        run_log.log_exception(str(exc), exc)
+        raise JunctionError(f"{exc}; full traceback in {log}") from None
+    if isinstance(exc, JunctionError):
+        run_log.log_exception(str(exc), exc)
+        raise exc
+    run_log.log_exception("the run failed", exc)
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    raise JunctionError(f"the run failed: {type(exc).__name__}: {first}; full "
+                        f"traceback in {log}") from None
 
 
 def _server_exited(pid: int, code: int, run_id: str, log: Path) -> None:

@@ -10,8 +10,12 @@ The command line ``arm``s this module for one run id. Then:
   call, a report being drawn), or at a second signal, the process exits at once
   (``exit_now``): units that are writing finish their write first (``unit_write``, a few
   milliseconds; a write started later is discarded), the run is marked ``interrupted``,
-  temporary files of the run's writes are removed, the server is stopped and the process
-  ends with ``os._exit(130)`` after flushing its streams.
+  temporary files of the run's writes are removed, the server is stopped, every process
+  the command started is ended (``end_descendants``: a server still starting, Dask's
+  workers) and the process ends with ``os._exit(130)`` after flushing its streams. The
+  last line goes to the terminal's stderr as it was when the run was armed, even while
+  file descriptor 2 is the run's log (``flows.server`` points it there while the server
+  starts).
 
 Exit status 130 is the shell's convention for a process ended by SIGINT (128 + 2). The
 module does nothing until armed, so a flow run from a library call or a test behaves as
@@ -26,6 +30,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,7 +39,7 @@ from typing import Any
 from junction.errors import JunctionError
 
 __all__ = ["RunInterrupted", "arm", "disarm", "reinstall", "stop_requested", "track",
-           "unit_write", "mark_interrupted", "exit_now", "end_descendants", "on_exit",
+           "unit_write", "mark_interrupted", "exit_now", "end_descendants", "on_exit", "armed",
            "EXIT_STATUS"]
 
 EXIT_STATUS = 130
@@ -122,6 +127,11 @@ def _on_signal(signum: int, frame) -> None:
     timer.start()
 
 
+def armed() -> bool:
+    """Whether a command line armed this module for a run (``arm``)."""
+    return _run is not None
+
+
 def stop_requested() -> bool:
     """Whether a signal asked the run to stop (always False when not armed)."""
     return _stop.is_set()
@@ -192,8 +202,11 @@ def exit_now(drain_s: float = 0.0, failed: str | None = None, line: str | None =
     temporary files, stop the temporary Prefect server (``drain_s``: seconds its event
     and log workers may take to send what they hold), print ``line`` (default:
     ``message()``) on stderr and ``os._exit`` with 130 (1 when failed)."""
-    if _run is None or not _exiting.acquire(blocking=False):
+    if _run is None:
         return
+    if not _exiting.acquire(blocking=False):  # another thread is ending the process:
+        while True:  # wait for its os._exit rather than race it to another exit status
+            threading.Event().wait(60)
     run = _run
     _stop.set()
     with _writes:
@@ -207,19 +220,45 @@ def exit_now(drain_s: float = 0.0, failed: str | None = None, line: str | None =
     for fn in run.before_exit:
         _briefly(fn)
     _briefly(lambda: server.stop(drain_s=drain_s), timeout=drain_s + 0.5)
+    _quiet_stderr()  # what is started or reports from here on (a restarted worker) is logged
     end_descendants()
     finish(line or message(), EXIT_STATUS if failed is None else 1)
 
 
-def end_descendants(grace_s: float = 1.0) -> list[int]:
+def _quiet_stderr() -> None:
+    """Point file descriptor 2 at the run's log (``flows.run_log.LOG_ENV``; else the null
+    device): the last line still reaches the terminal through ``_terminal``."""
+    from flows.run_log import LOG_ENV
+
+    with contextlib.suppress(OSError):
+        sys.stderr.flush()
+        fd = os.open(os.environ.get(LOG_ENV) or os.devnull,
+                     os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        os.dup2(fd, 2)
+        os.close(fd)
+
+
+def end_descendants(grace_s: float = 1.0, rounds: int = 5) -> list[int]:
     """Terminate every process this one started, and theirs (a temporary server still
     starting, whose handle Prefect has not returned yet; Dask's workers), SIGKILL after
-    ``grace_s`` seconds for any still alive; returns their PIDs. psutil finds them (its
-    ``Process.children(recursive=True)`` and ``wait_procs``)."""
+    ``grace_s`` seconds for any still alive; again while new ones appear (a Dask nanny
+    in this process restarts a worker it lost), at most ``rounds`` times; multiprocessing's
+    and loky's resource trackers are killed at once. Returns their
+    PIDs. psutil finds them (``Process.children(recursive=True)``, ``wait_procs``)."""
     import psutil
 
-    with contextlib.suppress(psutil.Error):
-        children = psutil.Process().children(recursive=True)
+    ended: list[int] = []
+    for _ in range(rounds):
+        try:
+            children = psutil.Process().children(recursive=True)
+        except psutil.Error:
+            break
+        if not children:
+            break
+        for child in children:  # trackers first, unheard: they ignore SIGTERM and would
+            with contextlib.suppress(psutil.Error):  # print a leak report on the terminal
+                if "resource_tracker" in " ".join(child.cmdline()):
+                    child.kill()
         for child in children:
             with contextlib.suppress(psutil.Error):
                 child.terminate()
@@ -228,8 +267,9 @@ def end_descendants(grace_s: float = 1.0) -> list[int]:
             with contextlib.suppress(psutil.Error):
                 child.kill()
         psutil.wait_procs(alive, timeout=grace_s)
-        return [c.pid for c in children]
-    return []
+        ended += [c.pid for c in children]
+        time.sleep(0.2)  # room for a restart to show itself
+    return ended
 
 
 def finish(line: str, status: int = EXIT_STATUS) -> None:

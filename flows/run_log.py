@@ -13,13 +13,20 @@ Prefect's API handlers; call it after importing Prefect.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 from pathlib import Path
 
 from junction.environment import state_dir
 
-__all__ = ["log_path", "route_to", "log_exception"]
+__all__ = ["log_path", "route_to", "route_worker", "log_exception", "LOG_ENV"]
+
+LOG_ENV = "JUNCTION_RUN_LOG"
+"""The environment variable ``route_to`` sets to the log's path, so a worker process started
+after it (a local Dask cluster's) can send its records there too (``route_worker``)."""
+
+_routed: set[str] = set()
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s"
 _LOGGER = "junction.bench"
@@ -34,7 +41,12 @@ def log_path(run_id: str) -> Path:
 
 def route_to(path: Path) -> None:
     """Send every record that would reach stderr through ``logging`` to ``path`` instead,
-    and log uncaught exceptions of threads there (``threading.excepthook``)."""
+    and log uncaught exceptions of threads there (``threading.excepthook``); sets
+    ``LOG_ENV`` for the processes this one starts. Once per process and path."""
+    os.environ[LOG_ENV] = str(path)
+    if str(path) in _routed:
+        return
+    _routed.add(str(path))
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter(_FORMAT))
     loggers = [logging.getLogger()] + [
@@ -54,6 +66,15 @@ def route_to(path: Path) -> None:
             exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
 
     threading.excepthook = excepthook
+
+
+def route_worker() -> None:
+    """In a worker process started with ``LOG_ENV`` set (a local Dask cluster of a
+    ``junction bench``), ``route_to`` that log, once; nothing elsewhere. Appends from
+    several processes are whole lines (``O_APPEND`` writes of one record each)."""
+    path = os.environ.get(LOG_ENV)
+    if path and path not in _routed:
+        route_to(Path(path))
 
 
 def _writes_to_stderr(handler: logging.Handler) -> bool:

@@ -35,10 +35,12 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from junction.environment import state_dir
 
-__all__ = ["start", "stop", "watch", "server_pid", "send_stderr_to"]
+__all__ = ["start", "stop", "watch", "server_pid", "send_stderr_to", "api_url",
+           "in_thread_without_sigint", "stderr_to"]
 
 _WATCH_INTERVAL_S = 0.2
 _stopping = threading.Event()
@@ -56,7 +58,9 @@ def send_stderr_to(path: Path | None) -> None:
 
 
 @contextlib.contextmanager
-def _stderr_to(path: Path | None) -> Iterator[None]:
+def stderr_to(path: Path | None) -> Iterator[None]:
+    """Within the block, file descriptor 2 is ``path`` (appended to; None: unchanged), so
+    processes started meanwhile write their stderr there."""
     if path is None:
         yield
         return
@@ -107,7 +111,7 @@ def start() -> None:
             f"sqlite+aiosqlite:///{_process_database(home / 'ephemeral')}")
     with open(home / ".junction-server-start.lock", "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
-        with temporary_settings(updates=updates), _stderr_to(_stderr_path):
+        with temporary_settings(updates=updates), stderr_to(_stderr_path):
             _in_thread_without_sigint(SubprocessASGIServer().start)
     _watch_running()
 
@@ -133,6 +137,26 @@ def _in_thread_without_sigint(fn: Callable[[], None]) -> None:
         thread.join(0.1)  # short joins: a signal handler runs between them
     if failure:
         raise failure[0]
+
+
+def api_url() -> str | None:
+    """The temporary server's API URL while it runs (what a worker process sets as its
+    ``PREFECT_API_URL`` to report to it), else None."""
+    process = _process()
+    if process is None or process.poll() is not None:
+        return None
+    from prefect.server.api.server import SubprocessASGIServer
+
+    return SubprocessASGIServer().api_url
+
+
+def in_thread_without_sigint(fn: Callable[[], Any]) -> Any:
+    """``fn()`` called in a thread that blocks SIGINT, so every process it starts ignores
+    the terminal's Ctrl-C (which the ``junction`` process handles for them); returns its
+    result, raises its exception."""
+    result: list[Any] = []
+    _in_thread_without_sigint(lambda: result.append(fn()))
+    return result[0]
 
 
 def server_pid() -> int | None:

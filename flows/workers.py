@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from flows import interrupts
+from flows import interrupts, run_log
 from junction.candidates import DEFAULT_POOL_RULE
 from junction.evaluate import evaluate_batch
 from junction.evidence.store import TraceStore
@@ -98,6 +98,7 @@ def run_unit_now(root: str, run_id: str, suite: str, strategy: str, seed: int, s
     for a unit it ran, successes and the learned-model files it wrote. A unit that starts
     after a stop was asked (``flows.interrupts``), or ends its work once the process has
     begun to exit, writes nothing and returns {unit, cancelled: True}."""
+    run_log.route_worker()  # a local Dask worker's records go to the run's log
     store = TraceStore(root)
     if interrupts.stop_requested():
         return {"unit": unit, "cancelled": True}

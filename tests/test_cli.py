@@ -107,6 +107,9 @@ def test_bench_thread_and_dask_give_identical_metrics(two_runs, cli_env):
     assert thread.returncode == 0, thread.stderr[-3000:]
     assert dask.returncode == 0, dask.stderr[-3000:]
     assert "report: " in dask.stdout
+    # the workers report to the parent's server and log to the run's log: before, each
+    # task run printed three "EventsWorker failed" lines
+    assert dask.stderr == "", dask.stderr[-3000:]
     a = (_report_dir(thread.stdout, cli_env) / "metrics.json").read_bytes()
     b = (_report_dir(dask.stdout, cli_env) / "metrics.json").read_bytes()
     assert a == b

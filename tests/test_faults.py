@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,33 @@ def test_ctrl_c_before_the_run_starts_is_one_line(user_env):
     assert proc.returncode == 130, stderr[-3000:]
     lines = stderr.splitlines()  # before the run is armed, or just after: one line either way
     assert len(lines) == 1 and lines[0].startswith("interrupted before "), stderr
+
+
+@pytest.mark.flow
+def test_ctrl_c_to_a_dask_run_is_one_line_and_leaves_nothing_running(user_env):
+    # the terminal's Ctrl-C reaches the whole process group; before: 162 lines of worker
+    # tracebacks and EventsWorker errors
+    import psutil
+
+    proc = subprocess.Popen([JUNCTION, "bench", "--suite", "synthetic", "--strategy", "exact",
+                             "--strategy", "fixed_split", "--batch-size", "5", "--runner",
+                             "dask", "--workers", "2"], cwd=ROOT, env=user_env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    traces = Path(user_env["JUNCTION_WAREHOUSE"]) / "traces"
+    try:
+        while len(list(traces.rglob("*.parquet"))) < 2:
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            time.sleep(0.05)
+        started = psutil.Process(proc.pid).children(recursive=True)
+        os.killpg(proc.pid, signal.SIGINT)
+        stderr = proc.communicate(timeout=120)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, stderr[-3000:]
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("interrupted after "), stderr[-3000:]
+    assert len(started) >= 2  # the workers (and the server) were there
+    assert not [c.pid for c in started if c.is_running() and c.status() != "zombie"]
