@@ -475,8 +475,8 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
               f"{len(contexts)} documents, {len(tools)} agent tools, {len(interactions)} "
               f"document-names-tool pairs (w={NAMED_PAIR_WEIGHT}); {no_gold_tool} loaded "
               f"task(s) have no gold agent tool (kept); budget {MAX_TOKENS} tokens, pools "
-              f"BM25 top {CONTEXT_POOL} documents + all tools. The query is the simulated "
-              "customer's instructions, which hold facts the customer reveals only when "
-              "asked: a retrieval study, not tau2's conversation protocol; no agent runs "
+              f"the top {CONTEXT_POOL} documents by the run's pool rule + all tools. The "
+              "query is the simulated customer's instructions, which hold facts the "
+              "customer reveals only when asked: a retrieval study, not tau2's conversation protocol; no agent runs "
               "(tau2 needs a simulated customer)."),
     )
