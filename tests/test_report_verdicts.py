@@ -240,13 +240,18 @@ def test_first_screen_verdicts_summary_then_plot_and_a_closed_full_table(tmp_pat
     # McNemar 2 · 0.5²⁴: detected. 1 agent task: passed over.
     # s: 3 tasks: Wilson(3/3) low 3 / (3 + z²) = 0.439, low = 1 − √2 · 0.561 = 0.206.
     verdict_b = ("- **b** (budget × 1, verified success, n = 24): exact beats fixed_split by "
-                 "+100 points [+80, +100] (exact 100% against fixed_split 0%). Not decided on "
-                 "agent success: too few tasks to decide (n = 1).")
+                 "+100 points [+80, +100] (exact 100% against fixed_split 0%).\n")
     verdict_s = ("- **s** (budget × 1, verified success, n = 3): too few tasks to decide; "
                  "exact 100% against fixed_split 0%, +100 points [+21, +100].")
     summary = ("Of 2 suites at the primary budget scale: a difference is detected on b; too few "
                "tasks to decide (under 20 shared) on s.")
-    order = [md.index(x) for x in ("## Headline", verdict_b, verdict_s, summary,
+    # the agent sample's size is said once, after the summary, not on each verdict line
+    passed = ("Too few tasks to decide on agent success (n = 1, under 20 shared tasks) on b: "
+              "the verdicts above use verified success. For an agent sample that decides, run "
+              "`make bench-agent`")
+    assert md.count("Too few tasks to decide on agent success") == 1
+    assert "Not decided on" not in md
+    order = [md.index(x) for x in ("## Headline", verdict_b, verdict_s, summary, passed,
                                    "![success against budget](plot.png)", "## Run",
                                    "## Full comparison", "## Agent outcome", "## Suites")]
     assert order == sorted(order)

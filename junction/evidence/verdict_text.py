@@ -10,7 +10,8 @@ from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
 from junction.strategies.catalog import interaction_blind_strategies
 
-__all__ = ["AGENT_SAMPLE_THAT_DECIDES", "percent_text", "points_text", "agent_table_lines", "comparison_lines", "first_screen_lines", "primary_scale",
+__all__ = ["AGENT_SAMPLE_THAT_DECIDES", "percent_text", "points_text", "agent_table_lines",
+           "comparison_lines", "first_screen_lines", "passed_over_sentence", "primary_scale",
            "run_summary", "verdict_lines"]
 
 
@@ -68,13 +69,33 @@ def verdict_lines(headline: list[dict[str, Any]]) -> list[dict[str, Any]]:
             status, verdict = "none", (f"no detectable difference between {best} and "
                                        f"{c['other']}, {points} ({rates})")
         tie = (f" Tied for best: {', '.join(h['best'])}." if len(h["best"]) > 1 else "")
-        passed = "".join(f" Not decided on {_OUTCOME_WORDS.get(k, k)}: {verdicts.too_few(v)}."
-                         for k, v in sorted(h.get("passed_over", {}).items()))
         out.append({"suite": suite, "budget_scale": scale, "outcome": h["outcome"], "n": cmp.n,
-                    "status": status,
+                    "status": status, "passed_over": dict(h.get("passed_over", {})),
                     "text": f"**{suite}** (budget × {scale:g}, {words}, n = {cmp.n}): "
-                            f"{verdict}.{tie}{passed}"})
+                            f"{verdict}.{tie}"})
     return out
+
+
+def passed_over_sentence(lines: list[dict[str, Any]]) -> str | None:
+    """One sentence for every suite whose verdict fell back from an outcome with too few
+    shared tasks (``passed_over`` of ``verdict_lines``; the agent's, in practice): which
+    suites, how many tasks, and how to get a sample that decides; None when there is none."""
+    cells = [(v["suite"], k, n) for v in lines for k, n in v.get("passed_over", {}).items()]
+    if not cells:
+        return None
+    parts = []
+    for outcome in sorted({k for _, k, _ in cells}):
+        mine = [(suite, n) for suite, k, n in cells if k == outcome]
+        counts = sorted({n for _, n in mine})
+        n_text = (f"n = {counts[0]}" if len(counts) == 1
+                  else f"n = {counts[0]}–{counts[-1]}")
+        parts.append(f"{_OUTCOME_WORDS.get(outcome, outcome)} ({n_text}, under "
+                     f"{verdicts.MIN_DECIDING_TASKS} shared tasks) on "
+                     f"{', '.join(s for s, _ in mine)}")
+    text = "; ".join(parts)
+    tail = (" " + AGENT_SAMPLE_THAT_DECIDES if any(k == "agent_success" for _, k, _ in cells)
+            else "")
+    return f"Too few tasks to decide on {text}: the verdicts above use verified success.{tail}"
 
 
 def run_summary(lines: list[dict[str, Any]]) -> str:
@@ -102,7 +123,7 @@ def run_summary(lines: list[dict[str, Any]]) -> str:
 def first_screen_lines(headline: list[dict[str, Any]]) -> list[str]:
     """The report's first screen: one verdict line per suite (``verdict_lines``) inside
     ``<!-- verdicts -->`` markers (the HTML page turns them into ``<div id="verdicts">``),
-    then the one-sentence ``run_summary``."""
+    then the one-sentence ``run_summary`` and, once, ``passed_over_sentence``."""
     lines = ["## Headline", ""]
     found = verdict_lines(headline)
     if not found:
@@ -110,6 +131,9 @@ def first_screen_lines(headline: list[dict[str, Any]]) -> list[str]:
     lines += ["<!-- verdicts -->", ""]
     lines += [f"- {v['text']}" for v in found]
     lines += ["", "<!-- /verdicts -->", "", run_summary(found), ""]
+    passed = passed_over_sentence(found)
+    if passed:
+        lines += [passed, ""]
     return lines
 
 
