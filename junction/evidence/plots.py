@@ -130,13 +130,26 @@ def success_figure(summary: Sequence[Mapping[str, Any]]) -> tuple[Any, list[dict
     drawn = _order({line["strategy"] for line in lines})
     handles = [Line2D([], [], color=strategy_style(s).colour, marker=strategy_style(s).marker,
                       linestyle=strategy_style(s).linestyle) for s in drawn]
-    # the legend above the panels, so the first screen of a report shows it
-    height = fig.get_size_inches()[1]
+    # the legend above the panels, so the first screen of a report shows it; as many
+    # entries a row as the figure's width holds (a one-panel figure wraps), none cut off
+    width, height = fig.get_size_inches()
+    labels = [strategy_label(s) for s in drawn]
+    rows = 1
     if drawn:
-        fig.legend(handles, [strategy_label(s) for s in drawn], loc="upper center",
-                   ncol=len(drawn), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / height))
+        entry = LEGEND_CHAR_IN * max(len(label) for label in labels) + LEGEND_MARK_IN
+        ncol = max(1, min(len(drawn), int(width // entry)))
+        rows = math.ceil(len(drawn) / ncol)
+        fig.legend(handles, labels, loc="upper center", ncol=ncol, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - (0.2 + 0.2 * rows) / height))
     return fig, lines
+
+
+LEGEND_CHAR_IN = 0.075
+"""Inches one character of an 8-point legend label takes (DejaVu Sans averages about 0.6
+em a character: 8 pt x 0.6 / 72 = 0.067, with room to spare)."""
+
+LEGEND_MARK_IN = 0.6
+"""Inches of a legend entry besides its label: the line and marker, and the gap after."""
 
 
 def sidecar_path(image: Path) -> Path:
