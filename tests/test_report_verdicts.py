@@ -247,8 +247,9 @@ def test_first_screen_verdicts_summary_then_plot_and_a_closed_full_table(tmp_pat
                "tasks to decide (under 20 shared) on s.")
     # the agent sample's size is said once, after the summary, not on each verdict line
     passed = ("Too few tasks to decide on agent success (n = 1, under 20 shared tasks) on b: "
-              "the verdicts above use verified success. For an agent sample that decides, run "
-              "`make bench-agent`")
+              "the verdicts above use verified success. `make bench-agent` runs an agent "
+              "sample that decides (Agent outcome, below).")
+    assert md.count("For an agent sample that decides, run `make bench-agent`") == 1
     assert md.count("Too few tasks to decide on agent success") == 1
     assert "Not decided on" not in md
     order = [md.index(x) for x in ("## Headline", verdict_b, verdict_s, summary, passed,

@@ -83,8 +83,9 @@ def _definitions_lines(suites: dict[str, Any]) -> list[str]:
                  shown or "metrics.json", m.source, _DISPLAY_WORDS[m.display])
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     lines.append("")
-    lines.append("The lane metrics (`*_lane_*`) rank the first-stage BM25 candidate lanes, "
-                 "before any strategy selects, not a strategy's selection.")
+    lines.append("The lane metrics (`*_lane_*`) rank the first-stage candidate lanes (the "
+                 "run's pool rule, in the Run section), before any strategy selects, not a "
+                 "strategy's selection.")
     lines.append("")
     lines.append(f"Which outcome decides a verdict: agent success decides a (suite, budget "
                  f"scale) cell only when two of its compared strategies share at least "

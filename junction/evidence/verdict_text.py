@@ -93,8 +93,8 @@ def passed_over_sentence(lines: list[dict[str, Any]]) -> str | None:
                      f"{verdicts.MIN_DECIDING_TASKS} shared tasks) on "
                      f"{', '.join(s for s, _ in mine)}")
     text = "; ".join(parts)
-    tail = (" " + AGENT_SAMPLE_THAT_DECIDES if any(k == "agent_success" for _, k, _ in cells)
-            else "")
+    tail = (" `make bench-agent` runs an agent sample that decides (Agent outcome, below)."
+            if any(k == "agent_success" for _, k, _ in cells) else "")
     return f"Too few tasks to decide on {text}: the verdicts above use verified success.{tail}"
 
 
