@@ -50,6 +50,22 @@ def _fold_rates(rows, strategy) -> dict[tuple[int, int], float]:
     return {k: sum(v) / len(v) for k, v in sorted(cells.items())}
 
 
+def _first_repetition(rows, strategy) -> dict[str, bool]:
+    """task id -> success of ``strategy`` in the run's first seed (a lexical strategy runs
+    only there)."""
+    first = min(r["seed"] for r in rows)
+    return {r["task_id"]: r["success"] for r in rows
+            if r["strategy"] == strategy and r["seed"] == first}
+
+
+def _paired(a: dict[str, bool], b: dict[str, bool]):
+    """``verdicts.paired_comparison`` of A and B on their shared tasks; None when none."""
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        return None
+    return verdicts.paired_comparison([a[t] for t in shared], [b[t] for t in shared])
+
+
 def _points(x: float) -> str:
     return f"{100 * x:+.1f}"
 
@@ -74,14 +90,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{v['rate_a']:.3f} | {v['rate_b']:.3f} | {_points(v['difference'])} | "
                   f"[{_points(v['ci_low'])}, {_points(v['ci_high'])}] | {v['p_value']:.3f} | "
                   f"{v['holds']}/{v['repetitions']} | {v['n_tasks']} |")
-        first = min(r["seed"] for r in rows)
-        by = {s: {r["task_id"]: r["success"] for r in rows
-                  if r["strategy"] == s and r["seed"] == first}
-              for s in ("exact", "adaptive_split")}
-        shared = sorted(set(by["exact"]) & set(by["adaptive_split"]))
-        if shared:
-            c = verdicts.paired_comparison([by["exact"][t] for t in shared],
-                                           [by["adaptive_split"][t] for t in shared])
+        c = _paired(_first_repetition(rows, "exact"), _first_repetition(rows, "adaptive_split"))
+        if c is not None:
             print(f"| {rule} | exact − adaptive_split (paired) | {c.rate_a:.3f} | "
                   f"{c.rate_b:.3f} | {_points(c.difference)} | [{_points(c.ci_low)}, "
                   f"{_points(c.ci_high)}] | {c.p_value:.3f} | | {c.n} |")
@@ -105,14 +115,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{_points(ci['ci_high'])}] | {ci['p_value']:.3f} | corrected CV, "
               f"{len(keys)} folds |")
     for strategy in ("exact", "adaptive_split"):
-        per = {rule: {r["task_id"]: r["success"] for r in rows if r["strategy"] == strategy
-                      and r["seed"] == min(x["seed"] for x in rows)}
-               for rule, rows in runs.items()}
-        shared = sorted(set(per["bm25"]) & set(per["hybrid"]))
-        if not shared:
+        c = _paired(_first_repetition(runs["hybrid"], strategy),
+                    _first_repetition(runs["bm25"], strategy))
+        if c is None:
             continue
-        c = verdicts.paired_comparison([per["hybrid"][t] for t in shared],
-                                       [per["bm25"][t] for t in shared])
         print(f"| {strategy} | {c.rate_b:.3f} | {c.rate_a:.3f} | {_points(c.difference)} | "
               f"[{_points(c.ci_low)}, {_points(c.ci_high)}] | {c.p_value:.3f} | paired "
               f"Newcombe, {c.n} tasks |")
