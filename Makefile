@@ -20,7 +20,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export DO_NOT_TRACK := 1
 
-.PHONY: setup bench bench-agent bench-nightly bench-tau2 test test-fast clean
+.PHONY: setup bench bench-agent bench-nightly bench-tau2 bench-tau2-agent test test-fast clean
 
 setup: $(VENV)/.installed
 
@@ -84,7 +84,25 @@ TAU2_RUN_ID ?= tau2-study-$(TAU2_REPETITIONS)
 bench-tau2: setup
 	$(VENV)/bin/junction bench --suite tau2-banking --strategy learned_exact \
 		--strategy learned_split --strategy exact --strategy adaptive_split --full \
-		--repetitions $(TAU2_REPETITIONS) --run-id $(TAU2_RUN_ID) \
+		--repetitions $(TAU2_REPETITIONS) --run-id $(TAU2_RUN_ID) --agent-size 0 \
+		$(if $(TAU2_DATA),--tau2-data $(TAU2_DATA),)
+
+# the agent on τ-Knowledge (issue 42): the first BENCH_TAU2_AGENT_TASKS tasks (id order), the
+# two learned strategies cross-fitted in one fold draw, the two lexical ones and the coupling
+# pair (gold_tools_only / gold_tools_documents), budget scale 1, the agent on every task that
+# has a gold agent action. 20 from the measured cost per generation: about 6 generations a
+# task, 20-60 s each with the 0.5B model on one thread (bench/README.md, "The agent on
+# τ-Knowledge"). One worker: one model. The fixed run id resumes; generations are cached, so
+# a larger sample pays only for the tasks it adds. TAU2_AGENT_ARGS passes more options, e.g.
+# --agent-url URL --agent-model ID for a server (then BENCH_TAU2_AGENT_TASKS=97: every task).
+BENCH_TAU2_AGENT_TASKS ?= 20
+BENCH_TAU2_AGENT_RUN_ID ?= tau2-agent-$(BENCH_TAU2_AGENT_TASKS)
+bench-tau2-agent: setup
+	$(VENV)/bin/junction bench --suite tau2-banking --strategy learned_exact \
+		--strategy learned_split --strategy exact --strategy adaptive_split \
+		--strategy gold_tools_only --strategy gold_tools_documents --budget-scale 1 \
+		--size $(BENCH_TAU2_AGENT_TASKS) --agent-size $(BENCH_TAU2_AGENT_TASKS) --workers 1 \
+		--run-id $(BENCH_TAU2_AGENT_RUN_ID) $(TAU2_AGENT_ARGS) \
 		$(if $(TAU2_DATA),--tau2-data $(TAU2_DATA),)
 
 # Two pytest-xdist workers, one per core: the slow tests are single-threaded model decodes

@@ -24,7 +24,10 @@ One task per tau2 task:
   that names tool ``t`` verbatim (from the text every strategy sees, not from gold);
 - budget: ``MAX_TOKENS`` visible tokens (fixed, never derived from gold);
 - verifier ``tools_with_documents``: every gold tool exposed and, for each gold pair's
-  tool, at least one exposed document naming it.
+  tool, at least one exposed document naming it; its ``params["actions"]`` hold the gold
+  agent actions (``junction.agent.tau2_grading.gold_actions``), which the agent grader
+  ``tau2_actions`` matches the agent's calls against (the agent acts on the tasks that
+  have one).
 
 Tasks are read from ``tasks/task_*.json`` when that folder exists (the files tau2 itself
 loads), else from ``tasks.json``; the suite note says which.
@@ -46,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from junction.agent.tau2_grading import gold_actions
 from junction.budget import Budget
 from junction.errors import DatasetError
 from junction.resources import ContextResource, SourceKind, ToolResource
@@ -457,7 +461,8 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
             interactions=interactions,
             gold_context_ids=tuple(dict.fromkeys(required)), gold_tool_ids=gold_tools,
             gold_pairs=pairs,
-            verifier=VerifierSpec(kind="tools_with_documents"),
+            verifier=VerifierSpec(kind="tools_with_documents",
+                                  params={"actions": gold_actions(actions)}),
             metadata={"tau2_id": task_id, "actions": len(actions),
                       "disputed": task_id in DISPUTED_TASKS},
         ))
@@ -477,6 +482,9 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
               f"task(s) have no gold agent tool (kept); budget {MAX_TOKENS} tokens, pools "
               f"the top {CONTEXT_POOL} documents by the run's pool rule + all tools. The "
               "query is the simulated customer's instructions, which hold facts the "
-              "customer reveals only when asked: a retrieval study, not tau2's conversation protocol; no agent runs "
-              "(tau2 needs a simulated customer)."),
+              "customer reveals only when asked. Retrieval success is a proxy; where the agent "
+              "acts, it is given the exposed set and the customer's whole situation at once "
+              "and answers with the calls it would make, graded by tau2's action check on "
+              "the gold agent actions: not tau2's conversation, and tau2 itself grades most "
+              "tasks by the database state its calls leave."),
     )

@@ -235,9 +235,9 @@ class Unit:
 def plan_units(plan: RunPlan, suites: list[LoadedSuite]) -> list[Unit]:
     """Every unit the plan runs, in submission order: round-robin over the strategies
     (``plan.steps()`` order), each strategy's units per suite, scale, batch of
-    ``plan.batch_size`` tasks. The references (catalog ``reads_task``) run on BFCL suites
-    only; the agent acts at ``plan.agent_scale()`` only, for ``plan.agent_strategies``
-    only.
+    ``plan.batch_size`` tasks. The references (catalog ``reads_task``) run on their
+    ``reference_suites`` only (BFCL suites when it is empty); the agent acts at
+    ``plan.agent_scale()`` only, for ``plan.agent_strategies`` only.
 
     Why round-robin: a process runs one strategy's units one at a time (one instance and
     call lock per strategy, ``flows.workers.strategy_instance``) and the agent's
@@ -249,8 +249,10 @@ def plan_units(plan: RunPlan, suites: list[LoadedSuite]) -> list[Unit]:
     chains: dict[str, list[Unit]] = {name: [] for name in plan.steps()}
     for suite in suites:
         for strategy, step in plan.steps().items():
-            if strategy_info(strategy).reads_task and not suite.bfcl:
-                continue  # the references read a BFCL row's listing
+            info = strategy_info(strategy)
+            if info.reads_task and not (suite.name in info.reference_suites
+                                        if info.reference_suites else suite.bfcl):
+                continue  # a reference reads what its suites' tasks hold (a BFCL listing)
             tasks = (suite.built.tasks if step.max_tasks is None
                      else suite.capped[step.max_tasks])
             repetition = suite.seed if suite.info.cross_fit else None

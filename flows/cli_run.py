@@ -123,7 +123,8 @@ def bench(
              "with it: none. `none` runs every strategy at every scale."),
     agent_size: int = typer.Option(
         None, "--agent-size", min=0,
-        help="BFCL tasks per suite the language-model agent acts on, at budget scale 1 "
+        help="Tasks per suite the language-model agent acts on (BFCL suites and "
+             "tau2-banking: the suites a grader grades), at budget scale 1 "
              "(default: 1, for the budgeted strategies only; with --full: every task; with "
              "--size: 0). Given, the agent acts for every strategy and reference. 0 runs no "
              "agent."),
@@ -157,8 +158,9 @@ def bench(
     With no options: every suite and every strategy of the default plan at budget scales
     0.5, 1 and 2 on each suite's default benchmark sample, a strategy with a catalog cap or
     scale (the judge, the references: `junction strategies`) within it; the references on
-    BFCL suites only; the language-model agent on 1 task per BFCL suite for every strategy
-    that respects the budget (the references' agent outcome: `make bench-agent`).
+    the suites they read; the language-model agent on 1 task per suite it can be graded on
+    (BFCL, tau2-banking) for every strategy that respects the budget (the references' agent
+    outcome: `make bench-agent`, `make bench-tau2-agent`).
     """
     output_root = warehouse or warehouse_root()
     if run_id and "://" not in output_root:  # a held run id: refused before anything loads

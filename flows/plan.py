@@ -63,7 +63,8 @@ DEFAULT_STRATEGY_SCALES: dict[str, list[float]] = {
 (the references ignore the budget, so one scale says all they can)."""
 
 DEFAULT_AGENT_SIZE = 1
-"""Tasks per BFCL suite the language-model agent acts on in the default plan: one, so the
+"""Tasks per suite the language-model agent acts on in the default plan (each suite an agent
+grader grades: BFCL, tau2-banking): one, so the
 default run shows the agent path working within its time budget; such a sample never
 decides a verdict (``junction.evidence.verdicts``' minimum of deciding tasks), and
 ``make bench-agent`` runs one that does. ``full`` runs every task; an explicit ``size``
@@ -155,7 +156,7 @@ class RunPlan(BaseModel):
     - ``batch_size``: tasks per work unit; ``output_root``/``reports_root``: traces and
       reports; ``runner``/``workers``/``dask_address``: the task runner
     - ``suite_files``: JSON Lines suite files (``junction_datasets.jsonl``), sorted
-    - ``agent_size``: tasks per BFCL suite the agent acts on (None given: 1, or every task
+    - ``agent_size``: tasks per suite the agent acts on (a suite an agent grader grades) (None given: 1, or every task
       with ``full`` (stored None), or 0 with an explicit ``size``); ``agent_model``: a GGUF
       path or embedded model name (None: the default), or with ``agent_url`` (an
       OpenAI-compatible base URL) the server's model id; ``agent_concurrency``: requests in

@@ -15,7 +15,7 @@ from typing import Any
 
 from junction_datasets import SuiteBuild, SuiteInfo
 
-__all__ = ["LoadedSuite", "capped", "is_bfcl", "agent_sample", "suite_summary"]
+__all__ = ["LoadedSuite", "agent_gradable", "capped", "is_bfcl", "agent_sample", "suite_summary"]
 
 
 @dataclass(frozen=True)
@@ -60,14 +60,26 @@ def is_bfcl(tasks: list) -> bool:
     return bool(tasks) and all(gradable(t) for t in tasks)
 
 
+def agent_gradable(tasks: list) -> bool:
+    """Whether the agent can act on a suite: some grader of the catalog
+    (``junction.agent.graders``) grades one of its tasks."""
+    from junction.agent.graders import gradable
+
+    return any(gradable(t) for t in tasks)
+
+
 def agent_sample(tasks: list, agent_size: int | None,
                  sample: Callable[[int], list]) -> frozenset[str]:
-    """Ids of the tasks the agent acts on: none for a suite that is not BFCL, every task
-    for ``agent_size`` None, else the suite's own sample of that size (``capped``)."""
-    if agent_size == 0 or not is_bfcl(tasks):
+    """Ids of the tasks the agent acts on: none for a suite no agent grader grades
+    (``agent_gradable``), every task for ``agent_size`` None, else the suite's own sample
+    of that size (``capped``); of those, the tasks a grader grades (a τ task without a gold
+    agent action is left out)."""
+    if agent_size == 0 or not agent_gradable(tasks):
         return frozenset()
+    from junction.agent.graders import gradable
+
     chosen = tasks if agent_size is None else capped(tasks, agent_size, sample)
-    return frozenset(t.task_id for t in chosen)
+    return frozenset(t.task_id for t in chosen if gradable(t))
 
 
 def suite_summary(suite: LoadedSuite, max_tasks: dict[str, int | None]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 from junction.evidence import metrics as catalog
 from junction.candidates import DEFAULT_POOL_RULE, Candidate, pool_rule
 from junction.agent.execution import ExecutionResult, Executor, execute, verify
-from junction.agent.grading import gradable, grade_agent
+from junction.agent.graders import gradable, grade_agent
 from junction.evidence.metrics import (
     LaneRanking,
     lane_ranking_metrics,
@@ -55,7 +55,9 @@ def _agent_fields(name: str, execution: ExecutionResult, grade: Any) -> dict[str
                 agent_model_sha256=execution.model_sha256,
                 agent_prompt_sha256=execution.prompt_sha256, agent_output=execution.text,
                 agent_remote=execution.remote,
-                agent_dropped_context_ids=execution.dropped_context_ids)
+                agent_dropped_context_ids=execution.dropped_context_ids,
+                agent_action_recall=grade.action_recall,
+                agent_wrong_variant_calls=grade.wrong_variant_calls)
 
 
 def _run_agent(agent: Executor, jobs: list[tuple[BenchmarkTask, Any]]) -> list[ExecutionResult]:
@@ -89,10 +91,10 @@ def evaluate_batch(
     """Run ``strategy`` on each task; return (trace records, timing rows), in task order.
 
     The toy executor and the suite's verifier give ``success`` (the retrieval proxy on
-    BFCL suites) for every task. On the tasks named in ``agent_task_ids`` that
-    ``junction.agent.grading`` can grade, ``agent`` (a model ``Executor``) also acts on the
-    exposed set and BFCL's checker gives ``agent_success``; its calls are the trace's
-    ``tool_calls``. A strategy whose catalog record ``reads_task`` (a reference) is given the task, not
+    BFCL suites) for every task. On the tasks named in ``agent_task_ids`` that a grader of
+    ``junction.agent.graders`` grades, ``agent`` (a model ``Executor``) also acts on the
+    exposed set and the grader (BFCL's checker, tau2's action check) gives
+    ``agent_success``; its calls are the trace's ``tool_calls``. A strategy whose catalog record ``reads_task`` (a reference) is given the task, not
     the router view. ``repetition`` and ``fold`` are recorded on every trace (a
     cross-fitted suite's repetition, and the fold of a learned strategy bound to it).
     ``pool`` is the pool rule (``junction.candidates.POOL_RULES``) every selection of the

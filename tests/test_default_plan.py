@@ -174,7 +174,7 @@ def test_report_states_the_default_plan():
             "judge_admission: 4 tasks per suite (fewer where the suite has fewer) at scale 1 "
             "only; adaptive_split, exact, fixed_split: every task in the Suites table at every "
             "budget scale.") in md
-    assert "- agent: a language-model agent acted on 1 task of each BFCL suite" in md
+    assert "- agent: a language-model agent acted on 1 task of each suite it can be graded on" in md
     suites = {"bfcl-memory": {"tasks": 40, "strategy_tasks": {"judge_admission": 8}}}
     md = render_markdown({"run_id": "r", "params": RunPlan.build().params()}, [], suites, None)
     assert "| bfcl-memory | 40 (judge_admission: 8) |" in md
@@ -277,7 +277,7 @@ def test_the_report_says_whom_the_default_agent_left_out_and_how_to_decide():
     from junction.evidence.verdict_text import AGENT_SAMPLE_THAT_DECIDES, agent_table_lines
 
     md = render_markdown({"run_id": "r", "params": RunPlan.build().params()}, [], {}, None)
-    assert ("acted on 1 task of each BFCL suite (the suite's own sample), for adaptive_split, "
+    assert ("acted on 1 task of each suite it can be graded on (the suite's own sample), for adaptive_split, "
             "exact, fixed_split, judge_admission (not for bfcl_listed), at budget scale 1") in md
     md = render_markdown({"run_id": "r", "params": RunPlan.build(agent_size=1).params()},
                          [], {}, None)

@@ -335,3 +335,34 @@ def test_bench_server_down_mid_run_fails_in_one_line_and_a_rerun_resumes(server,
         proxy.stop()
     assert second.returncode == 0, second.stderr[-2000:]
     assert "resuming run down" in second.stdout and "(1 already done)" in second.stdout
+
+
+def test_the_remote_agent_gives_the_embedded_agents_tau2_outcomes(server, agent_model,
+                                                                  tmp_path):
+    # three τ fixture tasks, the coupling reference's exposed set (gold tools, siblings and
+    # the documents naming them), the τ layout: the same text, hence the same grade
+    from pathlib import Path
+
+    from junction.agent.generations import AgentCache
+    from junction.agent.graders import grade_agent
+    from junction.agent.llm import LLMExecutor
+    from junction_datasets.tau2_banking import banking_suite
+
+    fixture = Path(__file__).resolve().parent / "data" / "tau2_fixture"
+    tasks = [t for t in banking_suite(split="all", path=fixture).tasks
+             if t.metadata["tau2_id"] in ("task_001", "task_002", "task_004")]
+    embedded = LLMExecutor(agent_model, AgentCache(tmp_path / "embedded.sqlite"))
+    remote = RemoteExecutor(RemoteAgent(server, ALIAS,
+                                        RemoteAgentConfig(context_tokens=SERVER_CTX)),
+                            RemoteGenerationCache(tmp_path / "remote.sqlite"))
+    reference = make_strategy("gold_tools_documents")
+    outcomes = []
+    for task in tasks:
+        sel = reference.select(task, None).selection
+        got = [executor.execute(task, sel.context_ids, sel.tool_ids)
+               for executor in (embedded, remote)]
+        assert got[0].text == got[1].text
+        grades = [grade_agent(task, g) for g in got]
+        assert grades[0] == grades[1]
+        outcomes.append(grades[0].outcome)
+    assert len(outcomes) == 3

@@ -167,7 +167,9 @@ def verify_tools_exposed(task: BenchmarkTask, result: ExecutionResult) -> Outcom
 
 def verify_tools_with_documents(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
     """``tools_with_documents``: every gold tool is exposed and, for the tool of each of the
-    task's ``gold_pairs``, some exposed document of those pairs names it (no ``params``)."""
+    task's ``gold_pairs``, some exposed document of those pairs names it (reads no
+    ``params``; τ's ``params["actions"]`` are the agent grader's, ``junction.agent.
+    tau2_grading``)."""
     tools = verify_tools_exposed(task, result)
     if not tools.success:
         return tools

@@ -21,7 +21,8 @@ from typing import Any, Protocol
 
 from junction.agent.execution import ExecutionResult, ToolCall
 from junction.agent.grading import json_safe
-from junction.agent.prompt import AgentError, AgentPrompt, fit_prompt, parse_output
+from junction.agent.prompt import (BFCL_LAYOUT, AgentError, AgentPrompt, fit_prompt,
+                                   parse_output)
 from junction.sqlite_cache import open_wal
 from junction.tasks import BenchmarkTask, RouterView
 
@@ -159,9 +160,12 @@ class CachedExecutor:
     def execute_view(self, view: RouterView, context_ids: Iterable[str],
                      tool_ids: Iterable[str]) -> ExecutionResult:
         """``execute`` on a router view (what the agent may see)."""
+        from junction.agent.graders import prompt_layout
+
         cs, ts = tuple(sorted(context_ids)), tuple(sorted(tool_ids))
         prompt, dropped = fit_prompt(view, cs, ts, self.agent.count_prompt_tokens,
-                                     self.agent.prompt_limit)
+                                     self.agent.prompt_limit,
+                                     prompt_layout(view.suite) or BFCL_LAYOUT)
         generation = self._generation(prompt)
         kind, calls, decode_error = parse_output(generation.text, ts)
         tool_calls = tuple(

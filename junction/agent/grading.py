@@ -1,5 +1,8 @@
 """Grade what an agent did on a BFCL task with BFCL's own checkers: ``agent_success``.
 
+The ``bfcl`` record of the agent grader catalog (``junction.agent.graders``, which chooses
+a task's grader; call ``junction.agent.graders.grade_agent`` to grade any task).
+
 ``grade_agent(task, result)`` reads the task's BFCL category and gold calls
 (``task.metadata``: ``bfcl_category``, ``gold_calls``; ``verifier.params.answers`` for
 memory) and the executor's decoded calls and text. Outcomes (``AGENT_OUTCOMES``):
@@ -55,8 +58,11 @@ _TOOL_CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple")
 
 
 class AgentGrade(BaseModel):
-    """``success``, ``outcome`` (a key of ``AGENT_OUTCOMES``), BFCL's ``error_type``
-    (empty on success) and its first error message (``detail``)."""
+    """``success``, ``outcome`` (a key of the grader's outcomes, ``AGENT_OUTCOMES`` here),
+    the checker's ``error_type`` (empty on success) and its first error message
+    (``detail``). A grader of gold actions (``junction.agent.tau2_grading``) also gives
+    ``action_recall`` (share of gold agent actions met, in [0, 1]) and
+    ``wrong_variant_calls`` (calls of a look-alike sibling of a gold tool); None here."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -64,6 +70,8 @@ class AgentGrade(BaseModel):
     outcome: str
     error_type: str = ""
     detail: str = ""
+    action_recall: float | None = None
+    wrong_variant_calls: int | None = None
 
 
 def _category(task: BenchmarkTask) -> str | None:

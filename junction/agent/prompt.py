@@ -31,8 +31,9 @@ from junction.agent.bfcl_checker import DecodeError, decode_calls, system_prompt
 from junction.errors import JunctionError
 from junction.tasks import RouterView
 
-__all__ = ["AgentError", "AgentPrompt", "DOCUMENTS_HEADER", "LEFT_OUT_NOTE", "QUESTION_RESERVE",
-           "fit_prompt", "parse_output", "prompt_limit", "render_prompt"]
+__all__ = ["AgentError", "AgentPrompt", "BFCL_LAYOUT", "DOCUMENTS_HEADER", "LEFT_OUT_NOTE",
+           "PromptLayout", "QUESTION_RESERVE", "fit_prompt", "parse_output", "prompt_limit",
+           "render_prompt"]
 
 DOCUMENTS_HEADER = ("Here are documents that may help. If they answer the question, reply "
                     "with the answer in plain text instead of a function call.")
@@ -40,6 +41,23 @@ DOCUMENTS_HEADER = ("Here are documents that may help. If they answer the questi
 
 LEFT_OUT_NOTE = "[{n} earlier documents left out: they do not fit the context window]"
 """Follows ``DOCUMENTS_HEADER`` when ``fit_prompt`` left ``n`` contexts out."""
+
+
+
+@dataclass(frozen=True)
+class PromptLayout:
+    """What a suite's agent is told around BFCL's system prompt: ``documents_header``
+    introduces the exposed contexts; ``question`` is the user message, a ``str.format``
+    template with ``{objective}`` (the router view's objective). A grader of the catalog
+    (``junction.agent.graders``) names the layout of its suites; others get
+    ``BFCL_LAYOUT``."""
+
+    documents_header: str
+    question: str = "{objective}"
+
+
+BFCL_LAYOUT = PromptLayout(DOCUMENTS_HEADER)
+"""BFCL's layout: ``DOCUMENTS_HEADER``, the objective as the user message."""
 
 QUESTION_RESERVE = 128
 """Prompt tokens ``fit_prompt`` keeps for the user message when it fits the system message,
@@ -77,13 +95,15 @@ def _tool_doc(view: RouterView, tool_id: str) -> dict[str, Any]:
 
 def render_prompt(view: RouterView, context_ids: Iterable[str],
                   tool_ids: Iterable[str], left_out: int = 0,
-                  question: str | None = None) -> AgentPrompt:
-    """The agent's prompt for the exposed set (layout in the module docstring).
+                  question: str | None = None,
+                  layout: PromptLayout = BFCL_LAYOUT) -> AgentPrompt:
+    """The agent's prompt for the exposed set (layout in the module docstring; ``layout``
+    gives the documents header and the user message, BFCL's by default).
 
     ``left_out`` > 0 adds ``LEFT_OUT_NOTE`` after the documents header (``fit_prompt``);
-    ``question`` replaces the objective as the user message (``fit_prompt`` measures the
-    system message with an empty one). Raises ``KeyError`` naming an id that is not a
-    resource of the view.
+    ``question`` replaces the user message (``fit_prompt`` measures the system message
+    with an empty one). Raises ``KeyError`` naming an id that is not a resource of the
+    view.
     """
     if not isinstance(view, RouterView):
         raise TypeError(f"render_prompt takes a RouterView, got {type(view).__name__}")
@@ -91,19 +111,22 @@ def render_prompt(view: RouterView, context_ids: Iterable[str],
     system = system_prompt(tools)
     contexts = [view.context(c) for c in sorted(context_ids)]
     if contexts or left_out:
-        header = DOCUMENTS_HEADER + ("\n" + LEFT_OUT_NOTE.format(n=left_out) if left_out else "")
+        header = layout.documents_header + ("\n" + LEFT_OUT_NOTE.format(n=left_out) if left_out else "")
         blocks = [f"[document {c.id}]\n{c.content}" for c in contexts]
         system = system.rstrip("\n") + "\n\n" + header + "\n" + "\n\n".join(blocks) + "\n"
     messages = ({"role": "system", "content": system},
-                {"role": "user", "content": view.objective if question is None else question})
+                {"role": "user", "content": (layout.question.format(objective=view.objective)
+                                             if question is None else question)})
     canonical = json.dumps(messages, sort_keys=True, ensure_ascii=False)
     return AgentPrompt(messages, hashlib.sha256(canonical.encode("utf-8")).hexdigest())
 
 
 def fit_prompt(view: RouterView, context_ids: Iterable[str], tool_ids: Iterable[str],
                count: Callable[[AgentPrompt], int],
-               limit: int) -> tuple[AgentPrompt, tuple[str, ...]]:
-    """``render_prompt`` of the exposed set, fitted to ``limit`` prompt tokens.
+               limit: int, layout: PromptLayout = BFCL_LAYOUT,
+               ) -> tuple[AgentPrompt, tuple[str, ...]]:
+    """``render_prompt`` of the exposed set (in ``layout``), fitted to ``limit`` prompt
+    tokens.
 
     ``count`` gives a prompt's tokens as the model will read them (``LlamaAgent.
     count_prompt_tokens``, ``RemoteAgent.count_prompt_tokens``); ``limit``: prompt tokens
@@ -123,7 +146,7 @@ def fit_prompt(view: RouterView, context_ids: Iterable[str], tool_ids: Iterable[
             counted[p.sha256] = count(p)
         return counted[p.sha256]
 
-    whole = render_prompt(view, cs, ts)
+    whole = render_prompt(view, cs, ts, layout=layout)
     if tokens(whole) <= limit:
         return whole, ()
     exposed = set(cs)
@@ -131,7 +154,7 @@ def fit_prompt(view: RouterView, context_ids: Iterable[str], tool_ids: Iterable[
 
     def prompt(kept: int, question: str | None = None) -> AgentPrompt:
         return render_prompt(view, ordered[len(ordered) - kept:] if kept else (), ts,
-                             left_out=len(ordered) - kept, question=question)
+                             left_out=len(ordered) - kept, question=question, layout=layout)
 
     low, high = 0, len(ordered) - 1  # the most kept with the question reserve fitting
     if tokens(prompt(0, "")) + QUESTION_RESERVE > limit:

@@ -12,6 +12,7 @@ from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
 from junction.evidence.agent_tables import agent_pair_lines, fit_lines
 from junction.candidates import DEFAULT_POOL_RULE, POOL_RULES
+from junction.evidence.agent_actions import action_lines
 from junction.evidence.crossfit import cross_fitted_lines
 from junction.evidence.joint_split import joint_split_lines
 from junction.evidence.verdict_text import agent_table_lines, comparison_lines, first_screen_lines
@@ -180,9 +181,10 @@ def _agent_lines(params: dict[str, Any],
     left_out = _agent_left_out(params, params.get("strategies", []))
     whom = ("for every strategy and reference" if not left_out else
             f"for {', '.join(acted) or 'no strategy'} (not for {', '.join(left_out)})")
-    lines = [f"- agent: a language-model agent acted on {sample} of each BFCL suite (the "
-             f"suite's own sample), {whom}, at budget scale 1 "
-             f"(`agent_success`, graded by BFCL's checker; {where})."]
+    lines = [f"- agent: a language-model agent acted on {sample} of each suite it can be "
+             f"graded on (the suite's own sample), {whom}, at budget scale 1 "
+             f"(`agent_success`, graded by BFCL's checker on BFCL suites and tau2's action "
+             f"check on τ-Knowledge; {where})."]
     if distinct:
         lines.append("- agent cost: it generates once per distinct (task, exposed set); "
                      "strategies that expose the same set share that generation. "
@@ -209,7 +211,8 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                     joint_split: list[dict[str, Any]] | None = None,
                     agent_pairs: list[dict[str, Any]] | None = None,
                     fit: dict[tuple[str, str], dict[str, int]] | None = None,
-                    cross_fitted: list[dict[str, Any]] | None = None) -> str:
+                    cross_fitted: list[dict[str, Any]] | None = None,
+                    actions: dict[str, list[dict[str, Any]]] | None = None) -> str:
     """The Markdown report. First screen: the verdict line per suite, the run in one
     sentence and the success-against-budget plot; then the run header, the full comparison
     table, the agent outcome table, joint versus split, suites, one table per suite
@@ -242,6 +245,7 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     lines.extend(agent_table_lines(agent or []))
     lines.extend(agent_pair_lines(agent_pairs or []))
     lines.extend(cross_fitted_lines(cross_fitted or []))
+    lines.extend(action_lines(actions or {}))
     lines.extend(joint_split_lines(joint_split or []))
     for name, reason in sorted((run.get("suites_skipped") or {}).items()):
         lines.append(f"- suite {name} was skipped: {reason}")
@@ -251,8 +255,8 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                  "Means skip tasks where a metric is undefined (–); see Definitions. "
                  "`success_rate` is the retrieval proxy (`retrieval_success`); "
                  "`agent_success_rate` is a language-model agent acting on the exposed set, "
-                 "graded by BFCL's checker, on the agent sample of each BFCL suite only "
-                 "(Suites: `agent`) at budget scale 1. Rates and fractions are in percent, "
+                 "graded by the suite's agent grader (BFCL's checker, tau2's action check), "
+                 "on each suite's agent sample only (Suites: `agent`) at budget scale 1. Rates and fractions are in percent, "
                  "tokens whole, objectives and ranking scores to 2 decimals (each metric's "
                  "`display` in the catalog); `metrics.json` keeps full precision.")
     lines.append("")

@@ -24,6 +24,7 @@ from junction.evidence.agent_tables import agent_fit, agent_pairs
 from junction.evidence.calibration import learned_calibration
 from junction.evidence.cost import cost_lines, run_timings
 from junction.evidence.crossfit import cross_fitted_verdicts
+from junction.evidence.agent_actions import action_tables
 from junction.evidence.joint_split import MEASURES, joint_split_verdicts
 from junction.evidence.report_markdown import render_markdown
 from junction.evidence.metrics_json import metrics_document, rounded
@@ -131,12 +132,13 @@ def _write_report_files(out_dir: Path, run: dict[str, Any], traces: pa.Table,
     joint_split = joint_split_verdicts(verdict_rows)
     cross_fitted = cross_fitted_verdicts(verdict_rows, _disputed(suites))
     pairs = agent_pairs(traces)
+    actions = action_tables(traces)
     md = render_markdown(run, summary, suites, plot_path.name if summary else None,
                          headline=headline, cost=cost, plot_note=plot_note,
                          time_plot_name=time_path.name if has_times and cost else None,
                          calibration=calibration, agent=agent_rows(traces),
                          joint_split=joint_split, agent_pairs=pairs, fit=agent_fit(traces),
-                         cross_fitted=cross_fitted)
+                         cross_fitted=cross_fitted, actions=actions)
     body = markdown_lib.markdown(md, extensions=["tables"])
     page = html_page("Junction run " + run["run_id"], body)
     metrics = metrics_document(summary, report_params(run.get("params", {})), suites, headline,
@@ -147,6 +149,9 @@ def _write_report_files(out_dir: Path, run: dict[str, Any], traces: pa.Table,
         metrics["cross_fitted"] = [{k: rounded(v) for k, v in r.items()} for r in cross_fitted]
     if pairs:
         metrics["agent_pairs"] = [{k: rounded(v) for k, v in r.items()} for r in pairs]
+    if any(actions.values()):
+        metrics["agent_actions"] = {name: [{k: rounded(v) for k, v in r.items()} for r in rows]
+                                    for name, rows in actions.items()}
     files = {
         "metrics.json": json.dumps(metrics, sort_keys=True, indent=2, allow_nan=False) + "\n",
         "run.json": json.dumps(run, sort_keys=True, indent=2, allow_nan=False) + "\n",

@@ -42,7 +42,7 @@ __all__ = [
     "timings_to_table",
 ]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """2: ``selector`` added (the algorithm that produced the selection). 3: the agent outcome
 added (``executor``, ``agent_success``, ``agent_outcome``, ``agent_error_type``,
 ``agent_prompt_tokens``, ``agent_generated_tokens``, ``agent_model_sha256``,
@@ -53,7 +53,10 @@ server and model id of a ``remote`` agent; ``agent_model_sha256`` is then NULL).
 its context window). 6: ``repetition`` and ``fold`` added (cross-fitting,
 ``junction.learned.crossfit``: the repetition, which is the run's seed, on every trace of a
 cross-fitted suite; the fold on a learned strategy's traces there). 7: ``pool_rule`` added
-(the candidate pools' rule, ``junction.candidates.POOL_RULES``; traces before it are BM25)."""
+(the candidate pools' rule, ``junction.candidates.POOL_RULES``; traces before it are BM25).
+8: ``agent_action_recall`` and ``agent_wrong_variant_calls`` added (a grader of gold
+actions, ``junction.agent.tau2_grading``; None elsewhere), and ``agent_outcome`` may be
+any grader's outcome (``junction.agent.graders.agent_outcomes``)."""
 
 
 class CandidateRecord(BaseModel):
@@ -124,10 +127,11 @@ class TaskTraceRecord(BaseModel):
     only), ``llm`` (an embedded model acted: the ``agent_*`` fields are set) or ``remote``
     (a model on an OpenAI-compatible server acted: ``agent_remote`` names it)."""
     agent_success: bool | None = None
-    """BFCL's checker on the agent's calls or answer (``junction.agent.grading``); None where no
-    agent ran."""
+    """The task's agent grader on the agent's calls or answer (``junction.agent.graders``:
+    BFCL's checker, tau2's action check); None where no agent ran."""
     agent_outcome: str | None = None
-    """``junction.agent.grading.AGENT_OUTCOMES`` key (correct, wrong_call, ..., unparseable)."""
+    """A key of ``junction.agent.graders.agent_outcomes()`` (correct, wrong_call, ...,
+    unparseable)."""
     agent_error_type: str = ""
     agent_prompt_tokens: int | None = None
     agent_generated_tokens: int | None = None
@@ -140,6 +144,12 @@ class TaskTraceRecord(BaseModel):
     """Exposed contexts the agent did not see: left out, oldest first, so the prompt fits
     the model's context window (``junction.agent.prompt.fit_prompt``); empty where all fit
     or no agent ran."""
+    agent_action_recall: float | None = None
+    """Share of the task's gold agent actions the agent's calls met, in [0, 1]
+    (``junction.agent.tau2_grading``); None where the grader has no gold actions."""
+    agent_wrong_variant_calls: int | None = None
+    """Calls of a look-alike sibling of a gold tool that is not itself gold (``_8292`` for
+    ``_8291``); None where the grader has no gold actions."""
     gold_context_ids: tuple[str, ...] = ()
     gold_tool_ids: tuple[str, ...] = ()
     context_recall: float | None = None
@@ -259,6 +269,8 @@ TRACE_SCHEMA = pa.schema([
     ("agent_output", pa.string()),
     ("agent_remote", pa.string()),
     ("agent_dropped_context_ids", pa.list_(pa.string())),
+    ("agent_action_recall", pa.float64()),
+    ("agent_wrong_variant_calls", pa.int64()),
     ("gold_context_ids", pa.list_(pa.string())),
     ("gold_tool_ids", pa.list_(pa.string())),
     ("context_recall", pa.float64()),

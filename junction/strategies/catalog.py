@@ -68,13 +68,17 @@ class StrategyInfo:
     ``ranks_apart``: it ranks each type alone (the headline's interaction-blind side).
     ``claims_optimal``: its selections carry a solver status (the report counts those not
     proven optimal). ``reads_task``: it is given the ``BenchmarkTask`` (a reference reads
-    the row's listing), not the router view; such strategies run on BFCL suites only.
+    the row's listing), not the router view; such strategies run on the suites named in
+    ``reference_suites``, or on BFCL suites when it is empty.
     ``default_size``: its cap on tasks per suite in the default run (None: the suite's);
     ``default_scales``: its budget scales in the default run (None: the run's grid).
     ``colour`` and ``marker``: how every figure draws it (a matplotlib colour name and
     marker; a reference is drawn dashed), the same in every panel.
     ``split_twin``: for a joint strategy, the split strategy on the same unary utilities
     that the joint-versus-split verdict compares it with (``junction.evidence.joint_split``).
+    ``documents_twin``: for a reference that adds documents to a tool set, the reference
+    with the same tools and no document; their agent difference is the coupling value
+    (``junction.evidence.agent_actions``).
     """
 
     name: str
@@ -86,6 +90,7 @@ class StrategyInfo:
     ranks_apart: bool = False
     claims_optimal: bool = False
     reads_task: bool = False
+    reference_suites: tuple[str, ...] = ()
     needs_calibration: bool = False
     needs_training: bool = False
     options: tuple[tuple[str, Any], ...] = ()
@@ -95,6 +100,7 @@ class StrategyInfo:
     colour: str | None = None
     marker: str | None = None
     split_twin: str | None = None
+    documents_twin: str | None = None
 
     def build(self, calibration_tasks: Sequence[BenchmarkTask] = (),
               training: Any = None) -> Strategy:
@@ -222,6 +228,17 @@ for _info in (
                  "every tool of the task's pool", respects_budget=False, reads_task=True,
                  default_scales=(1.0,),
                  colour="tab:gray", marker="+"),
+    # τ-Knowledge's coupling pair (issue 42): the same tools without and with the documents
+    # naming them; make bench-tau2-agent runs them.
+    StrategyInfo("gold_tools_only", _M + "references:make_gold_tools_only", "reference",
+                 "τ: the gold tools and their look-alike siblings, no document",
+                 respects_budget=False, reads_task=True, reference_suites=("tau2-banking",),
+                 default_scales=(1.0,), colour="darkgray", marker="1"),
+    StrategyInfo("gold_tools_documents", _M + "references:make_gold_tools_documents",
+                 "reference", "τ: the same tools and the required documents naming them",
+                 respects_budget=False, reads_task=True, reference_suites=("tau2-banking",),
+                 default_scales=(1.0,), colour="darkgoldenrod", marker="2",
+                 documents_twin="gold_tools_only"),
     StrategyInfo("learned_exact", _M + "learned:make_learned_strategy", "learned",
                  "the exact joint selector on learned unaries and learned pairs",
                  sees_interactions=True, claims_optimal=True, needs_training=True,

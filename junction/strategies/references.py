@@ -1,4 +1,5 @@
-"""Reference strategies: BFCL's own setting and the whole pool, outside the budget.
+"""Reference strategies: BFCL's own setting, the whole pool and τ's coupling pair, outside
+the budget.
 
 They give agent success a scale; neither respects the task's budget (``respects_budget``
 is False; the report shows them apart and the headline never names one best):
@@ -10,7 +11,12 @@ is False; the report shows them apart and the headline never names one best):
   scenario's whole prior conversation, which BFCL's memory run replays to the model
   before it asks the question (``listed_context_ids``);
 - ``all_tools``: every tool of the task's pool (the row's functions and the distractors),
-  no context.
+  no context;
+- ``gold_tools_only`` and ``gold_tools_documents``, the coupling pair on τ-Knowledge: the
+  same tools (the task's gold tools and their look-alike siblings,
+  ``junction.agent.tau2_grading.siblings``), without and with the documents that name
+  them (the contexts of the task's ``gold_pairs``). The agent's paired difference between
+  the two is what a document is worth to that model, whatever a selector does.
 
 A reference reads the task (the listing is not in the router view), so it is called as
 ``select(task, pool_limit)``; its candidate pools are the whole lanes (``pool_limit`` is
@@ -29,7 +35,8 @@ from junction.candidates import candidate_pools
 from junction.strategies.base import StrategyResult
 from junction.tasks import BenchmarkTask
 
-__all__ = ["ReferenceStrategy", "listed_context_ids", "listed_tool_ids"]
+__all__ = ["ReferenceStrategy", "gold_tools_and_siblings", "listed_context_ids",
+           "listed_tool_ids", "naming_documents"]
 
 
 def listed_tool_ids(task: BenchmarkTask) -> tuple[str, ...]:
@@ -96,3 +103,29 @@ def make_bfcl_listed() -> ReferenceStrategy:
 def make_all_tools() -> ReferenceStrategy:
     """``all_tools``: every tool of the task's pool."""
     return ReferenceStrategy("all_tools", lambda task: tuple(t.id for t in task.tools))
+
+
+def gold_tools_and_siblings(task: BenchmarkTask) -> tuple[str, ...]:
+    """The task's gold tools and every look-alike sibling of one of them among its tools
+    (``junction.agent.tau2_grading.siblings``); none for a task without a gold tool."""
+    from junction.agent.tau2_grading import siblings
+
+    ids = [t.id for t in task.tools]
+    return tuple(sorted({*task.gold_tool_ids,
+                         *(s for g in task.gold_tool_ids for s in siblings(g, ids))}))
+
+
+def naming_documents(task: BenchmarkTask) -> tuple[str, ...]:
+    """The contexts of the task's ``gold_pairs``: its required documents that name one of
+    its gold tools."""
+    return tuple(sorted({p.context_id for p in task.gold_pairs}))
+
+
+def make_gold_tools_only() -> ReferenceStrategy:
+    """``gold_tools_only``: the gold tools and their siblings, no document."""
+    return ReferenceStrategy("gold_tools_only", gold_tools_and_siblings)
+
+
+def make_gold_tools_documents() -> ReferenceStrategy:
+    """``gold_tools_documents``: the same tools and the documents naming them."""
+    return ReferenceStrategy("gold_tools_documents", gold_tools_and_siblings, naming_documents)
