@@ -51,10 +51,13 @@ CALIBRATION_SIZE = 8
 register_suite(SuiteInfo("coupling", coupling_suite, None, description="hand-made coupling task"))
 register_suite(SuiteInfo(
     "synthetic", lambda seed=0, size=None: synthetic_suite(seed=seed, size=size or 200),
-    default_size=20, description="seeded synthetic tasks, 6 contexts + 6 tools, planted coupling",
+    default_size=60, description="seeded synthetic tasks, 6 contexts + 6 tools, planted coupling",
 ))
 
 # BFCL suites (datasets/bfcl.py); the data package is read only when a suite is built.
+# the default benchmark's size per suite: sized so the default run fits its time budget
+# (bench/README.md, "Overview figures"); 40 tasks per BFCL suite in the default run
+BFCL_DEFAULT_SIZE = 40
 for _name, _build, _what, _family in (
     ("bfcl-multiple", _bfcl.multiple_suite, "BFCL multiple: 1 gold tool, row + distractors",
      "bfcl-tools"),
@@ -67,7 +70,7 @@ for _name, _build, _what, _family in (
     ("bfcl-memory", _bfcl.memory_suite, "BFCL memory: answer from prior-conversation turns",
      "bfcl-memory"),
 ):
-    register_suite(SuiteInfo(_name, _build, _bfcl.DEFAULT_SIZE, _bfcl.POOL_LIMIT, _what,
+    register_suite(SuiteInfo(_name, _build, BFCL_DEFAULT_SIZE, _bfcl.POOL_LIMIT, _what,
                              family=_family))
 # Pages: run by name (`--suite bfcl-memory-pages`) with the page strategies
 # (judge_top_k, bm25_top_k); the default benchmark's strategies admit whole turns, not pages.
@@ -88,13 +91,13 @@ register_suite(SuiteInfo(
     "τ-Knowledge banking: 698 policy documents, 58 agent tools, gold on both and on pairs",
     family="tau2-banking", unavailable=_tau2.unavailable_reason, cross_fit=True,
 ))
-for _n in (50, 100, 200):  # the exact strategy's solver runs here; enumeration could not
-    register_suite(SuiteInfo(
+for _n, _size in ((50, 20), (100, 10), (200, 3)):  # the exact solver runs here; enumeration
+    register_suite(SuiteInfo(                      # could not
         f"synthetic-{_n}",
         lambda seed=0, size=None, _n=_n: synthetic_suite(
             seed=seed, size=size or 20, n_contexts=_n // 2, n_tools=_n // 2,
             density=10 / _n, suite=f"synthetic-{_n}"),
-        default_size=3, pool_limit=None,
+        default_size=_size, pool_limit=None,
         description=f"seeded synthetic tasks, {_n // 2} contexts + {_n // 2} tools, "
                     f"about 5 interactions per candidate (density 10/{_n}), planted coupling",
     ))

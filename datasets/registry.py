@@ -30,7 +30,8 @@ class SuiteBuild:
 
 @dataclass(frozen=True)
 class SuiteInfo:
-    """A registered suite: its builder, default size for the default benchmark, the
+    """A registered suite, its one record: its builder, its size in the default benchmark
+    (``default_size``: tasks sampled without ``size`` or ``full``; None: every task), the
     candidate-pool limit per lane its strategies use (None: the whole pool; a pair
     ``(contexts, tools)``: one limit per lane), whether the
     default benchmark (no ``--suite``) runs it, and the family whose training part learned

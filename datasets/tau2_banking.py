@@ -418,8 +418,8 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
     naming the task and the document). ``DatasetError`` as in ``load_data``, and when no
     task could be loaded; ``ValueError`` on an unknown split.
     """
-    from junction_datasets import SuiteBuild
-    from junction_datasets.bfcl import SPLITS, split_of
+    from junction_datasets.registry import SuiteBuild
+    from junction_datasets.split import SPLITS, split_of
 
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")

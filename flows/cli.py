@@ -279,7 +279,7 @@ def serve(
     suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
     strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: the catalog's default plan, `junction strategies`)."),
 ) -> None:
-    """Serve the benchmark flow on a cron schedule (needs `prefect server start`; see README)."""
+    """Serve the benchmark flow on a cron schedule (needs `prefect server start`; see docs/usage.md)."""
     from prefect.client.schemas.schedules import CronSchedule
     from prefect.settings import PREFECT_API_URL
 
@@ -290,7 +290,7 @@ def serve(
         raise JunctionError(f"invalid --cron {cron!r}: {errors[0]['msg']}") from None
     if not PREFECT_API_URL.value():
         raise JunctionError("scheduled runs need a Prefect server: run `prefect server start` "
-                            "and set PREFECT_API_URL=http://127.0.0.1:4200/api (see README)")
+                            "and set PREFECT_API_URL=http://127.0.0.1:4200/api (see docs/usage.md)")
     from flows.benchmark import benchmark
     from flows.plan import RunPlan
 

@@ -5,7 +5,7 @@ Reads a local file or standard input (``-``); nothing is fetched. The page is ch
 the benchmark uses (``flows.cli_judge._load``: the embedded default model, or ``--model``),
 reading the chunk's heading path then its text, and the best chunks are admitted whole,
 top-K inside the token budget (``junction.pages.chunk_admission.admit_chunks``, the page strategies' rule; defaults 5 chunks
-within 2,048 tokens: README, "Pages"). Explore mode keeps each chunk's score against the
+within 2,048 tokens: docs/suites.md, "Pages"). Explore mode keeps each chunk's score against the
 query; ``--exploit --original TASK`` scores each chunk against both and keeps the minimum
 (``junction.pages.admission.exploit_scores``). A degenerate batch (every score within the
 judge's noise floor) admits nothing. Scores are cached in ``state_dir()/judge_scores.sqlite``.

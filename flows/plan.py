@@ -31,8 +31,8 @@ from junction.sqlite_cache import check_caches
 from junction.strategies import STRATEGIES, default_strategies, strategy_info
 from junction_datasets import SUITES, get_suite, suite_names
 
-__all__ = ["RunPlan", "StrategyStep", "DEFAULT_BUDGET_SCALES", "DEFAULT_SIZES",
-           "DEFAULT_STRATEGY_SIZE", "DEFAULT_STRATEGY_SCALES", "DEFAULT_AGENT_SIZE",
+__all__ = ["RunPlan", "StrategyStep", "DEFAULT_BUDGET_SCALES", "DEFAULT_STRATEGY_SIZE",
+           "DEFAULT_STRATEGY_SCALES", "DEFAULT_AGENT_SIZE",
            "default_agent_strategies",
            "AGENT_SCALE", "DEFAULT_BATCH_SIZE", "DEFAULT_WAREHOUSE", "DEFAULT_REPORTS",
            "MAX_SEED", "RUNNERS", "default_suites", "skipped_default_suites", "new_run_id",
@@ -41,15 +41,6 @@ __all__ = ["RunPlan", "StrategyStep", "DEFAULT_BUDGET_SCALES", "DEFAULT_SIZES",
 DEFAULT_BUDGET_SCALES = (0.5, 1.0, 2.0)
 """The budget grid (× each task's own budget) when no scale is given: half, the task's own
 and double, so a report shows how each strategy degrades and saturates."""
-
-DEFAULT_SIZES: dict[str, int] = {
-    "bfcl-multiple": 40, "bfcl-live-multiple": 40, "bfcl-parallel-multiple": 40,
-    "bfcl-irrelevance": 40, "bfcl-memory": 40, "synthetic": 60,
-    "synthetic-50": 20, "synthetic-100": 10, "synthetic-200": 3,
-}
-"""Tasks per suite without ``size`` or ``full``, for strategies without a catalog cap; a
-suite not listed takes its registered ``default_size``. Sized so the default run fits its
-time budget (bench/README.md, "Overview figures")."""
 
 DEFAULT_STRATEGY_SIZE: dict[str, int] = {
     n: i.default_size for n, i in sorted(STRATEGIES.items()) if i.default_size is not None}
@@ -146,8 +137,8 @@ class RunPlan(BaseModel):
       none when ``suite_files`` are given; the catalog's default strategies)
     - ``seeds``: suite seeds (default [0]); ``budget_scales``: multipliers of every task's
       own token budget (default ``DEFAULT_BUDGET_SCALES``)
-    - ``size``: tasks per suite (None: ``DEFAULT_SIZES``, else the suite's
-      ``default_size``); ``full``: every task
+    - ``size``: tasks per suite (None: the suite's registered ``default_size``,
+      ``junction_datasets.SuiteInfo``); ``full``: every task
     - ``strategy_size``: strategy -> at most this many tasks per suite (the suite's own
       sample of that size); ``strategy_scales``: strategy -> its budget scales (a subset of
       ``budget_scales``). None: the default plan (``DEFAULT_STRATEGY_SIZE`` without
@@ -380,8 +371,7 @@ class RunPlan(BaseModel):
         """Tasks the plan samples from registered suite ``name`` (None: every task)."""
         if self.full:
             return None
-        return self.size if self.size is not None else DEFAULT_SIZES.get(
-            name, get_suite(name).default_size)
+        return self.size if self.size is not None else get_suite(name).default_size
 
     def agent_scale(self) -> float:
         """The scale the agent runs at: ``AGENT_SCALE`` if some strategy runs it (or no

@@ -433,4 +433,4 @@ def test_registry_entries():
     for name in BFCL_SUITES:
         info = SUITES[name]
         assert info.pool_limit == bfcl.POOL_LIMIT == 8
-        assert info.default_size == bfcl.DEFAULT_SIZE
+        assert info.default_size == 40  # the default benchmark's size per BFCL suite

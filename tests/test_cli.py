@@ -1,9 +1,10 @@
-"""The README's commands, run as a user types them: the installed console script in a
+"""The commands of the README and its docs pages (``docs/*.md``), run as a user types them: the installed console script in a
 subprocess, with a temporary warehouse and reports folder (``JUNCTION_WAREHOUSE``,
 ``JUNCTION_REPORTS``). Each test asserts the exit code and one fact of the output.
 
-``test_every_readme_command_has_a_test`` reads the README's command lines and fails when a
-command has no test here, so the README and this file stay in step.
+``test_every_readme_command_has_a_test`` reads the command lines of the README and the
+docs pages and fails when a command has no test here, so the documentation and this file
+stay in step.
 """
 
 from __future__ import annotations
@@ -45,10 +46,12 @@ COVERED = {
 
 
 def _readme_commands() -> set[str]:
-    """Sub-commands of every ``junction`` command line in the README's code blocks."""
-    text = (ROOT / "README.md").read_text()
+    """Sub-commands of every ``junction`` command line in the code blocks of the README and
+    the documentation pages it links (``docs/*.md``)."""
+    blocks = [block for page in (ROOT / "README.md", *sorted(ROOT.glob("docs/*.md")))
+              for block in re.findall(r"```(?:bash)?\n(.*?)```", page.read_text(), flags=re.S)]
     found = set()
-    for block in re.findall(r"```(?:bash)?\n(.*?)```", text, flags=re.S):
+    for block in blocks:
         for line in block.splitlines():
             m = re.search(r"(?:^|\s)(?:\.venv/bin/)?junction\s+([a-z]+)(?:\s+([a-z]+))?", line)
             if m:

@@ -63,7 +63,8 @@ def test_default_plan_table(given, expected):
 
 
 def test_default_sizes_and_params_recorded():
-    from flows.plan import DEFAULT_SIZES, RunPlan
+    from flows.plan import RunPlan
+    from junction_datasets import SUITES
     from junction.evidence.params import report_params
 
     p = RunPlan.build().params()
@@ -76,8 +77,10 @@ def test_default_sizes_and_params_recorded():
     assert recorded["strategy_size"] == {"judge_admission": 4}
     assert recorded["strategy_scales"] == scales
     assert recorded["agent_size"] == 1 and "agent_model" not in recorded
-    assert all(DEFAULT_SIZES[s] >= 40 for s in DEFAULT_SIZES if s.startswith("bfcl-"))
-    assert DEFAULT_SIZES["synthetic"] >= 60
+    plan = RunPlan.build()
+    assert all(plan.suite_size(s) == SUITES[s].default_size >= 40
+               for s in SUITES if s.startswith("bfcl-") and SUITES[s].in_default_run)
+    assert plan.suite_size("synthetic") == 60
 
 
 BAD = [

@@ -7,7 +7,6 @@ See the package docstring (``junction_datasets.bfcl``) for the split and the sam
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,6 +22,7 @@ from junction_datasets.bfcl.rows import (
 )
 from junction_datasets.registry import SuiteBuild
 from junction.tasks import BenchmarkTask
+from junction_datasets.split import SPLITS, TRAIN_FRACTION, split_of
 
 
 DEFAULT_MAX_TOKENS = 1024
@@ -37,30 +37,9 @@ DEFAULT_MEMORY_POOL_SIZE = 20
 """Tools per memory task: the 15 ``memory_kv`` functions plus 5 distractors."""
 
 DEFAULT_SIZE = 8
-"""Tasks per BFCL suite in the default benchmark (a seeded sample of the loaded rows): 40
-tasks over the five suites, so the whole default benchmark, with the LLM-judge strategy
-scoring every task uncached, stays within 10 minutes on 2 cores. ``size=None`` (the CLI's
-``--full``) loads every row."""
-
-TRAIN_FRACTION = 0.3
-"""Share of each BFCL category's rows in the training part (``split_of``): enough gold
-candidates for a per-family logistic model (about 60 rows of ``multiple``, 300 of
-``live_multiple``, 40 of ``memory``) while most rows stay for evaluation."""
-
-SPLITS = ("eval", "train", "all")
-"""Valid ``split`` arguments of the suite builders."""
-
-
-def split_of(row_id: str) -> str:
-    """``"train"`` or ``"eval"``: the part a BFCL row belongs to, by a stable hash.
-
-    The first 8 bytes of sha256(``"junction-split-v1:" + row_id``) as an integer, divided by
-    2**64, below ``TRAIN_FRACTION`` is train. Depends on nothing but the id (no seed, no
-    file order), so adding rows to a category never moves an existing row.
-    """
-    digest = hashlib.sha256(f"junction-split-v1:{row_id}".encode()).digest()
-    return "train" if int.from_bytes(digest[:8], "big") / 2**64 < TRAIN_FRACTION else "eval"
-
+"""Tasks of the BFCL page and sub-task suites in a run without ``size`` (their
+``SuiteInfo.default_size``; the five BFCL suites of the default benchmark register 40,
+``junction_datasets``); ``size=None`` (the CLI's ``--full``) loads every row."""
 
 POOL_LIMIT = 8
 """Candidates per lane handed to a strategy: the BM25 top 8 contexts and top 8 tools. Every

@@ -18,7 +18,7 @@ from junction.agent.execution import normalise_answer
 from junction.resources import ContextResource, SourceKind
 from junction.tasks import BenchmarkTask, VerifierSpec
 
-from junction_datasets.bfcl import rows
+import junction_datasets.bfcl.rows as rows
 from junction_datasets.bfcl.build import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_MEMORY_BACKEND,

@@ -217,6 +217,6 @@ AGENT_SAMPLE_THAT_DECIDES = (
     "For an agent sample that decides, run `make bench-agent`: 20 evaluation tasks of each "
     "of bfcl-multiple, bfcl-live-multiple, bfcl-irrelevance and bfcl-memory, the agent on "
     "every one, for exact, adaptive_split, fixed_split, learned_exact and bfcl_listed at "
-    "budget scale 1 (its time on a 2-core machine is in the README).")
+    "budget scale 1 (its time on a 2-core machine is in docs/agent.md).")
 """Said below an agent table with a cell under ``verdicts.MIN_DECIDING_TASKS`` (the Makefile's
 ``bench-agent`` target; ``BENCH_AGENT_TASKS`` there)."""

@@ -52,9 +52,9 @@ Resource = ContextResource | ToolResource
 
 DEFAULT_TOP_K = 5
 """Chunks admitted per page by default: five chunks of at most
-``DEFAULT_MAX_CHUNK_TOKENS`` (400) always fit ``DEFAULT_TOKEN_BUDGET`` (README, "Pages")."""
+``DEFAULT_MAX_CHUNK_TOKENS`` (400) always fit ``DEFAULT_TOKEN_BUDGET`` (docs/suites.md, "Pages")."""
 DEFAULT_TOKEN_BUDGET = 2048
-"""Tokens admitted per page by default (README, "Pages")."""
+"""Tokens admitted per page by default (docs/suites.md, "Pages")."""
 
 
 class AdmissionError(JunctionError, ValueError):

@@ -9,7 +9,7 @@ registered later counts); none of them names a strategy.
 
 Adding a strategy is one module (its factory returns a ``Strategy``:
 ``junction.strategies.base``) plus one ``register_strategy(StrategyInfo(...))`` record;
-README "Adding a strategy" shows one.
+docs/strategies.md, "Adding a strategy", shows one.
 
 A factory is called once per worker process; it is imported on first use, since some load
 a language model. ``calibration_tasks`` (tasks of a split the benchmark never evaluates)
