@@ -51,8 +51,9 @@ def cli_env(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def interrupted(cli_env):
-    """`junction bench ... --run-id sig` sent SIGINT after 3 unit files: (seconds to exit,
-    exit status, stderr, traces folder)."""
+    """`junction bench ... --run-id sig` sent SIGINT after 3 unit files: (unit files
+    written at the signal, exit status, stderr, traces folder). The process gets 60 s to
+    exit (a hang guard, not a measurement: no test asserts a time)."""
     traces = Path(cli_env["JUNCTION_WAREHOUSE"]) / "traces" / "run_id=sig"
     proc = subprocess.Popen([JUNCTION, "bench", *ARGS, "--run-id", "sig"], cwd=ROOT,
                             env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -63,23 +64,26 @@ def interrupted(cli_env):
             assert proc.poll() is None, proc.stderr.read()[-3000:]
             assert time.monotonic() < deadline, "no unit written in 600 s"
             time.sleep(0.05)
-        start = time.monotonic()
+        written = len(list(traces.rglob("*.parquet")))
         os.kill(proc.pid, signal.SIGINT)
         try:
             _, stderr = proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             stderr = "(still running after 60 s)"
-        return time.monotonic() - start, proc.returncode, stderr, traces
+        return written, proc.returncode, stderr, traces
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
 
 
-def test_sigint_exits_within_10_s_with_one_line(interrupted):
-    seconds, code, stderr, _ = interrupted
-    assert seconds < 10, (seconds, stderr[-3000:])
+def test_sigint_stops_the_run_at_once_with_one_line(interrupted):
+    # at once: no unit starts after the signal; the units in flight (at most the thread
+    # runner's 4 workers, flows.benchmark.task_runner) may finish and be written
+    written, code, stderr, traces = interrupted
     assert code == 130, stderr[-3000:]
+    done = len(list(traces.rglob("*.parquet")))
+    assert written <= done <= written + 4, (written, done)
     assert len(stderr.splitlines()) == 1, stderr[-3000:]
     match = LINE.fullmatch(stderr.splitlines()[-1])
     assert match, stderr
@@ -129,7 +133,7 @@ def test_the_printed_command_resumes_every_task_exactly_once(interrupted, cli_en
 
 
 @pytest.mark.flow
-def test_a_second_writer_of_a_held_run_id_is_refused_in_under_2_s(tmp_path):
+def test_a_second_writer_of_a_held_run_id_is_refused_before_any_work(tmp_path):
     root = tmp_path / "wh"
     env = {**os.environ, "JUNCTION_WAREHOUSE": str(root),
            "JUNCTION_STATE_DIR": str(tmp_path / "state")}
@@ -141,16 +145,17 @@ def test_a_second_writer_of_a_held_run_id_is_refused_in_under_2_s(tmp_path):
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline() == "held\n"
-        start = time.monotonic()
         out = subprocess.run([JUNCTION, "bench", *ARGS, "--run-id", "busy"], cwd=ROOT,
                              env=env, capture_output=True, text=True, timeout=120)
-        seconds = time.monotonic() - start
     finally:
         holder.communicate("", timeout=60)
     assert out.returncode == 1
     assert out.stderr.startswith(f"error: run busy is being written by PID {holder.pid} ")
     assert len(out.stderr.splitlines()) == 1, out.stderr
-    assert seconds < 2, seconds
+    # before any work: no suite built, no Prefect home or server, no trace, no log
+    assert not (tmp_path / "state").exists() or not any((tmp_path / "state").rglob("*")), \
+        sorted((tmp_path / "state").rglob("*"))
+    assert not (root / "traces").exists()
 
 
 @pytest.mark.parametrize("argv, expected", [
