@@ -13,7 +13,7 @@ Suites with a training part (``SuiteInfo.family`` set: the BFCL suites) build th
 evaluation part unless told otherwise (a cross-fitted suite, ``SuiteInfo.cross_fit``:
 τ-Knowledge, builds every task, and learned strategies fit per fold on the others,
 ``junction.learned.crossfit``); ``training_tasks(name)`` builds the training part
-that learned strategies fit on (``datasets/bfcl.py``, "Train / evaluation split"). Suites
+that learned strategies fit on (``datasets/split.py``: one rule for every family). Suites
 of one family share one learned model: the four BFCL tool suites are ``bfcl-tools`` (one
 tool lane, so a model learns abstention from the irrelevance rows beside the others).
 """
@@ -54,7 +54,7 @@ register_suite(SuiteInfo(
     default_size=60, description="seeded synthetic tasks, 6 contexts + 6 tools, planted coupling",
 ))
 
-# BFCL suites (datasets/bfcl.py); the data package is read only when a suite is built.
+# BFCL suites (datasets/bfcl/); the data package is read only when a suite is built.
 # the default benchmark's size per suite: sized so the default run fits its time budget
 # (bench/README.md, "Overview figures"); 40 tasks per BFCL suite in the default run
 BFCL_DEFAULT_SIZE = 40

@@ -106,7 +106,7 @@ def test_cli_smoke_prints_each_gate(judge) -> None:
     assert payload["gates"][2]["measured"]["gap"] > payload["gates"][2]["measured"]["min_gap"]
 
 
-# ------------------------------------------------ the judge issue's replayed bug reports
+# ------------------------------------------------ the judge's replayed bug reports
 
 CHINA = "What is the capital of China?"
 CITIES = ["The capital of China is Beijing.", "The capital of China is Shanghai.",

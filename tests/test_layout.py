@@ -213,7 +213,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("junction",),
 )
 """The library's layers, lowest first: a unit (a top-level module or a package under
-``junction/``) imports only units of lower layers (DESIGN.md, "Folders")."""
+``junction/``) imports only units of lower layers."""
 
 
 def _unit(module: str) -> str:

@@ -64,7 +64,7 @@ take any key)."""
 
 EXTRA_BODY: dict[str, Any] = {"top_k": 1, "min_p": 0.0, "repeat_penalty": 1.0}
 """Non-OpenAI sampling fields sent with every request, so a llama.cpp server decodes as
-the embedded agent does (``junction.agent.LlamaAgent.generate``; reason in the module
+the embedded agent does (``junction.agent.llm.LlamaAgent.generate``; reason in the module
 docstring)."""
 
 TOKENIZE_ENDPOINTS: tuple[tuple[str, str], ...] = (
