@@ -44,7 +44,8 @@ import numpy as np  # noqa: E402
 from sklearn.calibration import calibration_curve  # noqa: E402
 from sklearn.metrics import brier_score_loss, roc_auc_score  # noqa: E402
 
-from junction.agent.execution import execute, verify  # noqa: E402
+from junction.agent.execution import execute  # noqa: E402
+from junction.verifiers import verify  # noqa: E402
 from junction.learned.features import candidate_labels  # noqa: E402
 from junction.strategies import candidate_pools, make_strategy  # noqa: E402
 from junction.evidence.verdicts import paired_comparison  # noqa: E402

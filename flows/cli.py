@@ -40,7 +40,8 @@ app.command("bench")(bench)
 
 def _demo_coupling_result() -> dict:
     from junction_datasets.toy import coupling_task
-    from junction.agent.execution import execute, verify
+    from junction.agent.execution import execute
+    from junction.verifiers import verify
     from junction.strategies import make_strategy, strategies_where
 
     task = coupling_task()

@@ -14,7 +14,8 @@ from typing import Any
 
 from junction.evidence import metrics as catalog
 from junction.candidates import DEFAULT_POOL_RULE, Candidate, pool_rule
-from junction.agent.execution import ExecutionResult, Executor, execute, verify
+from junction.agent.execution import ExecutionResult, Executor, execute
+from junction.verifiers import verify
 from junction.agent.graders import gradable, grade_agent
 from junction.evidence.metrics import (
     LaneRanking,

@@ -1,28 +1,38 @@
-"""The verifier catalog: one record per verifier kind, as the strategy catalog is for strategies.
+"""The verifiers and their catalog: one record per verifier kind, as the strategy catalog
+is for strategies, beside the function that grades it.
 
 A ``VerifierInfo`` says what a verifier kind *is*: its name (``VerifierSpec.kind``), what
 verified success means under it in one line (the report's Definitions read it), the
 function that grades an outcome, and what that function grades: the exposed set alone, or
 the tool calls an executor made with it. ``junction.tasks.VerifierSpec`` accepts only
-catalogued kinds, ``junction.agent.execution.verify`` calls the kind's function and the toy
-executor plays a spec's steps only for a kind that grades calls.
+catalogued kinds, ``verify`` (below) calls the kind's function and the toy executor
+(``junction.agent.execution``) plays a spec's steps only for a kind that grades calls.
 
-Adding a kind is one ``register_verifier(VerifierInfo(...))`` record plus one function
-``(task: BenchmarkTask, result: ExecutionResult) -> Outcome``; the function is named
-``"module:function"`` and imported on first use, since this module sits below the tasks
-and the executors it grades (tests/test_layout.py::LAYERS).
+Every verifying function takes ``(task, result)``: a ``junction.tasks.BenchmarkTask`` and a
+``junction.agent.execution.ExecutionResult`` (annotated ``Any``: this module sits below
+the tasks and the executors it grades, ``tests/test_layout.py`` LAYERS, and reads only
+their attributes), and returns an ``Outcome``.
+
+Adding a kind is one ``register_verifier(VerifierInfo(...))`` record plus one such
+function, here or named ``"module:function"`` (imported on first use).
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from junction.errors import UnknownNameError
 
-__all__ = ["Grades", "VERIFIERS", "VerifierInfo", "register_verifier", "verifier_info",
+__all__ = ["Grades", "VERIFIERS", "Outcome", "VerifierInfo", "normalise_answer",
+           "register_verifier", "verify", "verify_context_answer", "verify_contexts_exact",
+           "verify_no_tools", "verify_tools_exposed", "verify_tools_with_documents",
+           "verify_toy", "verifier_info",
            "verifier_meaning", "verifier_names"]
 
 Grades = Literal["exposure", "calls"]
@@ -36,7 +46,7 @@ class VerifierInfo:
     """One verifier kind: its name, what success means, and the function that grades it.
 
     ``check``: ``"module:function"`` (imported on first use) or a callable
-    ``(task, result) -> Outcome`` (``junction.agent.execution``'s types); its docstring
+    ``(task, result) -> Outcome`` (module docstring); its docstring
     says which ``VerifierSpec.params`` it reads. ``meaning``: verified success under this
     kind, one line that completes "success when ..." (reports print it). ``grades``: see
     ``Grades``.
@@ -86,21 +96,121 @@ def verifier_meaning(name: str) -> str:
     return info.meaning if info is not None else name
 
 
-_E = "junction.agent.execution:"
+class Outcome(BaseModel):
+    """Verified outcome: ``success`` and, on failure, a ``reason``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    success: bool
+    reason: str = ""
+
+
+def verify_toy(task: Any, result: Any) -> Outcome:
+    """``toy_calls``: each of ``params.steps`` (``{"tool", "requires", "fallback"}``) had its
+    tool called, informed, in order, and no call more."""
+    steps = task.verifier.params.get("steps", [])
+    calls = list(result.tool_calls)
+    for i, step in enumerate(steps):
+        if i >= len(calls):
+            return Outcome(success=False, reason=f"step {i}: tool {step['tool']!r} never called")
+        call = calls[i]
+        if call.tool_id != step["tool"]:
+            return Outcome(
+                success=False,
+                reason=f"step {i}: called {call.tool_id!r} instead of {step['tool']!r}",
+            )
+        if not call.arguments.get("informed", False):
+            missing = sorted(set(step.get("requires", [])) - set(result.context_ids))
+            return Outcome(
+                success=False,
+                reason=f"step {i}: called {call.tool_id!r} without context {missing}",
+            )
+    if len(calls) > len(steps):
+        return Outcome(success=False, reason=f"{len(calls) - len(steps)} unexpected tool call(s)")
+    return Outcome(success=True)
+
+
+def verify_tools_exposed(task: Any, result: Any) -> Outcome:
+    """``tools_exposed``: every gold tool is exposed (no ``params``)."""
+    missing = sorted(set(task.gold_tool_ids) - set(result.tool_ids))
+    if missing:
+        return Outcome(success=False, reason=f"gold tools not exposed: {missing}")
+    return Outcome(success=True)
+
+
+def verify_tools_with_documents(task: Any, result: Any) -> Outcome:
+    """``tools_with_documents``: every gold tool is exposed and, for the tool of each of the
+    task's ``gold_pairs``, some exposed document of those pairs names it (reads no
+    ``params``; τ's ``params["actions"]`` are the agent grader's, ``junction.agent.
+    tau2_grading``)."""
+    tools = verify_tools_exposed(task, result)
+    if not tools.success:
+        return tools
+    exposed_c = set(result.context_ids)
+    bare = sorted({p.tool_id for p in task.gold_pairs}
+                  - {p.tool_id for p in task.gold_pairs if p.context_id in exposed_c})
+    if bare:
+        return Outcome(success=False, reason=f"no exposed document names gold tool(s) {bare}")
+    return Outcome(success=True)
+
+
+def verify_no_tools(task: Any, result: Any) -> Outcome:
+    """``no_tools``: no tool is exposed, abstention (no ``params``)."""
+    if result.tool_ids:
+        return Outcome(
+            success=False, reason=f"{len(result.tool_ids)} tool(s) exposed, none fits"
+        )
+    return Outcome(success=True)
+
+
+def normalise_answer(text: str) -> str:
+    """Lower-case and collapse runs of whitespace to one space (for answer matching)."""
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def verify_context_answer(task: Any, result: Any) -> Outcome:
+    """``context_answer``: an exposed context contains one of ``params.answers``
+    (``normalise_answer`` on both sides)."""
+    answers = [normalise_answer(a) for a in task.verifier.params.get("answers", [])]
+    for rid in result.context_ids:
+        content = normalise_answer(task.context(rid).content)
+        if any(a and a in content for a in answers):
+            return Outcome(success=True)
+    return Outcome(success=False, reason="no exposed context contains an accepted answer")
+
+
+def verify_contexts_exact(task: Any, result: Any) -> Outcome:
+    """``contexts_exact``: the exposed contexts are exactly the gold contexts (no
+    ``params``)."""
+    extra = sorted(set(result.context_ids) - set(task.gold_context_ids))
+    missing = sorted(set(task.gold_context_ids) - set(result.context_ids))
+    if extra or missing:
+        return Outcome(success=False, reason=f"wrongly admitted {extra}, wrongly rejected "
+                                             f"{missing}")
+    return Outcome(success=True)
+
+
+def verify(task: Any, result: Any) -> Outcome:
+    """Verify a result against ``task.verifier``: the grading function of its kind in the
+    verifier catalog (``junction.verifiers``; ``VerifierSpec`` accepts catalogued kinds
+    only)."""
+    return verifier_info(task.verifier.kind).grader()(task, result)
+
+
 for _info in (
     VerifierInfo("toy_calls", "the toy executor called each step's tool with the contexts "
-                 "that step requires exposed", _E + "verify_toy", grades="calls"),
-    VerifierInfo("tools_exposed", "every gold tool is exposed", _E + "verify_tools_exposed"),
+                 "that step requires exposed", verify_toy, grades="calls"),
+    VerifierInfo("tools_exposed", "every gold tool is exposed", verify_tools_exposed),
     VerifierInfo("no_tools", "no tool is exposed (abstention: none of the candidates fits "
-                 "the request)", _E + "verify_no_tools"),
+                 "the request)", verify_no_tools),
     VerifierInfo("context_answer", "an exposed context contains an accepted answer (case- "
-                 "and whitespace-normalised)", _E + "verify_context_answer"),
+                 "and whitespace-normalised)", verify_context_answer),
     VerifierInfo("contexts_exact", "the exposed contexts are exactly the gold contexts "
                  "(sub-task admission: every proposal admitted or rejected rightly)",
-                 _E + "verify_contexts_exact"),
+                 verify_contexts_exact),
     VerifierInfo("tools_with_documents", "every gold tool is exposed and, for each gold "
                  "pair's tool, at least one of its gold documents naming it is exposed (the "
                  "tool together with the document that makes it right)",
-                 _E + "verify_tools_with_documents"),
+                 verify_tools_with_documents),
 ):
     register_verifier(_info)

@@ -15,7 +15,8 @@ from junction_datasets import SUITES, SuiteBuild, build_suite
 from junction_datasets import bfcl
 from junction_datasets.bfcl import bfcl_to_json_schema, gold_function_names, match_source_turns
 from junction.errors import DatasetError
-from junction.agent.execution import execute, verify
+from junction.agent.execution import execute
+from junction.verifiers import verify
 from junction.tokens import DEFAULT_TOKEN_COUNTER
 from tests.helpers import BFCL_DATA, needs_data, write_bfcl_category
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from junction.agent.execution import ExecutionResult, Outcome, execute, verify
+from junction.agent.execution import ExecutionResult, execute
+from junction.verifiers import Outcome, verify
 from junction.errors import UnknownNameError
 from junction.evidence import plots, verdicts
 from junction.evidence.report_markdown import render_markdown

@@ -16,7 +16,8 @@ from junction_datasets import build_suite
 from junction_datasets.toy import coupling_task, synthetic_suite
 from junction.budget import Budget
 from junction.candidates import LexicalContextCandidateGenerator, LexicalToolCandidateGenerator
-from junction.agent.execution import execute, verify
+from junction.agent.execution import execute
+from junction.verifiers import verify
 from junction.resources import ContextResource, SourceKind, ToolResource
 from junction.select import (
     AdaptiveSplitBaseline,

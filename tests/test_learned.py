@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from junction.agent.execution import execute, verify
+from junction.agent.execution import execute
+from junction.verifiers import verify
 from junction.learned import fit_learned_utility, fit_probability_model
 from junction.learned.features import (
     PAIR_FEATURES,

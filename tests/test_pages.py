@@ -16,7 +16,8 @@ from junction_datasets import bfcl
 from junction.budget import Budget
 from junction.pages.chunking import chunk_page
 from junction.evaluate import evaluate_batch
-from junction.agent.execution import execute, verify
+from junction.agent.execution import execute
+from junction.verifiers import verify
 from junction.resources import ContextResource
 from junction.strategies import make_strategy
 from junction.strategies.page_admission import (

@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from junction.errors import DatasetError
-from junction.agent.execution import ExecutionResult, verify
+from junction.agent.execution import ExecutionResult
+from junction.verifiers import verify
 from junction.evidence.metrics import pair_coverage
 from junction_datasets import tau2_banking as tb
 from junction.tasks import GoldPair

@@ -57,10 +57,8 @@ from junction_datasets.bfcl.build import (
     DEFAULT_POOL_SIZE,
     DEFAULT_SIZE,
     POOL_LIMIT,
-    SPLITS,
-    TRAIN_FRACTION,
-    split_of,
 )
+from junction_datasets.split import SPLITS, TRAIN_FRACTION, split_of
 from junction_datasets.bfcl.rows import (
     BFCL_VERSION,
     BfclCategory,

@@ -22,7 +22,7 @@ from junction_datasets.bfcl.rows import (
 )
 from junction_datasets.registry import SuiteBuild
 from junction.tasks import BenchmarkTask
-from junction_datasets.split import SPLITS, TRAIN_FRACTION, split_of
+from junction_datasets.split import SPLITS, split_of
 
 
 DEFAULT_MAX_TOKENS = 1024

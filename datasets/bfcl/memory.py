@@ -14,7 +14,7 @@ from functools import lru_cache
 from junction_datasets.registry import SuiteBuild
 from junction.budget import Budget
 from junction.errors import DatasetError
-from junction.agent.execution import normalise_answer
+from junction.verifiers import normalise_answer
 from junction.resources import ContextResource, SourceKind
 from junction.tasks import BenchmarkTask, VerifierSpec
 

@@ -10,7 +10,7 @@ import re
 
 from junction_datasets.registry import SuiteBuild
 from junction.budget import Budget
-from junction.agent.execution import normalise_answer
+from junction.verifiers import normalise_answer
 from junction.resources import ContextResource
 from junction.tasks import BenchmarkTask, VerifierSpec
 

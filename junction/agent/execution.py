@@ -1,4 +1,4 @@
-"""The executor interface, the deterministic toy executor and the verifiers.
+"""The executor interface and the deterministic toy executor.
 
 An ``Executor`` plays the agent on an exposed set: ``execute(task, context_ids, tool_ids)
 -> ExecutionResult``. ``ToyExecutor`` (below) is the scripted simulator of the toy suites;
@@ -12,14 +12,12 @@ fallback tool when that is exposed instead (the wrong tool when the deciding pol
 missing), or the step's tool uninformed when only it is exposed. Other verifier kinds make
 no calls: their outcome depends on the exposed set only.
 
-``verify(task, result)`` compares a result with the task's verifier spec and says why it
-failed, through the kind's function in the verifier catalog: one ``verify_<kind>`` below
-per kind (``verify_toy`` is ``toy_calls``).
+``junction.verifiers.verify(task, result)`` compares a result with the task's verifier
+spec and says why it failed (the verifiers live beside their catalog there).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any, Protocol
 
@@ -28,10 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from junction.tasks import BenchmarkTask
 from junction.verifiers import verifier_info
 
-__all__ = ["ToolCall", "ExecutionResult", "Executor", "ToyExecutor", "Outcome", "execute",
-           "verify", "verify_toy", "verify_tools_exposed", "verify_tools_with_documents",
-           "verify_no_tools", "verify_context_answer", "verify_contexts_exact",
-           "normalise_answer"]
+__all__ = ["ToolCall", "ExecutionResult", "Executor", "ToyExecutor", "execute"]
 
 
 class ToolCall(BaseModel):
@@ -87,15 +82,6 @@ class Executor(Protocol):
         ...
 
 
-class Outcome(BaseModel):
-    """Verified outcome: ``success`` and, on failure, a ``reason``."""
-
-    model_config = ConfigDict(frozen=True)
-
-    success: bool
-    reason: str = ""
-
-
 def execute(task: BenchmarkTask, context_ids: Iterable[str], tool_ids: Iterable[str]) -> ExecutionResult:
     """Run the toy agent on an exposed set (ids not in the task raise ``KeyError``)."""
     cs = tuple(sorted(context_ids))
@@ -130,95 +116,3 @@ class ToyExecutor:
                 tool_ids: Iterable[str]) -> ExecutionResult:
         """``execute(task, context_ids, tool_ids)``."""
         return execute(task, context_ids, tool_ids)
-
-
-def verify_toy(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
-    """``toy_calls``: each of ``params.steps`` (``{"tool", "requires", "fallback"}``) had its
-    tool called, informed, in order, and no call more."""
-    steps = task.verifier.params.get("steps", [])
-    calls = list(result.tool_calls)
-    for i, step in enumerate(steps):
-        if i >= len(calls):
-            return Outcome(success=False, reason=f"step {i}: tool {step['tool']!r} never called")
-        call = calls[i]
-        if call.tool_id != step["tool"]:
-            return Outcome(
-                success=False,
-                reason=f"step {i}: called {call.tool_id!r} instead of {step['tool']!r}",
-            )
-        if not call.arguments.get("informed", False):
-            missing = sorted(set(step.get("requires", [])) - set(result.context_ids))
-            return Outcome(
-                success=False,
-                reason=f"step {i}: called {call.tool_id!r} without context {missing}",
-            )
-    if len(calls) > len(steps):
-        return Outcome(success=False, reason=f"{len(calls) - len(steps)} unexpected tool call(s)")
-    return Outcome(success=True)
-
-
-def verify_tools_exposed(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
-    """``tools_exposed``: every gold tool is exposed (no ``params``)."""
-    missing = sorted(set(task.gold_tool_ids) - set(result.tool_ids))
-    if missing:
-        return Outcome(success=False, reason=f"gold tools not exposed: {missing}")
-    return Outcome(success=True)
-
-
-def verify_tools_with_documents(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
-    """``tools_with_documents``: every gold tool is exposed and, for the tool of each of the
-    task's ``gold_pairs``, some exposed document of those pairs names it (reads no
-    ``params``; τ's ``params["actions"]`` are the agent grader's, ``junction.agent.
-    tau2_grading``)."""
-    tools = verify_tools_exposed(task, result)
-    if not tools.success:
-        return tools
-    exposed_c = set(result.context_ids)
-    bare = sorted({p.tool_id for p in task.gold_pairs}
-                  - {p.tool_id for p in task.gold_pairs if p.context_id in exposed_c})
-    if bare:
-        return Outcome(success=False, reason=f"no exposed document names gold tool(s) {bare}")
-    return Outcome(success=True)
-
-
-def verify_no_tools(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
-    """``no_tools``: no tool is exposed, abstention (no ``params``)."""
-    if result.tool_ids:
-        return Outcome(
-            success=False, reason=f"{len(result.tool_ids)} tool(s) exposed, none fits"
-        )
-    return Outcome(success=True)
-
-
-def normalise_answer(text: str) -> str:
-    """Lower-case and collapse runs of whitespace to one space (for answer matching)."""
-    return re.sub(r"\s+", " ", text).strip().lower()
-
-
-def verify_context_answer(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
-    """``context_answer``: an exposed context contains one of ``params.answers``
-    (``normalise_answer`` on both sides)."""
-    answers = [normalise_answer(a) for a in task.verifier.params.get("answers", [])]
-    for rid in result.context_ids:
-        content = normalise_answer(task.context(rid).content)
-        if any(a and a in content for a in answers):
-            return Outcome(success=True)
-    return Outcome(success=False, reason="no exposed context contains an accepted answer")
-
-
-def verify_contexts_exact(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
-    """``contexts_exact``: the exposed contexts are exactly the gold contexts (no
-    ``params``)."""
-    extra = sorted(set(result.context_ids) - set(task.gold_context_ids))
-    missing = sorted(set(task.gold_context_ids) - set(result.context_ids))
-    if extra or missing:
-        return Outcome(success=False, reason=f"wrongly admitted {extra}, wrongly rejected "
-                                             f"{missing}")
-    return Outcome(success=True)
-
-
-def verify(task: BenchmarkTask, result: ExecutionResult) -> Outcome:
-    """Verify a result against ``task.verifier``: the grading function of its kind in the
-    verifier catalog (``junction.verifiers``; ``VerifierSpec`` accepts catalogued kinds
-    only)."""
-    return verifier_info(task.verifier.kind).grader()(task, result)

@@ -134,7 +134,7 @@ METRICS: tuple[Metric, ...] = (
            definition="retrieval_success: the task's verifier accepted the outcome (toy "
                       "calls, gold tools exposed, ...): on BFCL suites a retrieval proxy",
            undefined_when=None, unit="boolean", value_type="bool", direction="higher",
-           aggregation="mean_of_bool", source="the suite's verifier (junction.agent.execution)",
+           aggregation="mean_of_bool", source="the suite's verifier (junction.verifiers)",
            report_table=True, diff=True),
     Metric("agent_success", "agent_success_rate",
            definition="a language-model agent shown the exposed set succeeded, graded by "

@@ -50,7 +50,8 @@ from typing import Any
 
 import numpy as np
 
-from junction.agent.execution import execute, verify
+from junction.agent.execution import execute
+from junction.verifiers import verify
 from junction.learned.features import (
     PAIR_FEATURES,
     UNARY_FEATURES,
