@@ -179,7 +179,7 @@ class RunPlan(BaseModel):
     budget_scales: list[float]
     size: StrictInt | None
     full: bool
-    strategy_size: dict[str, Any]
+    strategy_size: dict[str, StrictInt]
     strategy_scales: dict[str, list[float]]
     batch_size: StrictInt = DEFAULT_BATCH_SIZE
     output_root: str = DEFAULT_WAREHOUSE
@@ -188,12 +188,12 @@ class RunPlan(BaseModel):
     workers: StrictInt | None = None
     dask_address: str | None = None
     suite_files: list[str] = Field(default_factory=list)
-    agent_size: Any = None
+    agent_size: StrictInt | None = None
     agent_model: str | None = None
     agent_url: str | None = None
-    agent_concurrency: Any = 1
-    agent_context_tokens: Any = None
-    agent_timeout: Any = None
+    agent_concurrency: StrictInt = 1
+    agent_context_tokens: StrictInt | None = None
+    agent_timeout: float | None = None
     agent_strategies: list[str] = Field(default_factory=list)
     folds: StrictInt = DEFAULT_FOLDS
     pool: str = DEFAULT_POOL_RULE
