@@ -29,13 +29,30 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from junction.agent.generations import AgentCache  # noqa: E402
-from junction.agent.graders import grade_agent, gradable  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+from junction.agent.graders import (AGENT_GRADERS, grade_agent, gradable,  # noqa: E402
+                                    register_grader)
+from junction.agent.prompt import PromptLayout  # noqa: E402
+from junction.agent.tau2_grading import TAU2_LAYOUT  # noqa: E402
 from junction.agent.llm import AgentConfig, LlamaAgent, LLMExecutor  # noqa: E402
 from junction.evidence.verdicts import paired_comparison  # noqa: E402
 from junction.models import file_sha256, resolve_model_path  # noqa: E402
 from junction.strategies.references import gold_tools_and_siblings, naming_documents  # noqa: E402
 
 CONDITIONS = ("gold_tools_only", "gold_tools_documents")
+
+LAYOUTS = {
+    "current": TAU2_LAYOUT,
+    "example": PromptLayout(
+        documents_header=TAU2_LAYOUT.documents_header,
+        question=TAU2_LAYOUT.question.replace(
+            "in order, as one list.",
+            "in order, as one list of calls with their arguments and nothing else, for "
+            "example [tool_a(arg=\"value\"), tool_b(other=1)].")),
+}
+"""Prompt layouts compared (``--layouts``): the suite's own and a candidate that shows the
+answer's form (the 0.5B model listed bare tool names)."""
 
 
 def main() -> None:
@@ -44,6 +61,8 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=10)
     parser.add_argument("--models", nargs="+", default=["qwen2.5-coder-0.5b-instruct"])
     parser.add_argument("--threads", type=int, default=AgentConfig().n_threads)
+    parser.add_argument("--layouts", nargs="+", default=["current"], choices=sorted(LAYOUTS),
+                        help="prompt layouts to compare (each model answers in each)")
     parser.add_argument("--json", action="store_true", help="also print the rows as JSON")
     args = parser.parse_args()
     os.environ["JUNCTION_TAU2_DATA"] = args.tau2_data
@@ -52,7 +71,9 @@ def main() -> None:
     tasks = [t for t in banking_suite(split="all", path=args.tau2_data).tasks
              if gradable(t) and t.gold_tool_ids][:args.tasks]
     rows, pairs = [], []
-    for model in args.models:
+    grader = AGENT_GRADERS["tau2_actions"]
+    for model, layout in [(m, x) for m in args.models for x in args.layouts]:
+        register_grader(replace(grader, layout=LAYOUTS[layout]))
         path = resolve_model_path(model)
         t0 = time.perf_counter()
         agent = LlamaAgent(path, file_sha256(path), AgentConfig(n_threads=args.threads))
@@ -70,7 +91,7 @@ def main() -> None:
         for condition in CONDITIONS:
             got = graded[condition]
             rows.append({
-                "model": Path(path).name, "condition": condition, "tasks": len(got),
+                "model": f"{Path(path).name} [{layout}]", "condition": condition, "tasks": len(got),
                 "load_s": round(load_s, 1),
                 "parse_rate": sum(r.output_kind != "unparseable" for r, _ in got) / len(got),
                 "calls_per_answer": statistics.mean(len(r.tool_calls) for r, _ in got),
@@ -86,7 +107,7 @@ def main() -> None:
         with_docs = [g for _, g in graded["gold_tools_documents"]]
         without = [g for _, g in graded["gold_tools_only"]]
         cmp = paired_comparison([g.success for g in with_docs], [g.success for g in without])
-        pairs.append({"model": Path(path).name, "n": cmp.n, "success_with": cmp.rate_a,
+        pairs.append({"model": f"{Path(path).name} [{layout}]", "n": cmp.n, "success_with": cmp.rate_a,
                       "success_without": cmp.rate_b, "difference": cmp.difference,
                       "ci_low": cmp.ci_low, "ci_high": cmp.ci_high,
                       "recall_difference": statistics.mean(
@@ -94,16 +115,17 @@ def main() -> None:
         del agent, executor
     print(f"tau2-banking, first {len(tasks)} gradable tasks (id order): "
           + " ".join(t.metadata["tau2_id"] for t in tasks))
-    print(f"{'model':44} {'condition':22} {'parse':>6} {'calls':>6} {'recall':>7} "
+    register_grader(grader)
+    print(f"{'model [layout]':52} {'condition':22} {'parse':>6} {'calls':>6} {'recall':>7} "
           f"{'success':>8} {'variant':>8} {'s/gen':>6} {'prompt':>7}")
     for r in rows:
-        print(f"{r['model']:44} {r['condition']:22} {r['parse_rate']:6.2f} "
+        print(f"{r['model']:52} {r['condition']:22} {r['parse_rate']:6.2f} "
               f"{r['calls_per_answer']:6.2f} {r['action_recall']:7.3f} {r['agent_success']:8.2f} "
               f"{r['wrong_variant_calls']:8d} {r['s_per_generation']:6.1f} "
               f"{r['prompt_tokens']:7.0f}  {r['outcomes']}")
     print("coupling value (documents − none), paired on tasks:")
     for p in pairs:
-        print(f"  {p['model']:44} n={p['n']} success {p['success_with']:.2f} vs "
+        print(f"  {p['model']:52} n={p['n']} success {p['success_with']:.2f} vs "
               f"{p['success_without']:.2f}: {100 * p['difference']:+.1f} "
               f"[{100 * p['ci_low']:+.1f}, {100 * p['ci_high']:+.1f}] points; action recall "
               f"{p['recall_difference']:+.3f}")

@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from junction.environment import state_dir
 
 __all__ = ["start", "stop", "watch", "server_pid", "send_stderr_to", "api_url",
@@ -227,16 +229,8 @@ def _process_database(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for path in folder.iterdir():
         pid = path.name.split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not psutil.pid_exists(int(pid)):
             path.unlink(missing_ok=True)
     return folder / f"{os.getpid()}.db"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

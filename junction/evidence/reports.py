@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import markdown as markdown_lib
+import psutil
 import pyarrow as pa
 
 from junction.evidence import plots
@@ -84,16 +85,9 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
 
 
 def _alive(pid: str) -> bool:
-    """Whether ``pid`` (text) names a live process other than a recycled number of ours."""
-    if not pid.isdigit() or int(pid) == os.getpid():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Whether ``pid`` (text) names a live process other than a recycled number of ours
+    (``psutil.pid_exists``)."""
+    return pid.isdigit() and int(pid) != os.getpid() and psutil.pid_exists(int(pid))
 
 
 def _write_report_files(out_dir: Path, run: dict[str, Any], traces: pa.Table,
