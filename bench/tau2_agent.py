@@ -44,15 +44,15 @@ CONDITIONS = ("gold_tools_only", "gold_tools_documents")
 
 LAYOUTS = {
     "current": TAU2_LAYOUT,
-    "example": PromptLayout(
+    "bare": PromptLayout(
         documents_header=TAU2_LAYOUT.documents_header,
         question=TAU2_LAYOUT.question.replace(
-            "in order, as one list.",
-            "in order, as one list of calls with their arguments and nothing else, for "
-            "example [tool_a(arg=\"value\"), tool_b(other=1)].")),
+            " of calls with their arguments and nothing else, for example "
+            "[tool_a(arg=\"value\"), tool_b(other=1)].", ".")),
 }
-"""Prompt layouts compared (``--layouts``): the suite's own and a candidate that shows the
-answer's form (the 0.5B model listed bare tool names)."""
+"""Prompt layouts compared (``--layouts``): the suite's own (``TAU2_LAYOUT``, with an
+example of the answer's form) and the first one, without it ("bare": the 0.5B model
+listed bare tool names)."""
 
 
 def main() -> None:
