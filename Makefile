@@ -90,12 +90,14 @@ bench-tau2: setup
 # the agent on τ-Knowledge (issue 42): the first BENCH_TAU2_AGENT_TASKS tasks (id order), the
 # two learned strategies cross-fitted in one fold draw, the two lexical ones and the coupling
 # pair (gold_tools_only / gold_tools_documents), budget scale 1, the agent on every task that
-# has a gold agent action. 20 from the measured cost per generation: about 6 generations a
-# task, 20-60 s each with the 0.5B model on one thread (bench/README.md, "The agent on
-# τ-Knowledge"). One worker: one model. The fixed run id resumes; generations are cached, so
-# a larger sample pays only for the tasks it adds. TAU2_AGENT_ARGS passes more options, e.g.
-# --agent-url URL --agent-model ID for a server (then BENCH_TAU2_AGENT_TASKS=97: every task).
-BENCH_TAU2_AGENT_TASKS ?= 20
+# has a gold agent action (11 of the first 16). 16 from the measured cost per generation
+# with the 0.5B model on one thread: about 100 s for a selector's 5,700-token prompt, 18 s
+# for the coupling pair's, so about 7.3 minutes per acting task, 80 minutes for 11, plus
+# the learned fits; 20 tasks (15 acting) would be near 2 hours (bench/README.md, "The agent
+# on τ-Knowledge"). One worker: one model. The fixed run id resumes; generations are
+# cached, so a larger sample pays only for the tasks it adds. TAU2_AGENT_ARGS passes more
+# options: --agent-url URL --agent-model ID for a server, with BENCH_TAU2_AGENT_TASKS=97.
+BENCH_TAU2_AGENT_TASKS ?= 16
 BENCH_TAU2_AGENT_RUN_ID ?= tau2-agent-$(BENCH_TAU2_AGENT_TASKS)
 bench-tau2-agent: setup
 	$(VENV)/bin/junction bench --suite tau2-banking --strategy learned_exact \

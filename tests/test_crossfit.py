@@ -209,7 +209,8 @@ def test_a_cross_fitted_run_evaluates_every_task_once_per_repetition(
 
     result = run_benchmark(suites=["tau2-banking"], seeds=[0, 1], folds=2,
                            strategies=["learned_exact", "learned_split", "exact"],
-                           budget_scales=[1.0], full=True, output_root=str(tmp_path / "wh"),
+                           budget_scales=[1.0], full=True, agent_size=0,  # no agent here
+                           output_root=str(tmp_path / "wh"),
                            reports_root=str(tmp_path / "reports"))
     run = result["run_id"]
     table = TraceStore(str(tmp_path / "wh")).read_traces(run).to_pylist()

@@ -192,7 +192,8 @@ def test_a_hybrid_run_gives_every_strategy_the_same_recorded_pools(
 
     result = run_benchmark(suites=["tau2-banking"], seeds=[0], folds=2, pool="hybrid",
                            strategies=["learned_exact", "exact", "adaptive_split"],
-                           budget_scales=[1.0], full=True, output_root=str(tmp_path / "wh"),
+                           budget_scales=[1.0], full=True, agent_size=0,  # no agent here
+                           output_root=str(tmp_path / "wh"),
                            reports_root=str(tmp_path / "reports"))
     run = result["run_id"]
     rows = TraceStore(str(tmp_path / "wh")).read_traces(run).to_pylist()
