@@ -139,7 +139,10 @@ def action_lines(tables: Mapping[str, list[dict[str, Any]]]) -> list[str]:
         lines += [_pair_row(r, identical=identical) for r in tables[table]]
         lines.append("")
     if tables.get("strategies"):
-        lines += ["| suite | scale | strategy | n | agent success [Wilson 95%] | action recall "
+        lines += ["**Per strategy.** Agent success with its Wilson 95% interval, the mean share "
+                  "of gold agent actions met, calls of a look-alike sibling, unparseable "
+                  "answers:", "",
+                  "| suite | scale | strategy | n | agent success [Wilson 95%] | action recall "
                   "| wrong-variant calls | unparseable |", "|---|---|---|---|---|---|---|---|"]
         for r in tables["strategies"]:
             lines.append(

@@ -93,8 +93,12 @@ def passed_over_sentence(lines: list[dict[str, Any]]) -> str | None:
                      f"{verdicts.MIN_DECIDING_TASKS} shared tasks) on "
                      f"{', '.join(s for s, _ in mine)}")
     text = "; ".join(parts)
+    agent_suites = {suite for suite, k, _ in cells if k == "agent_success"}
     tail = (" `make bench-agent` runs an agent sample that decides (Agent outcome, below)."
-            if any(k == "agent_success" for _, k, _ in cells) else "")
+            if any(not s.startswith("tau2-") for s in agent_suites) else "")
+    if any(s.startswith("tau2-") for s in agent_suites):
+        tail += (" `make bench-tau2-agent` runs a larger τ-Knowledge sample (every task with "
+                 "`--agent-url` on a server).")
     return f"Too few tasks to decide on {text}: the verdicts above use verified success.{tail}"
 
 
