@@ -30,6 +30,7 @@ STRATEGIES = ["adaptive_split", "exact", "fixed_split"]
 
 def run_loop(root: str, n_tasks: int, batch_size: int) -> float:
     from junction_datasets import build_suite, get_suite
+    from flows.plan import UnitSpec
     from flows.workers import run_unit_now
     from junction.evidence.warehouse import Warehouse
 
@@ -39,8 +40,10 @@ def run_loop(root: str, n_tasks: int, batch_size: int) -> float:
     for strategy in STRATEGIES:
         for lo in range(0, len(built.tasks), batch_size):
             hi = min(len(built.tasks), lo + batch_size)
-            run_unit_now(root, "loop-run", "synthetic", strategy, 0, 1.0,
-                         f"seed0-scale1-{lo:06d}-{hi:06d}", built.tasks[lo:hi], pool_limit)
+            run_unit_now(UnitSpec(root=root, run_id="loop-run", suite="synthetic",
+                                  strategy=strategy, seed=0, scale=1.0,
+                                  unit=f"seed0-scale1-{lo:06d}-{hi:06d}",
+                                  pool_limit=pool_limit), built.tasks[lo:hi])
     Warehouse(root).refresh()
     return time.perf_counter() - start
 

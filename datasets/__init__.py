@@ -20,6 +20,9 @@ tool lane, so a model learns abstention from the irrelevance rows beside the oth
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+
 from junction.errors import UnknownNameError
 from junction.tasks import BenchmarkTask
 
@@ -90,6 +93,7 @@ register_suite(SuiteInfo(
     _tau2.SUITE, _tau2.banking_suite, _tau2.DEFAULT_SIZE, _tau2.POOL_LIMIT,
     "τ-Knowledge banking: 698 policy documents, 58 agent tools, gold on both and on pairs",
     family="tau2-banking", unavailable=_tau2.unavailable_reason, cross_fit=True,
+    data_env=_tau2.DATA_ENV,
 ))
 for _n, _size in ((50, 20), (100, 10), (200, 3)):  # the exact solver runs here; enumeration
     register_suite(SuiteInfo(                      # could not
@@ -122,9 +126,11 @@ def suite_family(suite: str) -> str | None:
     return None if info is None else info.family
 
 
-def family_training_tasks(family: str) -> list[BenchmarkTask]:
+def family_training_tasks(family: str,
+                          data_folders: Mapping[str, str] | None = None) -> list[BenchmarkTask]:
     """The training part of every suite of ``family``, in suite-name order
-    (``TRAINING_SEED``, every row); ``UnknownNameError`` for a family no suite has.
+    (``TRAINING_SEED``, every row; ``data_folders`` as in ``build_suite``);
+    ``UnknownNameError`` for a family no suite has.
 
     No task returned here is in any suite's evaluation part (``split_of``).
     """
@@ -134,13 +140,15 @@ def family_training_tasks(family: str) -> list[BenchmarkTask]:
         raise UnknownNameError(f"unknown suite family {family!r}; valid: {', '.join(families)}")
     tasks: list[BenchmarkTask] = []
     for name in names:
-        tasks.extend(build_suite(name, seed=TRAINING_SEED, size=None, split="train").tasks)
+        tasks.extend(build_suite(name, seed=TRAINING_SEED, size=None, split="train",
+                                 data_folders=data_folders).tasks)
     return tasks
 
 
-def family_all_tasks(family: str) -> list[BenchmarkTask]:
+def family_all_tasks(family: str,
+                     data_folders: Mapping[str, str] | None = None) -> list[BenchmarkTask]:
     """Every task of a cross-fitted ``family`` (``SuiteInfo.cross_fit``: split ``"all"``,
-    ``TRAINING_SEED``), which cross-fitting deals into folds
+    ``TRAINING_SEED``; ``data_folders`` as in ``build_suite``), which cross-fitting deals into folds
     (``junction.learned.crossfit``); ``UnknownNameError`` for a family with no cross-fitted
     suite."""
     names = [n for n in suite_names() if SUITES[n].family == family and SUITES[n].cross_fit]
@@ -150,7 +158,8 @@ def family_all_tasks(family: str) -> list[BenchmarkTask]:
                                f"{', '.join(crossed) or 'none'}")
     tasks: list[BenchmarkTask] = []
     for name in names:
-        tasks.extend(build_suite(name, seed=TRAINING_SEED, size=None, split="all").tasks)
+        tasks.extend(build_suite(name, seed=TRAINING_SEED, size=None, split="all",
+                                 data_folders=data_folders).tasks)
     return tasks
 
 
@@ -158,11 +167,22 @@ def _cross_fitted(family: str) -> bool:
     return any(i.family == family and i.cross_fit for i in SUITES.values())
 
 
-def training_source():
+def training_source(data_folders: Mapping[str, str] | None = None):
     """The ``TrainingSource`` learned strategies fit on (``suite_family``,
     ``family_training_tasks``; for a cross-fitted family ``family_all_tasks``, dealt into
-    folds)."""
+    folds), reading the suites' data from ``data_folders`` (suite name -> folder, as in
+    ``build_suite``; None: each suite's ``data_env``). The same folders give the same
+    object, so learned strategies of one process share their fitted models (the fit cache
+    is keyed by the source, ``junction.strategies.learned``)."""
+    return _training_source(tuple(sorted((data_folders or {}).items())))
+
+
+@functools.cache
+def _training_source(folders: tuple[tuple[str, str], ...]):
     from junction.strategies.learned import TrainingSource
 
-    return TrainingSource(family=suite_family, tasks=family_training_tasks,
-                          all_tasks=family_all_tasks, cross_fitted=_cross_fitted)
+    given = dict(folders)
+    return TrainingSource(family=suite_family,
+                          tasks=functools.partial(family_training_tasks, data_folders=given),
+                          all_tasks=functools.partial(family_all_tasks, data_folders=given),
+                          cross_fitted=_cross_fitted)

@@ -145,13 +145,13 @@ def data_folder(path: str | os.PathLike[str] | None = None) -> Path | None:
     return None if chosen is None else Path(chosen)
 
 
-def unavailable_reason() -> str | None:
+def unavailable_reason(data: str | os.PathLike[str] | None = None) -> str | None:
     """One line saying why the suite cannot run and how to get the data; None when
-    ``$JUNCTION_TAU2_DATA`` names a folder ``load_data`` reads and at least one of its
-    tasks can be built (instructions, every required document present). A run checks this
+    ``data`` (default ``$JUNCTION_TAU2_DATA``, ``data_folder``) names a folder
+    ``load_data`` reads and at least one of its tasks can be built (instructions, every required document present). A run checks this
     before Prefect starts, so a wrong folder is refused at once (reading it takes a
     fraction of a second)."""
-    root = data_folder()
+    root = data_folder(data)
     if root is None:
         return (f"{SUITE}: no data (set {DATA_ENV} or pass --tau2-data to a clone of "
                 "https://github.com/sierra-research/tau2-bench)")

@@ -30,7 +30,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows import interrupts, run_log, server
 from flows.interrupts import RunInterrupted
-from flows.plan import RunPlan, check_resume, check_writable, new_run_id, prepare_run
+from flows.plan import RunPlan, UnitSpec, check_resume, check_writable, new_run_id, prepare_run
 from flows.run_record import finish_run, start_run
 from flows.sampling import LoadedSuite, agent_sample, capped
 from flows.workers import run_unit_now
@@ -97,9 +97,11 @@ class TaskBatch:
 
 @task(name="load-suite", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
       retry_condition_fn=_io_error)
-def load_suite(name: str, seed: int, size: int | None) -> SuiteBuild:
-    """Build one suite (reads the suite's data files)."""
-    return build_suite(name, seed=seed, size=size)
+def load_suite(name: str, seed: int, size: int | None,
+               data_folders: dict[str, str] | None = None) -> SuiteBuild:
+    """Build one suite (reads the suite's data files; ``data_folders``: suite name -> the
+    folder a suite of third-party data reads, ``RunPlan.data_folders``)."""
+    return build_suite(name, seed=seed, size=size, data_folders=data_folders)
 
 
 @task(name="load-suite-file", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
@@ -111,21 +113,9 @@ def load_file_suite(path: str, size: int | None) -> SuiteBuild:
 
 @task(name="run-unit", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
       retry_condition_fn=_io_error)
-def run_unit(root: str, run_id: str, suite: str, strategy: str, seed: int, scale: float,
-             unit: str, tasks: TaskBatch, pool_limit: int | None,
-             agent_task_ids: TaskBatch | None = None,
-             agent_model: str | None = None, agent_url: str | None = None,
-             agent_concurrency: int = 1,
-             agent_context_tokens: int | None = None, repetition: int | None = None,
-             fold: int | None = None, folds: int | None = None,
-             pool: str = DEFAULT_POOL_RULE,
-             agent_timeout: float | None = None) -> dict[str, Any]:
+def run_unit(spec: UnitSpec, tasks: TaskBatch) -> dict[str, Any]:
     """Prefect task around ``run_unit_now`` (writes a Parquet file: I/O is retried)."""
-    return run_unit_now(root, run_id, suite, strategy, seed, scale, unit, tasks.tasks,
-                        pool_limit, tuple(agent_task_ids.tasks if agent_task_ids else ()),
-                        agent_model, agent_url, agent_concurrency,
-                        agent_context_tokens, repetition, fold, folds, pool,
-                        agent_timeout)
+    return run_unit_now(spec, tasks.tasks)
 
 
 @task(name="refresh-warehouse", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE,
@@ -165,9 +155,9 @@ def load_suites(plan: RunPlan) -> list[LoadedSuite]:
     for name in plan.suites:
         for seed in plan.seeds:
             def sample(c: int, name: str = name, seed: int = seed) -> list:
-                return load_suite(name, seed, c).tasks
+                return load_suite(name, seed, c, plan.data_folders).tasks
 
-            built = load_suite(name, seed, plan.suite_size(name))
+            built = load_suite(name, seed, plan.suite_size(name), plan.data_folders)
             info = SUITES[name]
             loaded.append(LoadedSuite(
                 key=name if len(plan.seeds) == 1 else f"{name}@seed={seed}", name=name,
@@ -201,7 +191,7 @@ def _folds(plan: RunPlan, info: SuiteInfo, seed: int) -> dict[str, int] | None:
     if not info.cross_fit or info.family is None or not any(
             strategy_info(s).role == "learned" for s in plan.strategies):
         return None
-    ids = [t.task_id for t in family_all_tasks(info.family)]
+    ids = [t.task_id for t in family_all_tasks(info.family, plan.data_folders)]
     return fold_assignment(ids, plan.folds, seed)
 
 
@@ -347,13 +337,10 @@ def _submit(plan: RunPlan, run_id: str, units: list[Unit]) -> list[dict[str, Any
             unit = next(waiting, None)
             if unit is None:
                 break
-            future = run_unit.submit(
-                plan.output_root, run_id, unit.suite.name, unit.strategy, unit.suite.seed,
-                unit.scale, unit.name, TaskBatch(unit.tasks), unit.suite.info.pool_limit,
-                TaskBatch(unit.agent_ids) if unit.agent_ids else None, plan.agent_model,
-                plan.agent_url, plan.agent_concurrency, plan.agent_context_tokens,
-                unit.repetition, unit.fold, plan.folds if unit.fold is not None else None,
-                plan.pool, plan.agent_timeout)
+            spec = plan.unit_spec(run_id, unit.suite.name, unit.strategy, unit.suite.seed,
+                                  unit.scale, unit.name, unit.suite.info.pool_limit,
+                                  tuple(unit.agent_ids), unit.repetition, unit.fold)
+            future = run_unit.submit(spec, TaskBatch(unit.tasks))
             future.add_done_callback(lambda f, u=unit: finished.put((f, u)))
             in_flight += 1
         if not in_flight:

@@ -171,10 +171,8 @@ def bench(
 
     from flows.plan import RunPlan, prepare_run
     from junction.evidence.store import TraceStore
-    from junction_datasets.tau2_banking import DATA_ENV
+    from junction_datasets.tau2_banking import SUITE as TAU2_SUITE
 
-    if tau2_data is not None:
-        os.environ[DATA_ENV] = str(tau2_data.resolve())
     if repetitions is not None and seed:
         raise JunctionError("--repetitions R means seeds 0..R-1; give it or --seed, not both")
     if repetitions is not None:
@@ -194,6 +192,7 @@ def bench(
         agent_context_tokens=agent_context_tokens, agent_timeout=agent_timeout,
         **({} if folds is None else {"folds": folds}),
         **({} if pool is None else {"pool": pool}),
+        data_folders={} if tau2_data is None else {TAU2_SUITE: str(tau2_data.resolve())},
     )  # every check that needs no suite data: one error before anything starts
     given_id, run_id = run_id, prepare_run(plan, run_id)
     for path in suite_file or []:

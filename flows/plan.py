@@ -12,11 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import shutil
 import tempfile
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
@@ -31,7 +33,7 @@ from junction.sqlite_cache import check_caches
 from junction.strategies import STRATEGIES, default_strategies, strategy_info
 from junction_datasets import SUITES, get_suite, suite_names
 
-__all__ = ["RunPlan", "StrategyStep", "DEFAULT_BUDGET_SCALES", "DEFAULT_STRATEGY_SIZE",
+__all__ = ["RunPlan", "StrategyStep", "AgentSpec", "UnitSpec", "DEFAULT_BUDGET_SCALES", "DEFAULT_STRATEGY_SIZE",
            "DEFAULT_STRATEGY_SCALES", "DEFAULT_AGENT_SIZE",
            "default_agent_strategies",
            "AGENT_SCALE", "DEFAULT_BATCH_SIZE", "DEFAULT_WAREHOUSE", "DEFAULT_REPORTS",
@@ -93,17 +95,33 @@ RUNNERS = ("thread", "dask")
 StrictInt = Annotated[int, Strict()]
 
 
-def default_suites() -> list[str]:
+def default_suites(data_folders: Mapping[str, str] | None = None) -> list[str]:
     """Every registered suite the default benchmark runs (``SuiteInfo.in_default_run``),
-    less those whose data is absent (``skipped_default_suites``)."""
-    return [name for name in suite_names()
-            if SUITES[name].in_default_run and SUITES[name].unavailable_reason() is None]
+    less those whose data is absent (``skipped_default_suites``; ``data_folders``: suite
+    name -> data folder, else ``SuiteInfo.data_env``)."""
+    return [name for name in suite_names() if SUITES[name].in_default_run
+            and SUITES[name].unavailable_reason(data_folders) is None]
 
 
-def skipped_default_suites() -> dict[str, str]:
-    """Default suites left out of this run because their data is absent: name -> why."""
+def skipped_default_suites(data_folders: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Default suites left out of this run because their data is absent: name -> why
+    (``data_folders`` as in ``default_suites``)."""
     return {name: reason for name in suite_names() if SUITES[name].in_default_run
-            and (reason := SUITES[name].unavailable_reason()) is not None}
+            and (reason := SUITES[name].unavailable_reason(data_folders)) is not None}
+
+
+def _data_folders(given: Mapping[str, str] | None) -> dict[str, str]:
+    """Suite name -> absolute data folder for every suite that reads one
+    (``SuiteInfo.data_env``): ``given``, else the suite's environment variable; a suite
+    with neither is left out. ``JunctionError`` for a name that reads no data folder."""
+    given = dict(given or {})
+    for name in given:
+        if get_suite(name).data_env is None:
+            raise JunctionError(f"data_folders names {name!r}, which reads no data folder; "
+                                "suites that do: " + ", ".join(
+                                    n for n in suite_names() if SUITES[n].data_env))
+    folders = {name: info.data_folder(given) for name, info in SUITES.items()}
+    return {n: os.path.abspath(f) for n, f in sorted(folders.items()) if f}
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -126,6 +144,58 @@ class StrategyStep(BaseModel):
 
     scales: tuple[float, ...]
     max_tasks: int | None
+
+
+class AgentSpec(BaseModel):
+    """Which language-model agent acts on a unit's agent tasks: the key of the worker's
+    executor (``flows.workers.agent_executor``).
+
+    ``model``: a GGUF path or embedded model name (None: the default), or with ``url`` (an
+    OpenAI-compatible base URL) the server's model id; ``concurrency``: requests in flight
+    to that server; ``context_tokens``: its window in tokens (None: as it reports it);
+    ``timeout_s``: seconds one generation may take (None:
+    ``junction.agent.remote.RemoteAgentConfig.timeout_s``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str | None = None
+    url: str | None = None
+    concurrency: StrictInt = 1
+    context_tokens: StrictInt | None = None
+    timeout_s: float | None = None
+
+
+class UnitSpec(BaseModel):
+    """One unit of work as the worker receives it (``flows.workers.run_unit_now``): every
+    parameter but its tasks, which travel beside it unwalked (``flows.benchmark.TaskBatch``).
+
+    ``root``: the traces root; ``run_id``; ``suite``/``strategy``: names; ``seed``: the
+    suite's seed; ``scale``: the budget scale (× each task's own budget, tokens);
+    ``unit``: the unit's name (its trace file's stem); ``pool_limit``: candidates per lane
+    (``SuiteInfo.pool_limit``); ``agent_task_ids``: the tasks of the unit the agent acts on,
+    with ``agent``; on a cross-fitted suite ``repetition`` (the run's seed) and, for a
+    learned strategy, ``fold`` of ``folds``; ``pool``: the pool rule
+    (``junction.candidates.POOL_RULES``); ``data_folders``: ``RunPlan.data_folders``, for
+    the learned strategies' training rows. Built by the flow from the ``RunPlan``
+    (``RunPlan.unit_spec``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    root: str
+    run_id: str
+    suite: str
+    strategy: str
+    seed: StrictInt
+    scale: float
+    unit: str
+    pool_limit: int | tuple[int | None, int | None] | None
+    agent_task_ids: tuple[str, ...] = ()
+    agent: AgentSpec = AgentSpec()
+    repetition: StrictInt | None = None
+    fold: StrictInt | None = None
+    folds: StrictInt | None = None
+    pool: str = DEFAULT_POOL_RULE
+    data_folders: dict[str, str] = Field(default_factory=dict)
 
 
 class RunPlan(BaseModel):
@@ -163,6 +233,12 @@ class RunPlan(BaseModel):
     - ``pool``: the pool rule every strategy's candidate pools come from
       (``junction.candidates.POOL_RULES``: bm25, dense, hybrid; default bm25), recorded on
       every trace; in ``params`` only when not bm25
+    - ``data_folders``: suite name -> the absolute folder a suite of third-party data reads
+      (``SuiteInfo.data_env``; given, else that environment variable when the plan is
+      built), for the run's suites only; the flow hands it to every suite build and learned
+      fit, in this process or a worker. A folder given for a suite the default plan then
+      leaves out because that folder cannot be read is refused (its reason, one line). In ``params`` only when not empty; never in
+      ``metrics.json`` (a machine path, ``junction.evidence.params.MACHINE_PATH_PARAMS``)
 
     Raises ``UnknownNameError`` (suite, strategy, runner, pool rule) or ``JunctionError`` naming the
     field and its value for a plan that cannot run (a suite whose data is absent, a seed
@@ -197,6 +273,7 @@ class RunPlan(BaseModel):
     agent_strategies: list[str] = Field(default_factory=list)
     folds: StrictInt = DEFAULT_FOLDS
     pool: str = DEFAULT_POOL_RULE
+    data_folders: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
     def build(cls, **given: Any) -> RunPlan:
@@ -235,8 +312,14 @@ class RunPlan(BaseModel):
             agent_size = 0 if size is not None else DEFAULT_AGENT_SIZE
             if size is None and agent_strategies is None:
                 agent_strategies = default_agent_strategies(strategies)
+        folders = _data_folders(p.get("data_folders"))
+        suites = sorted(p.get("suites") or ([] if suite_files else default_suites(folders)))
+        for name in p.get("data_folders") or {}:  # a folder given for a suite it drops
+            reason = get_suite(name).unavailable_reason(folders)
+            if name not in suites and not p.get("suites") and reason is not None:
+                raise JunctionError(reason)
         p.update(
-            suites=sorted(p.get("suites") or ([] if suite_files else default_suites())),
+            suites=suites, data_folders={k: v for k, v in folders.items() if k in suites},
             strategies=strategies, seeds=p.get("seeds") or [0],
             budget_scales=budget_scales or list(DEFAULT_BUDGET_SCALES), size=size, full=full,
             strategy_size={k: strategy_size[k] for k in sorted(strategy_size)},
@@ -256,7 +339,7 @@ class RunPlan(BaseModel):
     def _check(self) -> RunPlan:
         """Refuse a plan that cannot run (one line naming the field and value)."""
         for name in self.suites:
-            reason = get_suite(name).unavailable_reason()
+            reason = get_suite(name).unavailable_reason(self.data_folders)
             if reason is not None:
                 raise JunctionError(reason)
         for name in self.strategies:
@@ -339,11 +422,13 @@ class RunPlan(BaseModel):
     def params(self) -> dict[str, Any]:
         """The parameters a run records in run.json (``params``), as plain JSON values;
         ``agent_context_tokens`` only when given, ``agent_strategies`` only when it leaves
-        a strategy out, ``folds`` only when not ``DEFAULT_FOLDS`` (run.json's
+        a strategy out, ``data_folders`` only when not empty, ``folds`` only when not ``DEFAULT_FOLDS`` (run.json's
         ``cross_fit`` records the folds of every cross-fitted run) and ``pool`` only when
         not ``DEFAULT_POOL_RULE``, so a plan from before they existed keeps its
         ``params_hash`` (a resumed run)."""
         exclude = set()
+        if not self.data_folders:
+            exclude.add("data_folders")
         if self.pool == DEFAULT_POOL_RULE:
             exclude.add("pool")
         if self.folds == DEFAULT_FOLDS:
@@ -359,6 +444,26 @@ class RunPlan(BaseModel):
     def params_hash(self) -> str:
         """``params_hash`` of ``params()``: what a resumed run must repeat."""
         return params_hash(self.params())
+
+    def agent_spec(self) -> AgentSpec:
+        """The agent the plan's units use (``AgentSpec``)."""
+        return AgentSpec(model=self.agent_model, url=self.agent_url,
+                         concurrency=self.agent_concurrency,
+                         context_tokens=self.agent_context_tokens,
+                         timeout_s=self.agent_timeout)
+
+    def unit_spec(self, run_id: str, suite: str, strategy: str, seed: int, scale: float,
+                  unit: str, pool_limit: int | tuple[int | None, int | None] | None,
+                  agent_task_ids: tuple[str, ...] = (), repetition: int | None = None,
+                  fold: int | None = None) -> UnitSpec:
+        """The ``UnitSpec`` of one unit of this plan: the unit's own fields, and the plan's
+        traces root, agent, pool rule, data folders and (for a fold) fold count."""
+        return UnitSpec(root=self.output_root, run_id=run_id, suite=suite, strategy=strategy,
+                        seed=seed, scale=scale, unit=unit, pool_limit=pool_limit,
+                        agent_task_ids=agent_task_ids, agent=self.agent_spec(),
+                        repetition=repetition, fold=fold,
+                        folds=self.folds if fold is not None else None, pool=self.pool,
+                        data_folders=self.data_folders)
 
     def steps(self) -> dict[str, StrategyStep]:
         """Per strategy (sorted): the scales it runs and its task cap, the plan the flow
@@ -441,6 +546,5 @@ def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
     if plan.agent_url is not None and plan.agent_size != 0:
         from flows.workers import agent_executor
 
-        agent_executor(plan.agent_model, plan.agent_url, plan.agent_concurrency,
-                       plan.agent_context_tokens, plan.agent_timeout)
+        agent_executor(plan.agent_spec())
     return run_id

@@ -56,8 +56,9 @@ def start_run(store: TraceStore, plan: RunPlan, run_id: str,
         "started_at": existing.get("started_at") or datetime.now(UTC).isoformat(),
         "finished_at": None, "status": "running",
     }
-    skipped = {n: r for n, r in skipped_default_suites().items() if n not in plan.suites}
-    if skipped and not plan.suite_files and plan.suites == default_suites():
+    skipped = {n: r for n, r in skipped_default_suites(plan.data_folders).items()
+               if n not in plan.suites}
+    if skipped and not plan.suite_files and plan.suites == default_suites(plan.data_folders):
         meta["suites_skipped"] = skipped
     if existing.get("learned_models"):
         meta["learned_models"] = existing["learned_models"]

@@ -5,6 +5,7 @@ cross-fitted run on the fixture (every task once per repetition, with its fold).
 from __future__ import annotations
 
 import json
+import os
 import math
 from pathlib import Path
 
@@ -162,7 +163,7 @@ def fixture_data(monkeypatch):
     # test made, so a later run in this process does not list the fixture's models
     workers._STRATEGIES.clear()
     workers._STRATEGIES.update({k: v for k, v in strategies.items()
-                                if not k.startswith("learned")})
+                                if not k[0].startswith("learned")})
     learned._FITTED.clear()
     learned._ALL_TASKS.clear()
     learned._FITTED.update(saved[0])
@@ -203,20 +204,26 @@ def test_no_fold_model_trains_on_a_task_it_evaluates(fixture_data, repetition, d
 
 @pytest.mark.flow
 def test_a_cross_fitted_run_evaluates_every_task_once_per_repetition(
-        prefect_harness, fixture_data, tmp_path):
+        prefect_harness, fixture_data, tmp_path, monkeypatch):
     from flows.benchmark import run_benchmark
     from junction.evidence.store import TraceStore
+    from junction_datasets import tau2_banking as tb
 
+    # the data folder travels in the plan, to the suite build and every fold's fit in the
+    # workers: no environment variable names it
+    monkeypatch.delenv(tb.DATA_ENV)
     result = run_benchmark(suites=["tau2-banking"], seeds=[0, 1], folds=2,
                            strategies=["learned_exact", "learned_split", "exact"],
                            budget_scales=[1.0], full=True, agent_size=0,  # no agent here
                            output_root=str(tmp_path / "wh"),
-                           reports_root=str(tmp_path / "reports"))
+                           reports_root=str(tmp_path / "reports"),
+                           data_folders={"tau2-banking": str(FIXTURE)})
     run = result["run_id"]
     table = TraceStore(str(tmp_path / "wh")).read_traces(run).to_pylist()
     traces = [(r["strategy"], r["seed"], r["repetition"], r["fold"], r["task_id"],
                r["extra_json"]) for r in table]
     meta = json.loads((tmp_path / "reports" / run / "run.json").read_text())
+    assert meta["params"]["data_folders"] == {"tau2-banking": os.path.abspath(FIXTURE)}
     assignment = meta["cross_fit"]["tau2-banking"]
     assert assignment["folds"] == 2 and sorted(assignment["repetitions"]) == ["0", "1"]
     ids = {t for folds in assignment["repetitions"]["0"].values() for t in folds}
@@ -236,6 +243,7 @@ def test_a_cross_fitted_run_evaluates_every_task_once_per_repetition(
     report = (tmp_path / "reports" / run / "report.md").read_text()
     assert "## Cross-fitted verdict" in report
     metrics = json.loads((tmp_path / "reports" / run / "metrics.json").read_text())
+    assert "data_folders" not in metrics["params"]  # a machine path
     crossed = metrics["cross_fitted"]
     assert [(c["a"], c["repetitions"], c["folds"], c["n_tasks"]) for c in crossed] == [
         ("learned_exact", 2, 2, 5)]

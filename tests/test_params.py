@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 from junction.evidence.params import (
     MACHINE_PATH_PARAMS,
@@ -22,7 +23,7 @@ PARAMS = {
 RESULT_CHANGING = {"suites", "strategies", "seeds", "budget_scales", "size", "full",
                    "suite_files", "strategy_size", "strategy_scales", "agent_size", "agent_model",
                    "agent_url", "agent_context_tokens", "agent_strategies", "folds",
-                   "pool"}
+                   "pool", "data_folders"}
 
 
 def test_report_keeps_exactly_the_result_changing_parameters_but_paths():
@@ -79,3 +80,69 @@ def test_agent_context_tokens_is_recorded_only_when_given_and_needs_a_remote_age
                          ({**url, "agent_context_tokens": 193}, "must be an integer > 193")):
         with pytest.raises(JunctionError, match=message):
             RunPlan.build(**base, **bad)
+
+
+# ---------------------------------------------------------------- the plan reaches the worker
+
+TAU2_FIXTURE = Path(__file__).resolve().parent / "data" / "tau2_fixture"
+
+
+def test_a_data_folder_is_a_plan_field_not_the_environment(monkeypatch):
+    import pytest
+
+    from flows.plan import RunPlan
+    from junction.errors import JunctionError
+    from junction_datasets import tau2_banking as tb
+
+    monkeypatch.delenv(tb.DATA_ENV, raising=False)
+    base = {"suites": ["tau2-banking"], "strategies": ["exact"]}
+    with pytest.raises(JunctionError, match="tau2-banking: no data"):
+        RunPlan.build(**base)
+    plan = RunPlan.build(**base, data_folders={"tau2-banking": str(TAU2_FIXTURE)})
+    assert plan.data_folders == {"tau2-banking": str(TAU2_FIXTURE)}
+    assert tb.DATA_ENV not in __import__("os").environ  # nothing was set on the side
+    spec = plan.unit_spec("r", "tau2-banking", "exact", 0, 1.0, "u", (50, None))
+    assert spec.data_folders == plan.data_folders and spec.root == plan.output_root
+    assert plan.params()["data_folders"] == plan.data_folders
+    assert "data_folders" not in report_params(plan.params())  # a machine path
+    # the environment variable is the default when the plan names none; a BFCL run records
+    # no folder, so its params hash does not depend on where the τ data lives
+    monkeypatch.setenv(tb.DATA_ENV, str(TAU2_FIXTURE))
+    assert RunPlan.build(**base).data_folders == plan.data_folders
+    other = RunPlan.build(suites=["coupling"], strategies=["exact"])
+    assert other.data_folders == {} and "data_folders" not in other.params()
+    with pytest.raises(JunctionError, match="'coupling', which reads no data folder"):
+        RunPlan.build(suites=["coupling"], strategies=["exact"],
+                      data_folders={"coupling": "/x"})
+
+
+def test_a_folder_the_default_plan_cannot_read_is_refused_not_skipped(tmp_path, monkeypatch):
+    import pytest
+
+    from flows.plan import RunPlan
+    from junction.errors import JunctionError
+    from junction_datasets import tau2_banking as tb
+
+    monkeypatch.delenv(tb.DATA_ENV, raising=False)
+    with pytest.raises(JunctionError, match=str(tmp_path / "nowhere")):
+        RunPlan.build(data_folders={"tau2-banking": str(tmp_path / "nowhere")})
+
+
+def test_the_unit_spec_is_typed_and_carries_the_agent():
+    import pytest
+    from pydantic import ValidationError
+
+    from flows.plan import AgentSpec, RunPlan, UnitSpec
+
+    url = {"agent_url": "http://127.0.0.1:1/v1", "agent_model": "m"}
+    plan = RunPlan.build(suites=["coupling"], strategies=["exact"], agent_concurrency=3,
+                         agent_timeout=5.0, **url)
+    spec = plan.unit_spec("r", "coupling", "exact", 0, 1.0, "u", 8, ("t1",), 0, 1)
+    assert spec.agent == AgentSpec(model="m", url=url["agent_url"], concurrency=3,
+                                   timeout_s=5.0)
+    assert spec.folds == plan.folds and spec.fold == 1 and spec.agent_task_ids == ("t1",)
+    assert plan.unit_spec("r", "coupling", "exact", 0, 1.0, "u", 8).folds is None
+    with pytest.raises(ValidationError):
+        UnitSpec(**{**spec.model_dump(), "seed": "0"})  # strict: no string for a seed
+    with pytest.raises(ValidationError):
+        UnitSpec(**{**spec.model_dump(), "typo": 1})

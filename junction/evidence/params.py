@@ -41,10 +41,11 @@ UNIT_LAYOUT_PARAMS = ("batch_size",)
 resumed with another batch size would not find its finished units, run them again under new
 names and duplicate their rows. ``params_hash`` keeps them."""
 
-MACHINE_PATH_PARAMS = ("suite_files", "agent_model", "agent_url")
+MACHINE_PATH_PARAMS = ("suite_files", "agent_model", "agent_url", "data_folders")
 """Change results, but as paths on one machine (the agent model is named in the traces by
-its sha256, a remote one by ``agent_remote``): the report names each file suite (suite name,
-file name, tasks) in its ``suites`` section instead, so metrics.json leaves them out."""
+its sha256, a remote one by ``agent_remote``; a data folder's suite by its tasks): the
+report names each file suite (suite name, file name, tasks) and each built suite (its
+source and tasks) in its ``suites`` section instead, so metrics.json leaves them out."""
 
 
 def resume_params(params: dict[str, Any]) -> dict[str, Any]:
