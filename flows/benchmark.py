@@ -30,12 +30,12 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows import interrupts, run_log, server
 from flows.interrupts import RunInterrupted
-from flows.plan import RunPlan, UnitSpec, check_resume, check_writable, new_run_id, prepare_run
+from flows.plan import RunPlan, check_resume, check_writable, new_run_id, prepare_run
 from flows.run_record import finish_run, start_run
 from flows.sampling import LoadedSuite, agent_sample, capped
+from flows.unit import UnitSpec
 from flows.workers import run_unit_now
 from junction.errors import JunctionError, UnknownNameError
-from junction.candidates import DEFAULT_POOL_RULE
 from junction.evidence.reports import run_timings, write_report
 from junction.evidence.store import TraceStore, check_name
 from junction.evidence.warehouse import Warehouse

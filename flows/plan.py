@@ -31,9 +31,10 @@ from junction.evidence.store import TraceStore, check_name
 from junction.learned.crossfit import DEFAULT_FOLDS, MIN_FOLDS
 from junction.sqlite_cache import check_caches
 from junction.strategies import STRATEGIES, default_strategies, strategy_info
+from flows.unit import AgentSpec, UnitSpec
 from junction_datasets import SUITES, get_suite, suite_names
 
-__all__ = ["RunPlan", "StrategyStep", "AgentSpec", "UnitSpec", "DEFAULT_BUDGET_SCALES", "DEFAULT_STRATEGY_SIZE",
+__all__ = ["RunPlan", "StrategyStep", "DEFAULT_BUDGET_SCALES", "DEFAULT_STRATEGY_SIZE",
            "DEFAULT_STRATEGY_SCALES", "DEFAULT_AGENT_SIZE",
            "default_agent_strategies",
            "AGENT_SCALE", "DEFAULT_BATCH_SIZE", "DEFAULT_WAREHOUSE", "DEFAULT_REPORTS",
@@ -144,58 +145,6 @@ class StrategyStep(BaseModel):
 
     scales: tuple[float, ...]
     max_tasks: int | None
-
-
-class AgentSpec(BaseModel):
-    """Which language-model agent acts on a unit's agent tasks: the key of the worker's
-    executor (``flows.workers.agent_executor``).
-
-    ``model``: a GGUF path or embedded model name (None: the default), or with ``url`` (an
-    OpenAI-compatible base URL) the server's model id; ``concurrency``: requests in flight
-    to that server; ``context_tokens``: its window in tokens (None: as it reports it);
-    ``timeout_s``: seconds one generation may take (None:
-    ``junction.agent.remote.RemoteAgentConfig.timeout_s``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    model: str | None = None
-    url: str | None = None
-    concurrency: StrictInt = 1
-    context_tokens: StrictInt | None = None
-    timeout_s: float | None = None
-
-
-class UnitSpec(BaseModel):
-    """One unit of work as the worker receives it (``flows.workers.run_unit_now``): every
-    parameter but its tasks, which travel beside it unwalked (``flows.benchmark.TaskBatch``).
-
-    ``root``: the traces root; ``run_id``; ``suite``/``strategy``: names; ``seed``: the
-    suite's seed; ``scale``: the budget scale (× each task's own budget, tokens);
-    ``unit``: the unit's name (its trace file's stem); ``pool_limit``: candidates per lane
-    (``SuiteInfo.pool_limit``); ``agent_task_ids``: the tasks of the unit the agent acts on,
-    with ``agent``; on a cross-fitted suite ``repetition`` (the run's seed) and, for a
-    learned strategy, ``fold`` of ``folds``; ``pool``: the pool rule
-    (``junction.candidates.POOL_RULES``); ``data_folders``: ``RunPlan.data_folders``, for
-    the learned strategies' training rows. Built by the flow from the ``RunPlan``
-    (``RunPlan.unit_spec``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    root: str
-    run_id: str
-    suite: str
-    strategy: str
-    seed: StrictInt
-    scale: float
-    unit: str
-    pool_limit: int | tuple[int | None, int | None] | None
-    agent_task_ids: tuple[str, ...] = ()
-    agent: AgentSpec = AgentSpec()
-    repetition: StrictInt | None = None
-    fold: StrictInt | None = None
-    folds: StrictInt | None = None
-    pool: str = DEFAULT_POOL_RULE
-    data_folders: dict[str, str] = Field(default_factory=dict)
 
 
 class RunPlan(BaseModel):

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flows import interrupts, run_log
-from flows.plan import AgentSpec, UnitSpec
+from flows.unit import AgentSpec, UnitSpec
 from junction.evaluate import evaluate_batch
 from junction.evidence.store import TraceStore
 from junction.learned.crossfit import CrossFitFold

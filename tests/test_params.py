@@ -132,7 +132,8 @@ def test_the_unit_spec_is_typed_and_carries_the_agent():
     import pytest
     from pydantic import ValidationError
 
-    from flows.plan import AgentSpec, RunPlan, UnitSpec
+    from flows.plan import RunPlan
+    from flows.unit import AgentSpec, UnitSpec
 
     url = {"agent_url": "http://127.0.0.1:1/v1", "agent_model": "m"}
     plan = RunPlan.build(suites=["coupling"], strategies=["exact"], agent_concurrency=3,

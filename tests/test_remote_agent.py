@@ -267,7 +267,7 @@ def test_an_http_400_carries_the_servers_reason(server, multiple_123):
 
 def test_the_agent_timeout_reaches_the_generation(server, multiple_123):
     # --agent-timeout S becomes the generation's timeout; the checks keep their own 10 s
-    from flows.plan import AgentSpec
+    from flows.unit import AgentSpec
     from flows.workers import agent_executor
 
     executor = agent_executor(AgentSpec(model=ALIAS, url=server, context_tokens=SERVER_CTX,

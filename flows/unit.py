@@ -1,0 +1,70 @@
+"""What the plan hands a worker: one typed record per unit of work (``UnitSpec``) and the
+agent it uses (``AgentSpec``).
+
+``flows.plan.RunPlan.unit_spec`` makes them; ``flows.workers.run_unit_now`` takes them.
+They live apart from both so that neither imports the other.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, Strict
+
+from junction.candidates import DEFAULT_POOL_RULE
+
+__all__ = ["AgentSpec", "UnitSpec"]
+
+StrictInt = Annotated[int, Strict()]
+
+
+class AgentSpec(BaseModel):
+    """Which language-model agent acts on a unit's agent tasks: the key of the worker's
+    executor (``flows.workers.agent_executor``).
+
+    ``model``: a GGUF path or embedded model name (None: the default), or with ``url`` (an
+    OpenAI-compatible base URL) the server's model id; ``concurrency``: requests in flight
+    to that server; ``context_tokens``: its window in tokens (None: as it reports it);
+    ``timeout_s``: seconds one generation may take (None:
+    ``junction.agent.remote.RemoteAgentConfig.timeout_s``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str | None = None
+    url: str | None = None
+    concurrency: StrictInt = 1
+    context_tokens: StrictInt | None = None
+    timeout_s: float | None = None
+
+
+class UnitSpec(BaseModel):
+    """One unit of work as the worker receives it (``flows.workers.run_unit_now``): every
+    parameter but its tasks, which travel beside it unwalked (``flows.benchmark.TaskBatch``).
+
+    ``root``: the traces root; ``run_id``; ``suite``/``strategy``: names; ``seed``: the
+    suite's seed; ``scale``: the budget scale (× each task's own budget, tokens);
+    ``unit``: the unit's name (its trace file's stem); ``pool_limit``: candidates per lane
+    (``SuiteInfo.pool_limit``); ``agent_task_ids``: the tasks of the unit the agent acts on,
+    with ``agent``; on a cross-fitted suite ``repetition`` (the run's seed) and, for a
+    learned strategy, ``fold`` of ``folds``; ``pool``: the pool rule
+    (``junction.candidates.POOL_RULES``); ``data_folders``: ``RunPlan.data_folders``, for
+    the learned strategies' training rows. Built by the flow from the ``RunPlan``
+    (``flows.plan.RunPlan.unit_spec``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    root: str
+    run_id: str
+    suite: str
+    strategy: str
+    seed: StrictInt
+    scale: float
+    unit: str
+    pool_limit: int | tuple[int | None, int | None] | None
+    agent_task_ids: tuple[str, ...] = ()
+    agent: AgentSpec = AgentSpec()
+    repetition: StrictInt | None = None
+    fold: StrictInt | None = None
+    folds: StrictInt | None = None
+    pool: str = DEFAULT_POOL_RULE
+    data_folders: dict[str, str] = Field(default_factory=dict)
