@@ -36,7 +36,7 @@ from flows.sampling import LoadedSuite, agent_sample, capped
 from flows.unit import UnitSpec
 from flows.workers import run_unit_now
 from junction.errors import JunctionError, UnknownNameError
-from junction.evidence.reports import run_timings, write_report
+from junction.evidence.reports import write_report
 from junction.evidence.store import TraceStore, check_name
 from junction.evidence.warehouse import Warehouse
 from junction.strategies import strategy_info
@@ -129,12 +129,11 @@ def refresh_warehouse(root: str) -> None:
       retry_condition_fn=_io_error)
 def write_run_report(root: str, reports_root: str, run_id: str,
                      suites: dict[str, Any], run: dict[str, Any] | None = None) -> str:
-    """Write ``reports/<run_id>/`` (``run``: its run.json dict; None: the stored one) and
-    publish the Markdown as a Prefect artifact."""
-    store = TraceStore(root)
-    run = run or store.read_run_meta(run_id) or {"run_id": run_id}
-    paths = write_report(Path(reports_root) / run_id, run, store.read_traces(run_id), suites,
-                         timings=run_timings(root, run_id))
+    """Write ``reports/<run_id>/`` from the run's ``RunData``, read once through the
+    warehouse's views (``Warehouse.run_data``; ``run``: its run.json dict, None: the stored
+    one), and publish the Markdown as a Prefect artifact."""
+    paths = write_report(Path(reports_root) / run_id,
+                         Warehouse(root).run_data(run_id, run=run, suites=suites))
     create_markdown_artifact(markdown=paths["report.md"].read_text(),
                              key=f"report-{run_id.lower().replace('_', '-')[:60]}",
                              description=f"Junction report for run {run_id}")

@@ -134,16 +134,12 @@ def report(
 ) -> None:
     """(Re)write the report of one run."""
     from junction.evidence.diff import resolve_run
-    from junction.evidence.reports import run_timings, write_report
-    from junction.evidence.store import TraceStore
+    from junction.evidence.reports import write_report
+    from junction.evidence.warehouse import Warehouse
 
-    root = warehouse or warehouse_root()
-    store = TraceStore(root)
-    run_id = resolve_run(store, run)
-    meta = store.read_run_meta(run_id) or {"run_id": run_id}
-    paths = write_report(Path(reports or reports_root()) / run_id, meta,
-                         store.read_traces(run_id), meta.get("suites", {}),
-                         timings=run_timings(root, run_id))
+    wh = Warehouse(warehouse or warehouse_root())
+    run_id = resolve_run(wh.store, run)
+    paths = write_report(Path(reports or reports_root()) / run_id, wh.run_data(run_id))
     typer.echo(f"report: {paths['report.md']}")
 
 

@@ -14,7 +14,7 @@ from junction.agent.execution import ExecutionResult, execute
 from junction.verifiers import Outcome, verify
 from junction.errors import UnknownNameError
 from junction.evidence import plots, verdicts
-from junction.evidence.report_markdown import render_markdown
+from junction.evidence.report_markdown import ReportSections, render_markdown
 from junction.evidence.summary import headline_rows
 from junction.evidence.traces import records_to_table
 from junction.resources import ContextResource, ToolResource
@@ -99,9 +99,10 @@ def test_a_registered_kind_is_one_record_and_one_function(monkeypatch):
     assert verify(task, execute(task, ("c1",), ())) == Outcome(success=False,
                                                                reason="one type only")
     # the report's Definitions read its meaning
-    md = render_markdown({"run_id": "r"}, [], {"s": {"verifier_kinds": ["both_types"]}}, None)
-    assert ("- **s** (verifier `both_types`): success when a context and a tool are "
-            "exposed.") in md
+    md = render_markdown(ReportSections({"run_id": "r"},
+                                        suites={"s": {"verifier_kinds": ["both_types"]}}))
+    (line,) = [x for x in md.splitlines() if x.startswith("- **s**")]
+    assert "`both_types`" in line and "a context and a tool are exposed" in line
 
 
 def test_the_toy_executor_plays_steps_only_for_a_kind_that_grades_calls(monkeypatch):

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from junction.errors import JunctionError
+from tests.report_text import agent_line, plan_line
 
 FAST = ["adaptive_split", "exact", "fixed_split"]
 
@@ -145,8 +146,9 @@ def test_capped_strategy_runs_its_plan_and_metrics_stay_identical(prefect_harnes
         assert (rep / run["run_id"] / "time.png").stat().st_size > 0
     md = (rep / first["run_id"] / "report.md").read_text()
     assert "](time.png)" in md and "](plot.png)" in md
-    assert ("per-strategy plan: exact: 4 tasks per suite (fewer where the suite has fewer) "
-            "at scale 1 only; adaptive_split, fixed_split: every task") in md
+    assert plan_line(md) == {"exact": {"tasks": 4, "scales": [1.0]},
+                             "adaptive_split": {"tasks": None, "scales": None},
+                             "fixed_split": {"tasks": None, "scales": None}}
     metrics = json.loads(a)
     assert metrics["params"]["strategy_size"] == {"exact": 4}
     assert "timings" not in a.decode() and "select_ms" not in a.decode()
@@ -170,16 +172,21 @@ def test_capped_strategy_runs_its_plan_and_metrics_stay_identical(prefect_harnes
 
 def test_report_states_the_default_plan():
     from flows.plan import RunPlan
-    from junction.evidence.report_markdown import render_markdown
+    from junction.evidence.report_markdown import ReportSections, render_markdown
 
-    md = render_markdown({"run_id": "r", "params": RunPlan.build().params()}, [], {}, None)
-    assert ("- per-strategy plan: bfcl_listed: at scale 1 only; "
-            "judge_admission: 4 tasks per suite (fewer where the suite has fewer) at scale 1 "
-            "only; adaptive_split, exact, fixed_split: every task in the Suites table at every "
-            "budget scale.") in md
-    assert "- agent: a language-model agent acted on 1 task of each suite it can be graded on" in md
+    md = render_markdown(ReportSections({"run_id": "r", "params": RunPlan.build().params()}))
+    params = RunPlan.build().params()
+    sizes, scales = params["strategy_size"], params["strategy_scales"]
+    assert plan_line(md) == {s: {"tasks": sizes.get(s), "scales": scales.get(s)}
+                             for s in params["strategies"]}
+    assert plan_line(md) == {"bfcl_listed": {"tasks": None, "scales": [1.0]},
+                             "judge_admission": {"tasks": 4, "scales": [1.0]},
+                             **{s: {"tasks": None, "scales": None}
+                                for s in ("adaptive_split", "exact", "fixed_split")}}
+    assert agent_line(md)["sample"] == 1 == params["agent_size"]
     suites = {"bfcl-memory": {"tasks": 40, "strategy_tasks": {"judge_admission": 8}}}
-    md = render_markdown({"run_id": "r", "params": RunPlan.build().params()}, [], suites, None)
+    md = render_markdown(ReportSections({"run_id": "r", "params": RunPlan.build().params()},
+                                        suites=suites))
     assert "| bfcl-memory | 40 (judge_admission: 8) |" in md
 
 
@@ -276,15 +283,16 @@ def test_the_report_says_whom_the_default_agent_left_out_and_how_to_decide():
     import re
 
     from flows.plan import PROJECT_ROOT, RunPlan
-    from junction.evidence.report_markdown import render_markdown
+    from junction.evidence.report_markdown import ReportSections, render_markdown
     from junction.evidence.verdict_text import AGENT_SAMPLE_THAT_DECIDES, agent_table_lines
 
-    md = render_markdown({"run_id": "r", "params": RunPlan.build().params()}, [], {}, None)
-    assert ("acted on 1 task of each suite it can be graded on (the suite's own sample), for adaptive_split, "
-            "exact, fixed_split, judge_admission (not for bfcl_listed), at budget scale 1") in md
-    md = render_markdown({"run_id": "r", "params": RunPlan.build(agent_size=1).params()},
-                         [], {}, None)
-    assert "suite's own sample), for every strategy and reference, at budget scale 1" in md
+    md = render_markdown(ReportSections({"run_id": "r", "params": RunPlan.build().params()}))
+    assert agent_line(md) == {"sample": 1, "scale": 1.0, "left_out": ["bfcl_listed"],
+                              "acted": ["adaptive_split", "exact", "fixed_split",
+                                        "judge_admission"]}
+    md = render_markdown(ReportSections(
+        {"run_id": "r", "params": RunPlan.build(agent_size=1).params()}))
+    assert agent_line(md) == {"sample": 1, "scale": 1.0, "left_out": [], "acted": None}
     row = {"suite": "bfcl-memory", "budget_scale": 1.0, "strategy": "exact", "n": 1,
            "successes": 1, "rate": 1.0, "ci_low": 0.2, "ci_high": 1.0, "decides": False}
     assert AGENT_SAMPLE_THAT_DECIDES in agent_table_lines([row])
@@ -302,14 +310,20 @@ def test_the_report_says_whom_the_default_agent_left_out_and_how_to_decide():
 
 def test_the_memory_reference_note_says_when_the_agent_did_not_act_for_it():
     from flows.plan import RunPlan
-    from junction.evidence.report_markdown import render_markdown
+    from junction.evidence.report_markdown import (MEMORY_REFERENCE_NOTE, ReportSections,
+                                                  render_markdown)
 
     row = {"suite": "bfcl-memory", "strategy": "bfcl_listed", "budget_scale": 1.0}
-    said = "In this run the agent did not act for bfcl_listed; `make bench-agent` measures"
     for plan, expected in ((RunPlan.build(), True), (RunPlan.build(agent_size=1), False)):
-        md = render_markdown({"run_id": "r", "params": plan.params()},
-                             [{**row, **dict.fromkeys(_columns(), None)}], {}, None)
-        assert (said in md) is expected
+        md = render_markdown(ReportSections(
+            {"run_id": "r", "params": plan.params()},
+            summary=[{**row, **dict.fromkeys(_columns(), None)}]))
+        # what the note says after its fixed text: here (no prompt was cut) only whom the
+        # agent left out and the target that measures it
+        (note,) = [x for x in md.splitlines() if x.startswith(MEMORY_REFERENCE_NOTE)]
+        added = note[len(MEMORY_REFERENCE_NOTE):]
+        assert ("bfcl_listed" in added and "`make bench-agent`" in added) is expected
+        assert bool(added.strip()) is expected
 
 
 def _columns():

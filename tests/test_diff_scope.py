@@ -3,6 +3,7 @@ non-zero exit, ``--html`` puts changed rows first, binary metrics use the headli
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from junction.evidence.store import TraceStore
 from junction.evidence.traces import records_to_table
 from junction.evidence.verdicts import paired_comparison
 from tests.helpers import trace_record
+from tests.report_text import percent, points, read_points
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -100,8 +102,15 @@ def test_diff_page_opens_with_one_line_per_changed_verdict():
     after = records_to_table(_records("b", [True] * 20))
     rows = diff_runs(before, after)
     (line,) = changed_verdicts(rows)
-    assert line.startswith("s · exact · budget × 1 · success: 40% → 100%, +60 points [+")
-    assert line.endswith("] points over 20 shared tasks")
+    (success,) = [r for r in rows if r["metric"] == "success"]
+    where, said = line.split(": ", 1)
+    assert where.split(" · ") == ["s", "exact", "budget × 1", "success"]
+    rates = re.search(r"(\d+)% → (\d+)%", said)
+    assert (int(rates[1]), int(rates[2])) == (40, 100) == (percent(success["before"]),
+                                                           percent(success["after"]))
+    assert read_points(said) == (60, points(success["ci_low"]), points(success["ci_high"]))
+    assert points(success["change"]) == 60 and points(success["ci_low"]) > 0  # detected
+    assert int(re.search(r"\bover (\d+) shared tasks?\b", said)[1]) == success["tasks"] == 20
     page = diff_page("a", "b", run_scope(before, after), rows)
     assert page.index("<div id='verdicts'>") < page.index("<table>")
     assert "<td>40%</td><td>100%</td><td>+60 points</td>" in page

@@ -14,7 +14,7 @@ import pytest
 from junction.evidence import metrics as catalog
 from junction.evidence.diff import diff_runs
 from junction.evidence.metrics import METRICS, LaneRanking, Metric, lane_ranking_metrics
-from junction.evidence.report_markdown import render_markdown
+from junction.evidence.report_markdown import ReportSections, render_markdown
 from junction.evidence.summary import summarise
 from junction.evidence.traces import TRACE_SCHEMA, TaskTraceRecord, records_to_table
 from junction.evidence.warehouse import view_statement
@@ -107,7 +107,7 @@ def test_a_metric_added_to_the_catalog_reaches_summary_report_and_diff(monkeypat
     after = _traces().append_column("fake_score", pa.array([0.5, 1.0]))
     (row,) = summarise(before)
     assert row["fake_score_mean"] == 0.5
-    markdown = render_markdown({"run_id": "r1"}, [row], {}, None)
+    markdown = render_markdown(ReportSections({"run_id": "r1"}, summary=[row]))
     header = next(line for line in markdown.splitlines() if line.startswith("| strategy"))
     assert header.endswith("| tool_lane_ndcg_at_5 | fake_score_mean |")
     fake_rows = [r for r in diff_runs(before, after) if r["metric"] == "fake_score"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from junction.evidence.page import html_page
-from junction.evidence.reports import write_report
+from junction.evidence.reports import RunData, write_report
 from junction.evidence.traces import records_to_table
 from tests.helpers import trace_record
 
@@ -33,7 +33,8 @@ def test_report_page_fits_1280_px_and_its_plot_loads(tmp_path):
                for s in range(6) for scale in (0.5, 1.0, 2.0)
                for strategy in ("exact", "fixed_split", "adaptive_split") for i in range(4)]
     suites = {f"suite-with-a-long-name-{s}": {"tasks": 4, "note": "n" * 400} for s in range(6)}
-    paths = write_report(tmp_path / "r", {"run_id": "r"}, records_to_table(records), suites)
+    paths = write_report(tmp_path / "r", RunData({"run_id": "r"}, records_to_table(records),
+                                                 suites))
     measured = check.measure(paths["report.html"])
     assert check.problems(measured) == []
     assert check.legend_problems(paths["report.html"]) == []

@@ -19,6 +19,7 @@ Worked numbers (z = 1.959964, Wilson score intervals, Newcombe 1998 method 10):
 from __future__ import annotations
 
 import json
+import re
 
 import pyarrow as pa
 import pytest
@@ -26,11 +27,15 @@ import pytest
 from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
 from junction.evidence.report_markdown import REFERENCE_NOTE
-from junction.evidence.reports import write_report
+from junction.evidence.reports import RunData, write_report
 from junction.evidence.summary import headline_rows
 from junction.evidence.traces import records_to_table
+from junction.evidence.verdict_text import AGENT_SAMPLE_THAT_DECIDES
 from junction.evidence.verdicts import paired_comparison
+from junction.verifiers import verifier_meaning
 from tests.helpers import trace_record
+from tests.report_text import (first_screen_paragraphs, points, read_points, read_summary,
+                               read_verdict, table_rows, verdict_bullets)
 
 
 def _traces(outcomes: dict[str, list[bool]], suite: str = "s", scale: float = 1.0) -> list:
@@ -74,16 +79,20 @@ def test_headline_winner_against_the_interaction_blind_best():
     assert (first["other"], first["role"]) == ("fixed_split", "interaction-blind best")
     assert first["comparison"].ci_low == pytest.approx(0.3326, abs=1e-3)
     assert [c["role"] for c in h["comparisons"][1:]] == ["reference"]
-    assert h["sentence"] == ("exact is best on s (budget × 1, success) at 1.00; exact beats "
-                             "fixed_split by +60 points [+33, +78] over 20 shared tasks.")
+    said = read_verdict(h["sentence"])
+    assert (said.status, said.pair, said.points, said.n, said.suite, said.budget_scale) == (
+        "detected", ("exact", "fixed_split"), (60, 33, 78), 20, "s", 1.0)
+    cmp = first["comparison"]
+    assert said.points == (points(cmp.difference), points(cmp.ci_low), points(cmp.ci_high))
 
 
 def test_headline_no_detectable_difference_is_never_a_win():
     (h,) = headline_rows(records_to_table(_traces({
         "exact": [True] * 6 + [False] * 2, "fixed_split": [True] * 4 + [False] * 4})))
     assert h["best"] == ["exact"]
-    assert "no detectable difference between exact and fixed_split (+25 points [-13, +54])" \
-        in h["sentence"]
+    said = read_verdict(h["sentence"])
+    assert (said.status, said.pair, said.points, said.n) == (
+        "none", ("exact", "fixed_split"), (25, -13, 54), 8)
     assert "beats" not in h["sentence"]
 
 
@@ -97,8 +106,11 @@ def test_headline_tie_lists_both_and_detects_nothing():
     c = h["comparisons"][0]
     assert (c["other"], c["role"]) == ("adaptive_split", "interaction-blind best")
     assert (c["comparison"].difference, c["comparison"].p_value) == (0.0, 1.0)
-    assert h["sentence"].startswith("exact and adaptive_split tie for best on s")
-    assert "no detectable difference between exact and adaptive_split (+0 points" in h["sentence"]
+    said = read_verdict(h["sentence"])
+    assert (said.tied, said.suite, said.status, said.pair, said.n) == (
+        ("exact", "adaptive_split"), "s", "none", ("exact", "adaptive_split"), 4)
+    cmp = c["comparison"]
+    assert said.points == (0, points(cmp.ci_low), points(cmp.ci_high))
 
 
 def test_headline_when_the_best_ignores_interactions_no_comparison_is_the_blind_best():
@@ -128,8 +140,8 @@ def _write(tmp_path, name="r"):
                         "select_ms": [250.0] * 16 + [0.0] * 16,
                         "execute_ms": [50.0] * 16 + [100.0] * 16,
                         "total_ms": [300.0] * 16 + [100.0] * 16})
-    return write_report(tmp_path / name, {"run_id": name}, records_to_table(records), suites,
-                        timings=timings)
+    return write_report(tmp_path / name, RunData({"run_id": name}, records_to_table(records),
+                                                 suites, timings))
 
 
 def test_report_opens_with_the_headline_and_defines_every_catalog_metric(tmp_path):
@@ -142,11 +154,17 @@ def test_report_opens_with_the_headline_and_defines_every_catalog_metric(tmp_pat
     for m in catalog.METRICS:
         definition = m.definition.replace("|", "\\|")
         assert f"| {m.name} | {m.column} | {definition} |" in definitions
-    assert "**s** (verifier `no_tools`): success when no tool is exposed" in definitions
+    # the suite's line names its verifier kind and says that kind's registered meaning
+    (suite_line,) = [x for x in definitions.splitlines() if x.startswith("- **s**")]
+    assert "`no_tools`" in suite_line and verifier_meaning("no_tools") in suite_line
     # 1 of exact's 16 selections stopped at a work limit
     # exact: 4.0 s selection, 0.8 s execution, 4.8 of the 6.4 s total = 75%; times with
     # three significant digits, in ms below 1 s
-    assert "| exact | 16 | 4.00 s | 250 ms | 800 ms | 75% | 1 (work_limit 1) |" in md
+    cost = {r["strategy"]: r for r in table_rows(md[md.index("## Cost"):], "strategy", "tasks")}
+    expected = {"tasks": "16", "selection": "4.00 s", "selection per task": "250 ms",
+                "execution": "800 ms", "share of run time": "75%",
+                "not proven optimal": "1 (work_limit 1)"}
+    assert {k: cost["exact"][k] for k in expected} == expected
     assert "| – (heuristic) |" in md[md.index("## Cost"):]
 
 
@@ -230,40 +248,52 @@ def _agent_records(n: int) -> list:
 
 
 def test_first_screen_verdicts_summary_then_plot_and_a_closed_full_table(tmp_path):
-    paths = write_report(tmp_path / "r", {"run_id": "r"},
-                         records_to_table(_agent_records(24) + _traces(
-                             {"exact": [True] * 3, "fixed_split": [False] * 3})),
-                         {"b": {"tasks": 24}, "s": {"tasks": 3}})
+    paths = write_report(tmp_path / "r", RunData(
+        {"run_id": "r"}, records_to_table(_agent_records(24) + _traces(
+            {"exact": [True] * 3, "fixed_split": [False] * 3})),
+        {"b": {"tasks": 24}, "s": {"tasks": 3}}))
     md = paths["report.md"].read_text()
     # b: 24 verified tasks, all discordant one way: Wilson(24/24) = [24 / (24 + z²), 1] =
     # [0.862, 1], Wilson(0/24) = [0, 0.138], phi = 0: low = 1 − √2 · 0.138 = 0.805;
     # McNemar 2 · 0.5²⁴: detected. 1 agent task: passed over.
     # s: 3 tasks: Wilson(3/3) low 3 / (3 + z²) = 0.439, low = 1 − √2 · 0.561 = 0.206.
-    verdict_b = ("- **b** (budget × 1, verified success, n = 24): exact beats fixed_split by "
-                 "+100 points [+80, +100] (exact 100% against fixed_split 0%).\n")
-    verdict_s = ("- **s** (budget × 1, verified success, n = 3): too few tasks to decide; "
-                 "exact 100% against fixed_split 0%, +100 points [+21, +100].")
-    summary = ("Of 2 suites at the primary budget scale: a difference is detected on b; too few "
-               "tasks to decide (under 20 shared) on s.")
-    # the agent sample's size is said once, after the summary, not on each verdict line
-    passed = ("Too few tasks to decide on agent success (n = 1, under 20 shared tasks) on b: "
-              "the verdicts above use verified success. `make bench-agent` runs an agent "
-              "sample that decides (Agent outcome, below).")
-    assert md.count("For an agent sample that decides, run `make bench-agent`") == 1
-    assert md.count("Too few tasks to decide on agent success") == 1
-    assert "Not decided on" not in md
-    order = [md.index(x) for x in ("## Headline", verdict_b, verdict_s, summary, passed,
+    headline = json.loads(paths["metrics.json"].read_text())["headline"]
+    line_b, line_s = verdict_bullets(md)
+    verdict_b, verdict_s = read_verdict(line_b), read_verdict(line_s)
+    for v, suite, status, n, interval in ((verdict_b, "b", "detected", 24, (100, 80, 100)),
+                                          (verdict_s, "s", "too few", 3, (100, 21, 100))):
+        assert (v.suite, v.budget_scale, v.outcome, v.status, v.n, v.pair, v.points, v.rates) == (
+            suite, 1.0, "verified success", status, n, ("exact", "fixed_split"), interval,
+            {"exact": 100, "fixed_split": 0})
+        cmp = headline[suite]["budget_scale=1"]["comparisons"]["fixed_split"]
+        assert (v.n, v.points) == (cmp["tasks"], (points(cmp["difference"]),
+                                                  points(cmp["ci_low"]), points(cmp["ci_high"])))
+    summary, passed = first_screen_paragraphs(md)
+    assert read_summary(summary) == (2, {"detected": ["b"], "too few": ["s"]})
+    # the agent sample's size is said once, after the summary, not on each verdict line:
+    # agent success passed over on b, its n, the threshold, and the target that decides
+    assert "agent" not in line_b and "agent" not in line_s
+    assert "agent success" in passed and re.search(r"\bn = 1\b", passed)
+    assert f"under {verdicts.MIN_DECIDING_TASKS} shared" in passed
+    assert re.search(r"\bon b\b", passed) and "`make bench-agent`" in passed
+    assert md.count(passed) == 1
+    assert md.count(AGENT_SAMPLE_THAT_DECIDES) == 1  # below the agent table, once
+    order = [md.index(x) for x in ("## Headline", line_b, line_s, summary, passed,
                                    "![success against budget](plot.png)", "## Run",
                                    "## Full comparison", "## Agent outcome", "## Suites")]
     assert order == sorted(order)
     assert "<details>" not in md  # printed open in the Markdown
     # the agent table: n, rate, Wilson interval, too few
-    assert ("| b | 1 | bfcl_listed | 1 | 1/1 = 100% | [21%, 100%] | too few tasks to decide "
-            "(n = 1) |") in md
+    agent = {(r["suite"], r["strategy"]): r
+             for r in table_rows(md, "suite", "budget scale", "strategy", "n", "agent success")}
+    listed = agent[("b", "bfcl_listed")]
+    assert (listed["budget scale"], listed["n"], listed["agent success"], listed["95% CI"]) == (
+        "1", "1", "1/1 = 100%", "[21%, 100%]")
+    assert listed["decides"] == verdicts.too_few(1)
     assert "`junction.evidence.verdicts.MIN_DECIDING_TASKS`" in md[md.index("## Definitions"):]
     page = paths["report.html"].read_text()
     assert page.index("<div id='verdicts'>") < page.index("<img") < page.index("<details>")
-    assert "<details><summary>the full comparison table</summary>" in page  # closed
+    assert re.search(r"<details><summary>[^<]*comparison[^<]*</summary>", page)  # closed
     assert "<details open" not in page
     head = json.loads(paths["metrics.json"].read_text())["headline"]["b"]["budget_scale=1"]
     assert (head["outcome"], head["passed_over"]) == ("success", {"agent_success": 1})
@@ -271,8 +301,9 @@ def test_first_screen_verdicts_summary_then_plot_and_a_closed_full_table(tmp_pat
 
 
 def test_references_follow_the_strategies_in_one_table_said_once(tmp_path):
-    paths = write_report(tmp_path / "r", {"run_id": "r"}, records_to_table(_agent_records(2)),
-                         {"b": {"tasks": 2}})
+    paths = write_report(tmp_path / "r", RunData({"run_id": "r"},
+                                                 records_to_table(_agent_records(2)),
+                                                 {"b": {"tasks": 2}}))
     md = paths["report.md"].read_text()
     table = md[md.index("## b\n"):].split("\n\n")[1].splitlines()
     assert [line.split(" | ")[0] for line in table[2:]] == [
@@ -303,15 +334,18 @@ def test_verdict_lines_name_ties_pick_scale_one_and_summarise_the_run():
     lines = verdict_lines(rows)
     assert [(v["suite"], v["budget_scale"], v["status"], v["n"]) for v in lines] == [
         ("a", 1.0, "detected", 20), ("b", 1.0, "none", 20), ("c", 0.5, "alone", 1)]
-    assert lines[1]["text"] == (
-        "**b** (budget × 1, verified success, n = 20): no detectable difference between exact "
-        "and adaptive_split, +0 points [-16, +16] (exact 100% against adaptive_split 100%). "
-        "Tied for best: exact, adaptive_split.")
-    assert lines[2]["text"] == ("**c** (budget × 0.5, verified success, n = 1): only exact ran "
-                                "(100%).")
-    assert run_summary(lines) == ("Of 3 suites at the primary budget scale: a difference is "
-                                  "detected on a; no detectable difference on b; a single "
-                                  "strategy on c.")
+    b, c = read_verdict(lines[1]["text"]), read_verdict(lines[2]["text"])
+    assert (b.suite, b.budget_scale, b.outcome, b.n, b.status, b.pair, b.points, b.rates,
+            b.tied) == ("b", 1.0, "verified success", 20, "none", ("exact", "adaptive_split"),
+                        (0, -16, 16), {"exact": 100, "adaptive_split": 100},
+                        ("exact", "adaptive_split"))
+    assert (c.suite, c.budget_scale, c.outcome, c.n, c.status, c.rates, c.tied) == (
+        "c", 0.5, "verified success", 1, "alone", {"exact": 100}, ())
+    assert read_verdict(lines[0]["text"]).tied == ()  # a tie is said only where there is one
+    groups: dict[str, list[str]] = {}
+    for v in lines:
+        groups.setdefault(v["status"], []).append(v["suite"])
+    assert read_summary(run_summary(lines)) == (3, groups)
     assert (primary_scale([0.5, 2.0]), primary_scale([0.25, 2.0]), primary_scale([2.0, 0.5, 1.0])
             ) == (0.5, 2.0, 1.0)
 
@@ -376,7 +410,14 @@ def test_agent_pairs_compare_each_joint_with_each_blind_strategy_and_count_ident
         0.0, 1.0, 20)
     assert agent_fit(table) == {("s", "bfcl_listed"): {
         "agent_evaluations": 20, "cut": 3, "contexts_exposed": 40, "contexts_left_out": 3}}
-    paths = write_report(tmp_path, {"run_id": "r1", "params": {}}, table, {})
+    paths = write_report(tmp_path, RunData({"run_id": "r1", "params": {}}, table, {}))
     md = paths["report.md"].read_text()
-    assert "| s | 1 | exact − fixed_split | 20 | 100% | 40% | +60 [+33, +78] | 0.00049 | 10 of 20 |" in md
+    shown = {r["A − B"]: r for r in table_rows(md, "suite", "budget scale", "A − B")}
+    row = shown["exact − fixed_split"]
+    assert (row["suite"], row["budget scale"], row["n"], row["A"], row["B"]) == (
+        "s", "1", "20", "100%", "40%")
+    assert read_points(row["difference [95% CI]"]) == (60, 33, 78) == (
+        points(fixed["difference"]), points(fixed["ci_low"]), points(fixed["ci_high"]))
+    assert float(row["McNemar p"]) == pytest.approx(fixed["p_value"], rel=0.01)
+    assert row["identical sets"] == "10 of 20"
     assert json.loads(paths["metrics.json"].read_text())["agent_pairs"][1]["b"] == "fixed_split"

@@ -22,6 +22,7 @@ from junction.evidence.agent_actions import action_lines, action_tables, couplin
 from junction.resources import ToolResource
 from junction.strategies import make_strategy
 from junction.tasks import VerifierSpec
+from tests.report_text import points, read_points, table_rows
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "tau2_fixture"
 
@@ -219,5 +220,14 @@ def test_the_report_tables_pair_the_coupling_references_and_the_twins():
     assert by["gold_tools_only"]["wrong_variant_calls"] == 3
     assert by["adaptive_split"]["unparseable"] == 4
     text = "\n".join(action_lines(tables))
-    assert "What a document is worth to the model" in text
-    assert "| tau2-banking | 1 | exact − adaptive_split | 4 |" in text
+    # two pair tables: the coupling references (no identical-set column) and the twins
+    shown = {r["A − B"]: r for r in table_rows(text, "suite", "scale", "A − B")}
+    assert set(shown) == {"gold_tools_documents − gold_tools_only", "exact − adaptive_split"}
+    documents = shown["gold_tools_documents − gold_tools_only"]
+    twins = shown["exact − adaptive_split"]
+    assert "identical sets" not in documents and twins["identical sets"] == "3 of 4"
+    for row, pair in ((documents, coupling), (twins, verdict)):
+        assert (row["suite"], row["scale"], row["n"]) == ("tau2-banking", "1", "4")
+        assert read_points(row["difference [95% CI]"]) == (
+            points(pair["difference"]), points(pair["ci_low"]), points(pair["ci_high"]))
+    assert read_points(documents["difference [95% CI]"])[0] == 75

@@ -2,14 +2,16 @@
 
 - ``traces``: the versioned ``TaskTraceRecord`` schema (one row per task and strategy);
 - ``store``: Parquet trace files, written atomically per unit;
-- ``warehouse`` and ``views.sql``: DuckDB views over the store;
+- ``warehouse`` and ``views.sql``: DuckDB views over the store, and ``RunData``, what one
+  run's report reads through them;
 - ``metrics``: the metric catalog (what each metric is, its column, its direction);
 - ``verdicts``: paired comparisons and the headline;
-- ``reports``: ``write_report``, a run's metrics.json, run.json, report.md and report.html,
-  from ``summary`` (the trace rows summarised), ``metrics_json`` (what metrics.json holds),
-  ``verdict_text`` (the headline in words), ``report_markdown`` (report.md), ``cost`` (the
-  ``timings`` view), ``page`` (the HTML page), ``plots``, ``calibration`` and
-  ``joint_split``;
+- ``reports``: ``write_report``, a run's metrics.json, run.json, report.md and report.html
+  from its ``RunData``, every analysis computed once (``ReportSections``): ``summary`` (the
+  trace rows summarised), ``metrics_json`` (what metrics.json holds), ``verdict_text`` (the
+  headline in words), ``report_markdown`` (report.md), ``cost`` (time per strategy),
+  ``page`` (the HTML page), ``plots``, ``calibration`` and ``joint_split``, their SQL in
+  one DuckDB connection (``arrow_sql``);
 - ``diff``: the comparison of two runs;
 - ``params``: the run plan's hash and its result-neutral fields.
 

@@ -7,39 +7,31 @@ import duckdb
 import pyarrow as pa
 
 from junction.evidence import metrics as catalog
+from junction.evidence.arrow_sql import registered
 from junction.strategies.catalog import STRATEGIES, strategy_info
 
-__all__ = ["cost_lines", "run_timings"]
+__all__ = ["cost_lines"]
 
 
-def run_timings(root: str, run_id: str) -> pa.Table | None:
-    """The ``timings`` view's rows of one run, or None when the run has none."""
-    from junction.evidence.warehouse import Warehouse
+def cost_lines(traces: pa.Table, timings: pa.Table | None,
+               con: duckdb.DuckDBPyConnection | None = None) -> list[str]:
+    """Selection and execution time per strategy, and selections not proven optimal.
 
-    table = Warehouse(root).query(
-        "SELECT suite, strategy, select_ms, execute_ms, total_ms FROM timings WHERE run_id = ?",
-        [run_id])
-    return table if table.num_rows else None
-
-
-def cost_lines(traces: pa.Table, timings: pa.Table | None) -> list[str]:
-    """Selection and execution time per strategy, and selections not proven optimal."""
+    ``traces``: every trace row (clock-stopped ones too); ``timings``: the ``timings`` view's
+    rows (milliseconds), None when there are none. ``con``: the DuckDB connection to
+    compute in (``junction.evidence.arrow_sql.registered``; None: its own)."""
     lines = ["## Cost", ""]
-    con = duckdb.connect(":memory:")
-    try:
-        con.register("traces", traces.select(["strategy", "selection_status"]))
-        status = con.sql("SELECT strategy, selection_status, count(*) AS n FROM traces "
-                         "GROUP BY ALL ORDER BY ALL").fetchall()
+    with registered(con, traces=traces.select(["strategy", "selection_status"]),
+                    timings=timings) as db:
+        status = db.sql("SELECT strategy, selection_status, count(*) AS n FROM traces "
+                        "GROUP BY ALL ORDER BY ALL").fetchall()
         times: dict[str, tuple] = {}
         if timings is not None:
-            con.register("timings", timings)
-            for row in con.sql(
+            for row in db.sql(
                     "SELECT strategy, count(*), sum(select_ms) / 1000, avg(select_ms), "
                     "sum(execute_ms) / 1000, sum(total_ms) / 1000 FROM timings "
                     "GROUP BY strategy ORDER BY strategy").fetchall():
                 times[row[0]] = row[1:]
-    finally:
-        con.close()
     by_strategy: dict[str, dict[str, int]] = {}
     for strategy, state, n in status:
         by_strategy.setdefault(strategy, {})[state] = n

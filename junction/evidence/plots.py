@@ -26,10 +26,11 @@ import duckdb
 import pyarrow as pa
 
 from junction.evidence import verdicts
+from junction.evidence.arrow_sql import registered
 from junction.strategies.catalog import STRATEGIES, reference_strategies
 
 __all__ = ["LineStyle", "strategy_style", "strategy_label", "strategy_times",
-           "time_plot",
+           "time_plot", "scales_note",
            "success_figure", "success_plot", "sidecar_path"]
 
 
@@ -158,13 +159,11 @@ def sidecar_path(image: Path) -> Path:
 
 
 def success_plot(summary: Sequence[Mapping[str, Any]], path: Path,
-                 sidecar: Path | None = None, image_name: str | None = None) -> str:
+                 sidecar: Path | None = None, image_name: str | None = None) -> None:
     """Draw ``success_figure`` to ``path`` (PNG, 80 dpi, no software tag, so the bytes are
     deterministic) and its lines and legend to ``sidecar`` (default ``sidecar_path(path)``;
     JSON: {"image": ``image_name`` or the file's name, "legend": [labels], "lines": [...]},
-    sorted keys).
-
-    Returns a note on anything the figure cannot show ("" if none)."""
+    sorted keys). What the figure cannot show is ``scales_note``'s."""
     import matplotlib.pyplot as plt
 
     fig, lines = success_figure(summary)
@@ -175,6 +174,11 @@ def success_plot(summary: Sequence[Mapping[str, Any]], path: Path,
            "lines": lines}
     (sidecar or sidecar_path(path)).write_text(
         json.dumps(doc, sort_keys=True, indent=1, allow_nan=False) + "\n")
+
+
+def scales_note(summary: Sequence[Mapping[str, Any]]) -> str:
+    """A note on what ``success_figure`` of ``summary`` cannot show ("" if nothing): with one
+    budget scale, no curve."""
     scales = sorted({r["budget_scale"] for r in summary})
     if len(scales) == 1:
         return (f"Only budget scale {scales[0]:g} ran, so each panel has one point per "
@@ -182,26 +186,25 @@ def success_plot(summary: Sequence[Mapping[str, Any]], path: Path,
     return ""
 
 
-def strategy_times(timings: pa.Table) -> list[tuple[str, float, float]]:
-    """(strategy, selection s, execution s) per strategy from ``timings`` rows, by name."""
-    con = duckdb.connect(":memory:")
-    try:
-        con.register("timings", timings)
-        return [(r[0], float(r[1] or 0.0), float(r[2] or 0.0)) for r in con.sql(
+def strategy_times(timings: pa.Table,
+                   con: duckdb.DuckDBPyConnection | None = None) -> list[tuple[str, float, float]]:
+    """(strategy, selection s, execution s) per strategy from ``timings`` rows (milliseconds),
+    by name. ``con``: the DuckDB connection to compute in
+    (``junction.evidence.arrow_sql.registered``; None: its own)."""
+    with registered(con, timings=timings) as db:
+        return [(r[0], float(r[1] or 0.0), float(r[2] or 0.0)) for r in db.sql(
             "SELECT strategy, sum(select_ms) / 1000, sum(execute_ms) / 1000 FROM timings "
             "GROUP BY strategy ORDER BY strategy").fetchall()]
-    finally:
-        con.close()
 
 
-def time_plot(timings: pa.Table, path: Path) -> None:
-    """Horizontal bars: selection and execution seconds per strategy (log scale)."""
+def time_plot(rows: Sequence[tuple[str, float, float]], path: Path) -> None:
+    """Horizontal bars: selection and execution seconds per strategy (log scale), from
+    ``strategy_times``' rows."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = strategy_times(timings)
     fig, ax = plt.subplots(figsize=(7, 0.7 * len(rows) + 1.4))
     ys = range(len(rows))
     floor = 1e-3  # a log axis cannot show 0 s: bars start at 1 ms

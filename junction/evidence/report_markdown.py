@@ -1,4 +1,6 @@
-"""``report.md``: a run's Markdown report, section by section (``render_markdown``).
+"""``report.md``: a run's Markdown report, section by section (``render_markdown``), from
+its ``ReportSections`` (every analysis of the run, computed once by
+``junction.evidence.reports.report_sections``).
 
 The headline's sections (first screen, full comparison, agent outcome) are
 ``junction.evidence.verdict_text``'s; the cost section is ``junction.evidence.cost``'s.
@@ -6,6 +8,7 @@ The headline's sections (first screen, full comparison, agent outcome) are
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from junction.evidence import metrics as catalog
@@ -19,7 +22,57 @@ from junction.evidence.verdict_text import agent_table_lines, comparison_lines, 
 from junction.strategies.catalog import reference_strategies
 from junction.verifiers import verifier_meaning
 
-__all__ = ["MEMORY_REFERENCE_NOTE", "REFERENCE_NOTE", "plan_sentence", "render_markdown"]
+__all__ = ["MEMORY_REFERENCE_NOTE", "REFERENCE_NOTE", "ReportSections", "plan_sentence",
+           "render_markdown"]
+
+
+@dataclass(frozen=True)
+class ReportSections:
+    """A run's report, every analysis computed once: what ``render_markdown`` renders,
+    ``metrics.json`` holds and the figures draw (``junction.evidence.reports.report_sections``
+    computes it from a ``RunData``; a test builds one by hand, leaving out what it does not
+    read).
+
+    Each field holds its analysis' own rows (the function named below); empty leaves its
+    section out, except ``headline``: None leaves out the headline and the full comparison,
+    [] says there that no task was evaluated.
+    """
+
+    run: dict[str, Any]
+    """run.json: the run's metadata with the report's counts (``rows_stopped_by_clock``,
+    ``agent_exposed_sets``)."""
+    suites: dict[str, Any] = field(default_factory=dict)
+    """Suite key -> the suite's summary (the Suites table and Definitions)."""
+    summary: list[dict[str, Any]] = field(default_factory=list)
+    """``junction.evidence.summary.summarise``: per suite, strategy and budget scale, the
+    tasks and each metric's mean."""
+    headline: list[dict[str, Any]] | None = None
+    """``junction.evidence.summary.headline_rows``."""
+    plot_name: str | None = None
+    """The success-against-budget image beside report.md (None: no plot)."""
+    plot_note: str = ""
+    """What that plot cannot show; "" says every budget scale that ran is shown."""
+    time_plot_name: str | None = None
+    """The time-per-strategy image beside report.md (None: none)."""
+    times: list[tuple[str, float, float]] = field(default_factory=list)
+    """``junction.evidence.plots.strategy_times``: that image's bars (seconds); empty: the
+    run has no timing rows, and no image."""
+    cost: list[str] | None = None
+    """The cost section's Markdown lines (``junction.evidence.cost.cost_lines``)."""
+    calibration: list[dict[str, Any]] = field(default_factory=list)
+    """``junction.evidence.calibration.learned_calibration``."""
+    agent: list[dict[str, Any]] = field(default_factory=list)
+    """``junction.evidence.summary.agent_rows``."""
+    joint_split: list[dict[str, Any]] = field(default_factory=list)
+    """``junction.evidence.joint_split.joint_split_verdicts``."""
+    agent_pairs: list[dict[str, Any]] = field(default_factory=list)
+    """``junction.evidence.agent_tables.agent_pairs``."""
+    fit: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    """``junction.evidence.agent_tables.agent_fit``."""
+    cross_fitted: list[dict[str, Any]] = field(default_factory=list)
+    """``junction.evidence.crossfit.cross_fitted_verdicts``."""
+    actions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """``junction.evidence.agent_actions.action_tables``."""
 
 
 def _calibration_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -201,31 +254,22 @@ REFERENCE_NOTE = ("References (bfcl_listed: the row's own listed functions, BFCL
 """What the references are, said once per report."""
 
 
-def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
-                    suites: dict[str, Any], plot_name: str | None, *,
-                    headline: list[dict[str, Any]] | None = None,
-                    cost: list[str] | None = None,
-                    plot_note: str = "", time_plot_name: str | None = None,
-                    calibration: list[dict[str, Any]] | None = None,
-                    agent: list[dict[str, Any]] | None = None,
-                    joint_split: list[dict[str, Any]] | None = None,
-                    agent_pairs: list[dict[str, Any]] | None = None,
-                    fit: dict[tuple[str, str], dict[str, int]] | None = None,
-                    cross_fitted: list[dict[str, Any]] | None = None,
-                    actions: dict[str, list[dict[str, Any]]] | None = None) -> str:
+def render_markdown(sections: ReportSections) -> str:
     """The Markdown report. First screen: the verdict line per suite, the run in one
     sentence and the success-against-budget plot; then the run header, the full comparison
     table, the agent outcome table, joint versus split, suites, one table per suite
     (strategies, then references), learned calibration, cost and definitions."""
+    run, summary, suites, headline = (sections.run, sections.summary, sections.suites,
+                                      sections.headline)
     lines = [f"# Junction benchmark report: run `{run['run_id']}`", ""]
     if headline is not None:
         lines.extend(first_screen_lines(headline))
-    if plot_name:
-        lines.append(f"![success against budget]({plot_name})")
+    if sections.plot_name:
+        lines.append(f"![success against budget]({sections.plot_name})")
         lines.append("")
         lines.append("Verified success rate per strategy against the token-budget scale, one "
                      "panel per suite; bars are Wilson 95% intervals (scipy); references "
-                     "dashed. " + (plot_note or "Every budget scale that ran is shown."))
+                     "dashed. " + (sections.plot_note or "Every budget scale that ran is shown."))
         lines.append("")
     lines.append("## Run")
     lines.append("")
@@ -242,11 +286,11 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
     lines.append("")
     if headline is not None:
         lines.extend(comparison_lines(headline))
-    lines.extend(agent_table_lines(agent or []))
-    lines.extend(agent_pair_lines(agent_pairs or []))
-    lines.extend(cross_fitted_lines(cross_fitted or []))
-    lines.extend(action_lines(actions or {}))
-    lines.extend(joint_split_lines(joint_split or []))
+    lines.extend(agent_table_lines(sections.agent))
+    lines.extend(agent_pair_lines(sections.agent_pairs))
+    lines.extend(cross_fitted_lines(sections.cross_fitted))
+    lines.extend(action_lines(sections.actions))
+    lines.extend(joint_split_lines(sections.joint_split))
     for name, reason in sorted((run.get("suites_skipped") or {}).items()):
         lines.append(f"- suite {name} was skipped: {reason}")
     if run.get("suites_skipped"):
@@ -306,17 +350,17 @@ def render_markdown(run: dict[str, Any], summary: list[dict[str, Any]],
                 unmeasured = ([f"In this run the agent did not act for {', '.join(left)}; "
                                "`make bench-agent` measures bfcl_listed's agent success."]
                               if left else [])
-                lines.append(" ".join([MEMORY_REFERENCE_NOTE, *fit_lines(fit or {}, suite),
+                lines.append(" ".join([MEMORY_REFERENCE_NOTE, *fit_lines(sections.fit, suite),
                                        *unmeasured]))
         lines.append("")
-    lines.extend(_calibration_lines(calibration or []))
-    if cost:
-        lines.extend(cost)
-    if time_plot_name:
+    lines.extend(_calibration_lines(sections.calibration))
+    if sections.cost:
+        lines.extend(sections.cost)
+    if sections.time_plot_name:
         lines.append("Selection and execution time per strategy (seconds summed over the run's "
                      "tasks, log scale; from `timings`, never in `metrics.json`):")
         lines.append("")
-        lines.append(f"![selection and execution time per strategy]({time_plot_name})")
+        lines.append(f"![selection and execution time per strategy]({sections.time_plot_name})")
         lines.append("")
     lines.extend(_definitions_lines(suites))
     return "\n".join(lines)

@@ -1,11 +1,17 @@
 """Run reports: ``write_report`` writes a run's ``metrics.json`` (deterministic),
-``run.json``, ``report.md``, ``report.html`` and its figures.
+``run.json``, ``report.md``, ``report.html`` and its figures from one ``RunData`` (what
+``junction.evidence.warehouse.Warehouse.run_data`` reads through the warehouse's views).
+
+``report_sections`` computes every analysis of the run once, into one ``ReportSections``,
+in one in-memory DuckDB connection over the run's Arrow tables (nothing is read again from
+the files); every file is written from it. So a report opens two DuckDB connections: the
+warehouse reader that reads the ``RunData`` and this one.
 
 Each job has its module under ``junction.evidence``: ``summary`` (the trace rows
 summarised, in DuckDB), ``metrics_json`` (what ``metrics.json`` holds and its rounding),
 ``verdict_text`` (the headline in words), ``report_markdown`` (``report.md``), ``cost`` (the
-``timings`` view and the cost section), ``page`` (the HTML page), ``plots`` (the figures),
-``calibration``, ``joint_split`` and ``agent_tables`` (their analyses).
+cost section), ``page`` (the HTML page), ``plots`` (the figures), ``calibration``,
+``joint_split`` and ``agent_tables`` (their analyses).
 """
 
 from __future__ import annotations
@@ -16,18 +22,18 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import markdown as markdown_lib
 import psutil
-import pyarrow as pa
 
 from junction.evidence import plots
 from junction.evidence.agent_tables import agent_fit, agent_pairs
 from junction.evidence.calibration import learned_calibration
-from junction.evidence.cost import cost_lines, run_timings
+from junction.evidence.cost import cost_lines
 from junction.evidence.crossfit import cross_fitted_verdicts
 from junction.evidence.agent_actions import action_tables
 from junction.evidence.joint_split import MEASURES, joint_split_verdicts
-from junction.evidence.report_markdown import render_markdown
+from junction.evidence.report_markdown import ReportSections, render_markdown
 from junction.evidence.metrics_json import metrics_document, rounded
 from junction.evidence.page import html_page
 from junction.evidence.params import report_params
@@ -38,8 +44,16 @@ from junction.evidence.summary import (
     headline_rows,
     summarise,
 )
+from junction.evidence.warehouse import RunData
 
-__all__ = ["agent_fit", "agent_pairs", "run_timings", "write_report"]
+__all__ = ["RunData", "ReportSections", "agent_fit", "agent_pairs", "report_sections",
+           "write_report"]
+
+PLOT_NAME = "plot.png"
+"""The success-against-budget figure's file (its lines beside it: ``plots.sidecar_path``)."""
+
+TIME_PLOT_NAME = "time.png"
+"""The selection-and-execution-time figure's file."""
 
 
 def _disputed(suites: dict[str, Any]) -> dict[str, list[str]]:
@@ -52,18 +66,19 @@ def _disputed(suites: dict[str, Any]) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
-def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
-                 suites: dict[str, Any], timings: pa.Table | None = None) -> dict[str, Path]:
+def write_report(out_dir: Path, data: RunData) -> dict[str, Path]:
     """Write metrics.json, run.json, report.md, report.html, plot.png (success against budget)
-    and time.png (selection and execution time per strategy) under ``out_dir``.
+    and time.png (selection and execution time per strategy) of ``data`` under ``out_dir``.
 
-    ``timings``: the run's rows of the ``timings`` view (``run_timings``), shown in the
-    report's cost table and time.png only (never metrics.json); no timings, no time.png.
-    The whole folder is written as a hidden sibling (``.<name>.tmp-<pid>``) and renamed into
-    place (an earlier folder is moved aside first, then removed), so ``out_dir`` never holds
-    a half-written report: an interrupted write leaves the earlier report or none, and the
-    hidden folder, which the next write removes. Returns name -> path (under ``out_dir``).
+    ``data.timings`` are shown in the report's cost table and time.png only (never
+    metrics.json); no timings, no time.png. Every analysis is computed first
+    (``report_sections``). The whole folder is written as a hidden sibling
+    (``.<name>.tmp-<pid>``) and renamed into place (an earlier folder is moved aside first,
+    then removed), so ``out_dir`` never holds a half-written report: an interrupted write
+    leaves the earlier report or none, and the hidden folder, which the next write removes.
+    Returns name -> path (under ``out_dir``).
     """
+    sections = report_sections(data)
     final = Path(out_dir)
     final.parent.mkdir(parents=True, exist_ok=True)
     for stale in final.parent.glob(f".{final.name}.tmp-*"):
@@ -72,7 +87,7 @@ def write_report(out_dir: Path, run: dict[str, Any], traces: pa.Table,
     out_dir = final.parent / f".{final.name}.tmp-{os.getpid()}"
     out_dir.mkdir()
     try:
-        paths = _write_report_files(out_dir, run, traces, suites, timings)
+        paths = _write_report_files(out_dir, sections)
     except BaseException:
         shutil.rmtree(out_dir, ignore_errors=True)
         raise
@@ -90,65 +105,86 @@ def _alive(pid: str) -> bool:
     return pid.isdigit() and int(pid) != os.getpid() and psutil.pid_exists(int(pid))
 
 
-def _write_report_files(out_dir: Path, run: dict[str, Any], traces: pa.Table,
-                        suites: dict[str, Any], timings: pa.Table | None) -> dict[str, Path]:
-    """``write_report``'s files, written into the (temporary) folder ``out_dir``."""
-    every_trace = traces  # the cost table counts every selection, clock-stopped ones too
-    traces, clock_stopped = comparable_traces(traces)
-    run = {**run, "rows_stopped_by_clock": clock_stopped,
+def report_sections(data: RunData) -> ReportSections:
+    """Every analysis of ``data``'s report, computed once. The SQL ones (``summarise``,
+    ``cost_lines``, ``plots.strategy_times``) share one in-memory DuckDB connection over
+    ``data``'s tables.
+
+    Comparisons leave out the rows a wall-clock limit cut short (``comparable_traces``;
+    run.json counts them as ``rows_stopped_by_clock``); the cost table counts every row.
+    """
+    every_trace = data.traces
+    traces, clock_stopped = comparable_traces(every_trace)
+    run = {**data.run, "rows_stopped_by_clock": clock_stopped,
            "agent_exposed_sets": distinct_exposed_sets(every_trace)}
-    summary = summarise(traces)
-    headline = headline_rows(traces)
-    plot_path = out_dir / "plot.png"
-    plot_note = ""
-    if summary:
-        tmp_plot, tmp_lines = out_dir / ".plot.tmp.png", out_dir / ".plot.tmp.json"
-        plot_note = plots.success_plot(summary, tmp_plot, tmp_lines, plot_path.name)
-        tmp_plot.replace(plot_path)
-        tmp_lines.replace(plots.sidecar_path(plot_path))
-        limited = (run.get("params") or {}).get("strategy_scales") or {}
-        if limited:  # a strategy the plan runs at fewer scales has fewer points, by design
-            plot_note = (plot_note + " " if plot_note else "Every budget scale that ran is "
-                         "shown; ") + "; ".join(
-                f"{k} ran at scale{'s' if len(v) > 1 else ''} {', '.join(f'{x:g}' for x in v)} "
-                "only (the per-strategy plan)" for k, v in sorted(limited.items())) + "."
-    cost = cost_lines(every_trace, timings) if every_trace.num_rows else None
-    time_path = out_dir / "time.png"
-    has_times = timings is not None and timings.num_rows > 0
-    if has_times:
-        tmp_time = out_dir / ".time.tmp.png"
-        plots.time_plot(timings, tmp_time)
-        tmp_time.replace(time_path)
-    calibration = learned_calibration(traces)
+    timed = data.timings is not None and data.timings.num_rows > 0
+    with duckdb.connect(":memory:") as con:
+        summary = summarise(traces, con)
+        cost = cost_lines(every_trace, data.timings, con) if every_trace.num_rows else None
+        times = plots.strategy_times(data.timings, con) if timed else []
     columns = [c for c in ("suite", "budget_scale", "strategy", "seed", "repetition", "fold",
                            "task_id", *MEASURES) if c in traces.column_names]
     verdict_rows = traces.select(columns).to_pylist() if traces.num_rows else []
-    joint_split = joint_split_verdicts(verdict_rows)
-    cross_fitted = cross_fitted_verdicts(verdict_rows, _disputed(suites))
-    pairs = agent_pairs(traces)
-    actions = action_tables(traces)
-    md = render_markdown(run, summary, suites, plot_path.name if summary else None,
-                         headline=headline, cost=cost, plot_note=plot_note,
-                         time_plot_name=time_path.name if has_times and cost else None,
-                         calibration=calibration, agent=agent_rows(traces),
-                         joint_split=joint_split, agent_pairs=pairs, fit=agent_fit(traces),
-                         cross_fitted=cross_fitted, actions=actions)
-    body = markdown_lib.markdown(md, extensions=["tables"])
-    page = html_page("Junction run " + run["run_id"], body)
-    metrics = metrics_document(summary, report_params(run.get("params", {})), suites, headline,
-                               calibration)
-    if joint_split:
-        metrics["joint_split"] = joint_split
-    if cross_fitted:
-        metrics["cross_fitted"] = [{k: rounded(v) for k, v in r.items()} for r in cross_fitted]
-    if pairs:
-        metrics["agent_pairs"] = [{k: rounded(v) for k, v in r.items()} for r in pairs]
-    if any(actions.values()):
+    return ReportSections(
+        run=run, suites=data.suites, summary=summary, headline=headline_rows(traces),
+        plot_name=PLOT_NAME if summary else None,
+        plot_note=_plot_note(summary, run) if summary else "",
+        time_plot_name=TIME_PLOT_NAME if times and cost else None, times=times, cost=cost,
+        calibration=learned_calibration(traces), agent=agent_rows(traces),
+        joint_split=joint_split_verdicts(verdict_rows), agent_pairs=agent_pairs(traces),
+        fit=agent_fit(traces),
+        cross_fitted=cross_fitted_verdicts(verdict_rows, _disputed(data.suites)),
+        actions=action_tables(traces))
+
+
+def _plot_note(summary: list[dict[str, Any]], run: dict[str, Any]) -> str:
+    """What the success plot cannot show (``plots.scales_note``), and the strategies the
+    plan ran at fewer scales (run.json's ``params.strategy_scales``)."""
+    note = plots.scales_note(summary)
+    limited = (run.get("params") or {}).get("strategy_scales") or {}
+    if limited:  # a strategy the plan runs at fewer scales has fewer points, by design
+        note = (note + " " if note else "Every budget scale that ran is shown; ") + "; ".join(
+            f"{k} ran at scale{'s' if len(v) > 1 else ''} {', '.join(f'{x:g}' for x in v)} "
+            "only (the per-strategy plan)" for k, v in sorted(limited.items())) + "."
+    return note
+
+
+def _metrics(sections: ReportSections) -> dict[str, Any]:
+    """metrics.json's document (``metrics_document``, then the sections that hold rows)."""
+    metrics = metrics_document(sections.summary, report_params(sections.run.get("params", {})),
+                               sections.suites, sections.headline, sections.calibration)
+    if sections.joint_split:
+        metrics["joint_split"] = sections.joint_split
+    if sections.cross_fitted:
+        metrics["cross_fitted"] = [{k: rounded(v) for k, v in r.items()}
+                                   for r in sections.cross_fitted]
+    if sections.agent_pairs:
+        metrics["agent_pairs"] = [{k: rounded(v) for k, v in r.items()}
+                                  for r in sections.agent_pairs]
+    if any(sections.actions.values()):
         metrics["agent_actions"] = {name: [{k: rounded(v) for k, v in r.items()} for r in rows]
-                                    for name, rows in actions.items()}
+                                    for name, rows in sections.actions.items()}
+    return metrics
+
+
+def _write_report_files(out_dir: Path, sections: ReportSections) -> dict[str, Path]:
+    """``write_report``'s files, written into the (temporary) folder ``out_dir``."""
+    if sections.plot_name:
+        tmp_plot, tmp_lines = out_dir / ".plot.tmp.png", out_dir / ".plot.tmp.json"
+        plots.success_plot(sections.summary, tmp_plot, tmp_lines, sections.plot_name)
+        tmp_plot.replace(out_dir / sections.plot_name)
+        tmp_lines.replace(plots.sidecar_path(out_dir / sections.plot_name))
+    if sections.times:
+        tmp_time = out_dir / ".time.tmp.png"
+        plots.time_plot(sections.times, tmp_time)
+        tmp_time.replace(out_dir / TIME_PLOT_NAME)
+    md = render_markdown(sections)
+    page = html_page("Junction run " + sections.run["run_id"],
+                     markdown_lib.markdown(md, extensions=["tables"]))
     files = {
-        "metrics.json": json.dumps(metrics, sort_keys=True, indent=2, allow_nan=False) + "\n",
-        "run.json": json.dumps(run, sort_keys=True, indent=2, allow_nan=False) + "\n",
+        "metrics.json": json.dumps(_metrics(sections), sort_keys=True, indent=2,
+                                   allow_nan=False) + "\n",
+        "run.json": json.dumps(sections.run, sort_keys=True, indent=2, allow_nan=False) + "\n",
         "report.md": md,
         "report.html": page,
     }
@@ -158,9 +194,9 @@ def _write_report_files(out_dir: Path, run: dict[str, Any], traces: pa.Table,
         tmp.write_text(text)
         tmp.replace(out_dir / name)
         paths[name] = out_dir / name
-    if summary:
-        paths["plot.png"] = plot_path
-        paths["plot.json"] = plots.sidecar_path(plot_path)
-    if has_times:
-        paths["time.png"] = time_path
+    if sections.plot_name:
+        paths["plot.png"] = out_dir / sections.plot_name
+        paths["plot.json"] = plots.sidecar_path(out_dir / sections.plot_name)
+    if sections.times:
+        paths["time.png"] = out_dir / TIME_PLOT_NAME
     return paths

@@ -14,6 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from junction.evidence import verdicts
+from junction.evidence.arrow_sql import registered
 from junction.evidence.metrics_json import rounded
 from junction.strategies.catalog import reference_strategies
 
@@ -39,21 +40,23 @@ def comparable_traces(traces: pa.Table) -> tuple[pa.Table, int]:
 
 
 
-def summarise(traces: pa.Table) -> list[dict[str, Any]]:
+def summarise(traces: pa.Table,
+              con: duckdb.DuckDBPyConnection | None = None) -> list[dict[str, Any]]:
     """Per suite, strategy and budget scale: task count and mean of each summary metric.
 
     Means skip NULLs (a task with no gold has no recall); values rounded to 6 decimals.
+    ``con``: the DuckDB connection to compute in (``junction.evidence.arrow_sql.registered``;
+    None: its own).
     """
     from junction.evidence.warehouse import view_statement
 
-    con = duckdb.connect(":memory:")
-    try:
-        con.register("traces", traces)
-        con.execute(view_statement("strategy_summary"))  # the warehouse's own definition
-        rows = con.sql("SELECT * EXCLUDE (run_id) FROM strategy_summary "
-                       "ORDER BY suite, strategy, budget_scale").to_arrow_table().to_pylist()
-    finally:
-        con.close()
+    with registered(con, traces=traces) as db:
+        db.execute(view_statement("strategy_summary"))  # the warehouse's own definition
+        try:
+            rows = db.sql("SELECT * EXCLUDE (run_id) FROM strategy_summary "
+                          "ORDER BY suite, strategy, budget_scale").to_arrow_table().to_pylist()
+        finally:
+            db.execute("DROP VIEW strategy_summary")
     return [{k: rounded(v) for k, v in row.items()} for row in rows]
 
 

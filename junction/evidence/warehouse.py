@@ -12,6 +12,8 @@ The views name the files that were readable when they were made (a corrupt file 
 out, with a ``CorruptFileWarning``), and ``run_files`` is a snapshot of the run files; so
 the database file shows what the last ``refresh`` saw, and ``connect_reader`` what is there
 now. ``query`` is read-only: SELECT statements only, on the locked-down reader.
+``run_data`` reads what one run's report needs (a ``RunData``) through the same views, in
+one reader session.
 """
 
 from __future__ import annotations
@@ -20,16 +22,18 @@ import importlib.resources
 import json
 import time
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from junction.evidence import metrics as catalog
-from junction.errors import JunctionError
-from junction.evidence.store import TraceStore
+from junction.errors import JunctionError, TraceError
+from junction.evidence.store import TraceStore, check_name
 
-__all__ = ["Warehouse", "WarehouseError", "ReadOnlyError", "CorruptFileWarning",
+__all__ = ["Warehouse", "WarehouseError", "ReadOnlyError", "CorruptFileWarning", "RunData",
            "VIEWS_SQL", "view_statement", "check_read_only"]
 
 VIEWS_SQL = importlib.resources.files("junction.evidence") / "views.sql"
@@ -96,6 +100,42 @@ _LOCKDOWN = ("SET enable_external_access = false", "SET lock_configuration = tru
 
 _READER_CONFIG = {"autoload_known_extensions": False, "autoinstall_known_extensions": False,
                   "allow_community_extensions": False}
+
+
+_RUN_TRACES = "SELECT * EXCLUDE (retrieval_success) FROM traces WHERE run_id = ?"
+"""One run's trace rows: the ``traces`` view without its ``retrieval_success`` alias. The
+columns are every trace file's, by name (``union_by_name``): the run's own files' where the
+warehouse holds one schema version (``junction.evidence.traces.TRACE_SCHEMA``); a column a
+run's older files lack reads NULL when another run has it. No ORDER BY: a SELECT with a
+WHERE over one ``read_parquet`` keeps the rows' order (DuckDB, "Order Preservation",
+https://duckdb.org/docs/stable/sql/dialect/order_preservation), and the view's file list
+is sorted, so the rows come in ``TraceStore.read_traces``'s order: files by path (suite,
+strategy, unit), rows within a file as written."""
+
+_RUN_TIMINGS = ("SELECT suite, strategy, select_ms, execute_ms, total_ms FROM timings "
+                "WHERE run_id = ?")
+"""One run's rows of the ``timings`` view, the columns the report reads (milliseconds)."""
+
+
+@dataclass(frozen=True)
+class RunData:
+    """One run's report inputs (``junction.evidence.reports.write_report``), read once
+    through the warehouse's views by ``Warehouse.run_data``; a test builds one from
+    hand-made tables.
+
+    ``run``: the run's ``runs/<run_id>.json`` (``TraceStore.read_run_meta``), at least
+    ``{"run_id": ...}``. ``traces``: one row per task and strategy (``_RUN_TRACES`` says
+    which columns, in which order). ``suites``: suite key -> that suite's summary (tasks, rows
+    loaded and skipped, sampling, note ...; a several-seed run keys them ``name@seed=N``).
+    ``timings``: wall-clock rows (``suite``, ``strategy``, ``select_ms``, ``execute_ms``,
+    ``total_ms``, in milliseconds), shown in the report's cost table and time.png only,
+    never in metrics.json; None when the run has none.
+    """
+
+    run: dict[str, Any]
+    traces: pa.Table
+    suites: dict[str, Any] = field(default_factory=dict)
+    timings: pa.Table | None = None
 
 
 class CorruptFileWarning(UserWarning):
@@ -226,18 +266,53 @@ class Warehouse:
         views' files stay readable through ``allowed_paths``), extension autoloading off and
         the configuration locked, so no statement can turn any of it back on.
         """
+        return self._open_reader()[0]
+
+    def _open_reader(self) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
+        """``connect_reader``'s connection and the files its views read (URLs)."""
         con = duckdb.connect(":memory:", config=_READER_CONFIG)
         try:
             files = self._create_views(con)
+            allowed = files
             if not self.store.is_local:  # DuckDB checks both spellings of an fsspec URL
-                files += [f.replace("://", ":///", 1) for f in files]
-            con.execute("SET allowed_paths = ?", [files])
+                allowed = files + [f.replace("://", ":///", 1) for f in files]
+            con.execute("SET allowed_paths = ?", [allowed])
             for statement in _LOCKDOWN:
                 con.execute(statement)
         except BaseException:
             con.close()
             raise
-        return con
+        return con, files
+
+    def run_data(self, run_id: str, run: dict[str, Any] | None = None,
+                 suites: dict[str, Any] | None = None) -> RunData:
+        """What the report of ``run_id`` reads, through the views in one reader session:
+        its ``traces`` rows and its ``timings`` rows (None when it has none).
+
+        ``run``: its run.json dict (None: the stored ``runs/<run_id>.json``, or just
+        ``{"run_id": run_id}`` where there is none); ``suites``: the suites' summaries
+        (None: ``run``'s ``suites``, or none). Raises ``TraceError`` naming a trace file of
+        this run that the views left out as corrupt (a report without that unit's rows
+        would be wrong; another run's corrupt file is only a ``CorruptFileWarning``),
+        ``WarehouseError`` when the root holds no traces or a query fails.
+        """
+        check_name(run_id, "run_id")
+        run = run or self.store.read_run_meta(run_id) or {"run_id": run_id}
+        expected = [self.store.url(p) for p in self.store.trace_files(run_id)]
+        con, files = self._open_reader()
+        try:
+            left_out = sorted(set(expected) - set(files))
+            if left_out:
+                raise TraceError(f"corrupt trace file {left_out[0]} of run {run_id}: move it "
+                                 "away or re-run its unit, then write the report again")
+            traces = con.sql(_RUN_TRACES, params=[run_id]).to_arrow_table()
+            timings = con.sql(_RUN_TIMINGS, params=[run_id]).to_arrow_table()
+        except duckdb.Error as exc:
+            raise WarehouseError(f"query failed: {str(exc).splitlines()[0]}") from None
+        finally:
+            con.close()
+        return RunData(run, traces, run.get("suites", {}) if suites is None else suites,
+                       timings if timings.num_rows else None)
 
     def query(self, sql: str, params: list | None = None) -> pa.Table:
         """Run read-only ``sql`` against the views (``check_read_only``, ``connect_reader``).
