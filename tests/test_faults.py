@@ -83,11 +83,25 @@ def test_a_bad_agent_timeout_is_refused(value, message):
         RunPlan.build(suites=["coupling"], agent_timeout=5.0)
 
 
+def _as_from_a_terminal() -> None:
+    """In the child before exec: SIGINT as a terminal's shell leaves it (default action,
+    not blocked). A test process may have it ignored or blocked by something that ran in
+    it earlier, and a child inherits both; Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _parent_sigint() -> str:
+    """This process's SIGINT disposition and mask, for a failure message."""
+    return (f"(test process: SIGINT handler {signal.getsignal(signal.SIGINT)!r}, blocked "
+            f"{signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])})")
+
+
 def _bench(env, *extra):
     return subprocess.Popen([JUNCTION, "bench", "--suite", "coupling", "--strategy", "exact",
                              "--budget-scale", "1", *extra], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_as_from_a_terminal)
 
 
 def _stop(proc) -> str:
@@ -131,11 +145,11 @@ def test_ctrl_c_before_the_run_starts_is_one_line(user_env):
     proc = subprocess.Popen([JUNCTION, "bench", "--suite", "synthetic", "--strategy", "exact",
                              "--strategy", "fixed_split", "--batch-size", "5"], cwd=ROOT,
                             env=user_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=_as_from_a_terminal)
     while not (Path(user_env["JUNCTION_STATE_DIR"]).exists() or proc.poll() is not None):
         pass  # the process is up and has begun reading its plan
     stderr = _stop(proc)
-    assert proc.returncode == 130, stderr[-3000:]
+    assert proc.returncode == 130, stderr[-3000:] + _parent_sigint()
     lines = stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(("interrupted before ",
                                                     "interrupted after ")), stderr
