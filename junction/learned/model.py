@@ -25,16 +25,15 @@ import json
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.calibration import CalibratedClassifierCV
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 
 from junction.errors import JunctionError
+
+if TYPE_CHECKING:  # scikit-learn is imported where a model is fitted: a run without a
+    from sklearn.calibration import CalibratedClassifierCV  # fit (and every CLI start)
+    #                                                         does not pay its ~1 s import
 
 __all__ = [
     "CALIBRATION_FOLDS",
@@ -126,6 +125,12 @@ def fit_probability_model(X: np.ndarray, y: Sequence[int], features: Sequence[st
     n, k = int(X.shape[0]), int(y_arr.sum())
     if min(k, n - k) < MIN_CLASS_ROWS:
         return ProbabilityModel(tuple(features), n, k, None, (k + 0.5) / (n + 1))
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
     folds = StratifiedKFold(n_splits=min(CALIBRATION_FOLDS, k, n - k))
     base = make_pipeline(StandardScaler(),
                          LogisticRegression(C=1.0, max_iter=5000, random_state=seed))
