@@ -371,8 +371,9 @@ def test_agent_on_the_memory_reference_fits_its_window_and_the_trace_says_what_i
     from junction.models import embedded_model_path, file_sha256
 
     path = embedded_model_path()
-    # a 3,072-token window: the memory API takes 2,148 of it, notetaker's 24 turns 3,428 in all
-    agent = LlamaAgent(path, file_sha256(path), AgentConfig(n_ctx=3072, max_tokens=16))
+    # a 2,560-token window: the memory API takes 2,154 of it, notetaker's 24 turns 3,428 in
+    # all; the fitted prompt keeps the 3 most recent turns (about 2,400 tokens to evaluate)
+    agent = LlamaAgent(path, file_sha256(path), AgentConfig(n_ctx=2560, max_tokens=16))
     task = next(t for t in memory_suite(size=None).tasks if t.metadata["scenario"] == "notetaker")
     executor = LLMExecutor(agent, AgentCache(tmp_path / "agent.sqlite"))
     (record,), _ = evaluate_batch([task], make_strategy("bfcl_listed"), "bfcl_listed", "r", 0,
@@ -394,18 +395,22 @@ def test_agent_on_the_memory_reference_fits_its_window_and_the_trace_says_what_i
 
 @pytest.mark.model
 def test_agent_reuses_a_shared_prefix_in_whole_batches_only(agent_model, multiple_123):
-    # A and B share the system prompt (every tool of the pool: ~1,500 tokens) and differ in
-    # the question: after A, only the shared whole 512-token blocks may stay in the KV cache
+    # A and B share the system prompt (six tools of the pool: ~1,300 tokens, two whole
+    # 512-token blocks and part of a third; the whole pool, ~3,000 tokens, only made A's
+    # evaluation longer) and differ in the question: after A, only the shared whole
+    # 512-token blocks may stay in the KV cache
     from llama_cpp import Llama
 
     view = multiple_123.router_view()
-    tools = [t.id for t in multiple_123.tools]
+    tools = [t.id for t in multiple_123.tools][:6]
     a = render_prompt(view, (), tools)
     b = render_prompt(view.model_copy(update={"objective": "What is 2 + 2?"}), (), tools)
     ids_a, ids_b = agent_model.prompt_token_ids(a), agent_model.prompt_token_ids(b)
     common = Llama.longest_token_prefix(ids_a, ids_b)
     llm = agent_model._llm
-    assert common > 512 and agent_model.count_prompt_tokens(a) == len(ids_a)
+    # two whole blocks shared, and a part block that must not be kept
+    assert common > 2 * llm.n_batch and common % llm.n_batch
+    assert agent_model.count_prompt_tokens(a) == len(ids_a)
     llm.reset()
     llm.eval(ids_a)
     agent_model._keep_aligned_prefix(ids_b)

@@ -29,10 +29,12 @@ from junction.strategies import make_strategy
 pytestmark = pytest.mark.model
 
 ALIAS = "qwen-test"
-SERVER_CTX = 3072
+SERVER_CTX = 2560
 """The server's context window: room for BFCL multiple rows' prompts (1,300-1,700 tokens)
 and their 192 generated tokens, too small for the memory reference's whole conversation
-(notetaker's: about 3,400 prompt tokens), so that prompt must be cut."""
+(notetaker's: about 3,400 prompt tokens, the memory API 2,154 of them), so that prompt
+must be cut: to the API and the 3 most recent of its 24 turns (about 2,400 tokens; at
+3,072 it kept 14 turns, about 2,900 tokens, each evaluated by the server)."""
 
 
 def _free_port() -> int:
@@ -44,7 +46,11 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def server():
     """``python -m llama_cpp.server`` on the embedded model (n_ctx ``SERVER_CTX``), model
-    id ``ALIAS``; yields its base URL."""
+    id ``ALIAS``; yields its base URL. Set as the embedded agent's ``Llama`` is: logits of
+    the last prompt token only (the server's default computes and keeps them for every
+    prompt token, which makes a long prompt much slower there than embedded), and one
+    thread for prompt evaluation as for generation (``AgentConfig.n_threads``; the
+    server's default is every core, which loses under ``make test``'s two busy workers)."""
     pytest.importorskip("uvicorn", reason="llama-cpp-python's [server] extra not installed")
     from junction.models import embedded_model_path
 
@@ -52,7 +58,8 @@ def server():
     proc = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()),
          "--model_alias", ALIAS, "--host", "127.0.0.1", "--port", str(port),
-         "--n_ctx", str(SERVER_CTX), "--n_threads", "1"],
+         "--n_ctx", str(SERVER_CTX), "--n_threads", "1", "--n_threads_batch", "1",
+         "--logits_all", "false"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     try:
