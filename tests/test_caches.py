@@ -172,22 +172,30 @@ def test_the_bench_command_checks_caches_before_any_work(tmp_path):
 
 @pytest.mark.flow
 @pytest.mark.model
-def test_a_bench_over_corrupt_caches_warns_once_each_and_matches_a_clean_run(tmp_path):
+def test_a_bench_over_corrupt_caches_warns_once_each_and_matches_a_clean_run(tmp_path,
+                                                                            prefect_harness):
     # the replayed report: the judge fills its score cache in a clean run; then the score
-    # cache is truncated to 8 KB and the agent cache is garbage, and the same bench passes
-    # with one warning line per cache, both set aside, and the same metrics.json
+    # cache is truncated (to half, as the report's was to 8 KB) and the agent cache is
+    # garbage, and the same bench passes with one warning line per cache, both set aside,
+    # and the same metrics.json. The judge is subtask_admission on one bfcl-subtasks task:
+    # it opens the same score cache as judge_admission (judge_session) and scores 6 pairs,
+    # where judge_admission first calibrates its floor on 8 synthetic tasks (about 70
+    # pairs per run, each run scoring afresh). Both runs report to the session's Prefect
+    # server instead of starting one each (caches are checked before Prefect starts).
+    from prefect.settings import PREFECT_API_URL
+
     from junction.models import embedded_model_path
 
     state = tmp_path / "state"
     state.mkdir()
     (state / "models").symlink_to(embedded_model_path().parent)
     env = {**os.environ, "JUNCTION_STATE_DIR": str(state),
+           "PREFECT_API_URL": PREFECT_API_URL.value(),
            "JUNCTION_WAREHOUSE": str(tmp_path / "wh"), "JUNCTION_REPORTS": str(tmp_path / "rep")}
-    env.pop("PREFECT_API_URL", None)
     env.pop("PREFECT_HOME", None)
     junction = shutil.which("junction", path=os.path.dirname(sys.executable))
-    args = [junction, "bench", "--suite", "coupling", "--strategy", "judge_admission",
-            "--strategy", "exact", "--budget-scale", "1"]
+    args = [junction, "bench", "--suite", "bfcl-subtasks", "--size", "1",
+            "--strategy", "subtask_admission", "--strategy", "exact", "--budget-scale", "1"]
 
     def bench(run_id: str) -> subprocess.CompletedProcess:
         out = subprocess.run([*args, "--run-id", run_id], env=env, capture_output=True,

@@ -94,13 +94,19 @@ def _report_dir(out: str, env) -> Path:
 
 
 @pytest.fixture(scope="module")
-def two_runs(cli_env):
+def two_runs(cli_env, prefect_harness):
     """A thread run, then a Dask run with two workers, of the same suites and seed: every
-    default strategy, a small sample (the judge on 2 tasks) at two scales, several units."""
+    default strategy, a small sample (the judge on 2 tasks) at two scales, several units.
+
+    The thread run reports to the session's Prefect server (``PREFECT_API_URL``, as a user
+    with a configured server), sparing a server start of its own; the Dask run starts its
+    own temporary server, as typed in a shell, which its workers report to."""
+    from prefect.settings import PREFECT_API_URL
+
     args = ("bench", "--suite", "synthetic", "--suite", "coupling", "--size", "12",
             "--budget-scale", "0.5", "--budget-scale", "1", "--batch-size", "6",
             "--strategy-size", "judge_admission=2", "--strategy-scale", "judge_admission=1")
-    thread = run(cli_env, *args)
+    thread = run({**cli_env, "PREFECT_API_URL": PREFECT_API_URL.value()}, *args)
     dask = run(cli_env, *args, "--runner", "dask", "--workers", "2")
     return thread, dask
 
@@ -164,10 +170,16 @@ def test_demo_coupling_json(cli_env):
 
 
 @pytest.mark.model
-def test_judge_smoke(cli_env):
-    result = run(cli_env, "judge", "smoke", "--json")
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["passed"] is True
+def test_judge_smoke(judge):
+    # in-process (typer's runner), so the session's loaded judge is reused
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    result = CliRunner().invoke(app, ["judge", "smoke", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["passed"] is True and payload["model_hash"] == judge.model_hash
 
 
 def test_judge_score_json(cli_env):
@@ -192,19 +204,23 @@ def test_judge_score_json(cli_env):
 
 @pytest.mark.model
 def test_judge_noise_measures_and_stores(judge, tmp_path, monkeypatch):
-    # in-process, so the session's loaded judge is reused (the measurement decodes 20
-    # candidates twice); the state folder is a temporary one
+    # in-process, so the session's loaded judge is reused; the state folder is a temporary
+    # one. The probe is cut to its last group (3 documents): the command's path (slot
+    # spread, batch and one-pair-at-a-time scores, the floor, storing) is the same, and the
+    # one-pair path, a whole prompt decoded per document, was most of the cost for all 20
+    import junction.judge.noise as noise
     from typer.testing import CliRunner
 
     from flows.cli_judge import judge_app
     from junction.judge.noise import noise_floor, stored_noise_floor
 
     monkeypatch.setenv("JUNCTION_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr(noise, "PROBE_GROUPS", noise.PROBE_GROUPS[-1:])
     assert stored_noise_floor(judge) is None
     result = CliRunner().invoke(judge_app, ["noise", "--json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
-    assert payload["model_hash"] == judge.model_hash and payload["n_documents"] == 20
+    assert payload["model_hash"] == judge.model_hash and payload["n_documents"] == 3
     assert payload["floor"] >= max(payload["slot_spread"], payload["batch_naive_gap"])
     assert noise_floor(judge).floor == payload["floor"]  # stored, and used from now on
     assert noise_floor(judge).source == "measured"
