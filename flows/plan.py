@@ -31,7 +31,7 @@ from junction.evidence.store import TraceStore, check_name
 from junction.learned.crossfit import DEFAULT_FOLDS, MIN_FOLDS
 from junction.sqlite_cache import check_caches
 from junction.strategies import STRATEGIES, default_strategies, strategy_info
-from flows.unit import AgentSpec, UnitSpec
+from flows.unit import AgentSpec, StrictInt, UnitSpec
 from junction_datasets import SUITES, get_suite, suite_names
 
 __all__ = ["RunPlan", "StrategyStep", "DEFAULT_BUDGET_SCALES", "DEFAULT_STRATEGY_SIZE",
@@ -93,7 +93,6 @@ MAX_SEED = 2**63 - 1
 RUNNERS = ("thread", "dask")
 """Task runners: a thread pool in this process, or Dask (local processes or a scheduler)."""
 
-StrictInt = Annotated[int, Strict()]
 
 
 def default_suites(data_folders: Mapping[str, str] | None = None) -> list[str]:
@@ -264,8 +263,8 @@ class RunPlan(BaseModel):
         folders = _data_folders(p.get("data_folders"))
         suites = sorted(p.get("suites") or ([] if suite_files else default_suites(folders)))
         for name in p.get("data_folders") or {}:  # a folder given for a suite it drops
-            reason = get_suite(name).unavailable_reason(folders)
-            if name not in suites and not p.get("suites") and reason is not None:
+            if (name not in suites and not p.get("suites")
+                    and (reason := get_suite(name).unavailable_reason(folders)) is not None):
                 raise JunctionError(reason)
         p.update(
             suites=suites, data_folders={k: v for k, v in folders.items() if k in suites},

@@ -13,9 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from junction.candidates import DEFAULT_POOL_RULE
 
-__all__ = ["AgentSpec", "UnitSpec"]
+__all__ = ["AgentSpec", "UnitSpec", "StrictInt"]
 
 StrictInt = Annotated[int, Strict()]
+"""An int field that refuses a bool, a float or a numeric string (pydantic strict mode)."""
 
 
 class AgentSpec(BaseModel):
