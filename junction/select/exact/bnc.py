@@ -58,7 +58,10 @@ fields, when the wall-clock safety net did (or cut short the RENS solve of a sea
 work limit then stopped); then the search returns within the limit plus
 ``limits.CLOCK_SLACK_S`` (the RENS sub-MIP is abandoned at the deadline: ``highs_milp``).
 Every step up to the clock's stop is the same at any time limit (a clock-cut RENS solve
-seeds no local search: ``root.rens``), so a larger limit never returns a worse set. Work
+seeds no local search: ``root.rens``), so a larger limit never returns a worse set, for
+calls that start with no abandoned sub-MIP in the process: one abandoned at an earlier
+call's deadline runs until HiGHS next checks, and a call that starts meanwhile waits for
+it up to its own deadline, then skips RENS (``highs.highs_milp``). Work
 caps: every LP has the simplex (and interior-point) iterations left; RENS has
 ``_RENS_NODES`` nodes, and HiGHS offers no cap on a MIP's root processing (no LP
 iteration limit for a MIP, none reported to callbacks), so only the clock bounds that.
@@ -159,7 +162,9 @@ class BranchAndCutJointSelector(ReducingSelector):
     a safety net on the clock: a search it cuts short gets status ``stopped_by_clock``
     (the result depends on the machine's speed; reports leave it out of comparisons);
     ``select`` returns within it plus ``limits.CLOCK_SLACK_S``, and a larger limit never
-    returns a worse set (every sub-solve follows the same path until the clock stops it).
+    returns a worse set (every sub-solve follows the same path until the clock stops it)
+    unless an earlier call's RENS sub-MIP, abandoned at its deadline, is still running in
+    the process (this call then skips RENS; module docstring).
     ``root_cut_min_candidates``: odd-cycle cuts at the root from this many candidates up.
     ``product_rows``: add ``model.product_rows`` to the LP (default on); ``probing``: fix
     variables by root LP probes before the search (default on); both change the time,

@@ -87,7 +87,8 @@ def rens(search: Search, point: np.ndarray) -> None:
     ``Search.heuristic`` unless the clock cut the solve short: a point found before the
     clock struck is an intermediate one in a longer run, where no local search starts
     from it, so a larger time limit never yields a worse set (bench/README.md, "Solver
-    limits")."""
+    limits"). Skipped, and ``clock_touched`` set, when an earlier call's sub-MIP abandoned
+    at its deadline is still running past this search's deadline (``highs_milp``)."""
     x = point[: search.nx]
     frac = (x > EPS) & (x < 1 - EPS)
     if not frac.any():
