@@ -11,6 +11,8 @@ temporary server, a uvicorn child process. Junction starts it itself (``start``)
   database write) can go to a file (``send_stderr_to``: the run's log) instead of the
   user's terminal;
 - it can be watched (``watch``: a callback when it exits on its own, e.g. killed);
+- it starts on a copy of a migrated database (``start``: the home's template), where
+  Prefect would migrate a new file and register its block types at every start;
 - it can be stopped without retries (``stop``): Prefect's events and API-log workers are
   drained with a time limit, then the server is terminated. Left to Prefect, the events
   worker of a process whose server has died retries about every 7 s and prints one
@@ -21,7 +23,10 @@ Prefect API used beyond its documented surface (Prefect 3.9.1, kept to this modu
 Prefect's clients reuse: ``SubprocessASGIServer()``, ``.start()``, ``.stop()``,
 ``.server_process``, ``.running``), and the ``drain_all(timeout=...)`` class method of
 ``prefect.events.worker.EventsWorker`` and ``prefect.logging.handlers.APILogWorker``
-(``prefect._internal.concurrency.services``). No private (underscore) name is used.
+(``prefect._internal.concurrency.services``). No private (underscore) name is used. The
+template relies on Prefect's migrate-on-start being Alembic's upgrade to head, which does
+nothing on a copy of a database already at head (the template's key changes with
+Prefect's version).
 """
 
 from __future__ import annotations
@@ -29,8 +34,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import fcntl
+import hashlib
 import os
 import signal
+import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -85,13 +92,23 @@ def start() -> None:
     removed at the next start): two temporary servers on one shared file race at the first
     migration (``index ... already exists``) and contend for its lock while both run.
     Junction keeps its own run records, so nothing of Prefect's per-run database needs to
-    outlive the process. The start holds an OS file lock in ``PREFECT_HOME``, so a
-    user-configured shared database is still migrated by one process at a time. The child
+    outlive the process. That file starts as a copy of the home's template,
+    ``ephemeral/template-<key>.db`` (key: the installed Prefect distributions and their
+    versions): the database of the first server on the home, migrated and filled with
+    Prefect's block types, copied (SQLite's online backup) as soon as that server answered,
+    before any run wrote to it. A server on a copy finds its schema current (no migration)
+    and does not register block types (``PREFECT_SERVER_REGISTER_BLOCKS_ON_START`` false
+    unless set in the environment): the two steps Prefect otherwise runs at every start on
+    a new file (bench/README.md, "Prefect server start"). A template that cannot be read
+    is replaced, never used. The start holds an OS file lock in ``PREFECT_HOME``, so a
+    user-configured shared database is still migrated by one process at a time, and one
+    template is written at a time. The child
     is started with SIGINT blocked (module docstring). Does nothing when a server is
     configured or already running. Raises ``RuntimeError`` (Prefect's) when the server does
     not answer within ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``.
     """
     from prefect.settings import (
+        PREFECT_API_BLOCKS_REGISTER_ON_START,
         PREFECT_API_DATABASE_CONNECTION_URL,
         PREFECT_API_URL,
         PREFECT_SERVER_EPHEMERAL_ENABLED,
@@ -107,15 +124,84 @@ def start() -> None:
     _stopping.clear()
     home = Path(os.environ.get("PREFECT_HOME", str(state_dir() / "prefect")))
     home.mkdir(parents=True, exist_ok=True)
-    updates = {}
-    if "PREFECT_API_DATABASE_CONNECTION_URL" not in os.environ:
-        updates[PREFECT_API_DATABASE_CONNECTION_URL] = (
-            f"sqlite+aiosqlite:///{_process_database(home / 'ephemeral')}")
+    updates: dict[Any, Any] = {}
     with open(home / ".junction-server-start.lock", "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+        database = template = None
+        if "PREFECT_API_DATABASE_CONNECTION_URL" not in os.environ:
+            database = _process_database(home / "ephemeral")
+            template = _template_path(home / "ephemeral")
+            updates[PREFECT_API_DATABASE_CONNECTION_URL] = f"sqlite+aiosqlite:///{database}"
+            if _template_ready(template) and _copy_database(template, database):
+                if not _BLOCKS_SETTING_NAMES & os.environ.keys():
+                    updates[PREFECT_API_BLOCKS_REGISTER_ON_START] = False
+                template = None  # nothing to write
         with temporary_settings(updates=updates), stderr_to(_stderr_path):
             _in_thread_without_sigint(SubprocessASGIServer().start)
+        if template is not None and database is not None:
+            _copy_database(database, template)  # migrated, block types in, no run yet
     _watch_running()
+
+
+_BLOCKS_SETTING_NAMES = frozenset({"PREFECT_SERVER_REGISTER_BLOCKS_ON_START",
+                                    "PREFECT_API_BLOCKS_REGISTER_ON_START"})
+"""The environment names of Prefect's block-registration setting (Prefect 3's name and
+its older alias); if either is set, the user's value stands."""
+
+_TEMPLATE_TABLES = ("alembic_version", "block_type")
+"""A template is used only if each of these tables has a row: Prefect's schema version
+(written by its migrations) and its block types (written by block registration)."""
+
+
+def _template_path(folder: Path) -> Path:
+    """``folder/template-<key>.db``: key = the first 16 hex digits of the SHA-256 of the
+    installed distributions named ``prefect*`` (Prefect and its collections, which
+    decide the schema and the block types), as sorted ``name==version`` lines."""
+    from importlib.metadata import distributions
+
+    installed = sorted({f"{(d.metadata['Name'] or '').lower()}=={d.version}"
+                        for d in distributions()
+                        if (d.metadata["Name"] or "").lower().startswith("prefect")})
+    key = hashlib.sha256("\n".join(installed).encode()).hexdigest()[:16]
+    return folder / f"template-{key}.db"
+
+
+def _template_ready(path: Path) -> bool:
+    """True when ``path`` is an SQLite file whose ``_TEMPLATE_TABLES`` each hold a row."""
+    if not path.is_file():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(path)) as con:
+            return all(con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0] > 0
+                       for table in _TEMPLATE_TABLES)
+    except sqlite3.Error:
+        return False
+
+
+def _copy_database(source: Path, dest: Path) -> bool:
+    """Copy the SQLite database ``source`` to ``dest`` by SQLite's online backup (a
+    consistent copy while another process writes ``source``), through ``<pid>.*.tmp``
+    beside ``dest`` and an atomic rename, so ``dest`` is never half-written (a temporary
+    file left by a killed process is removed with its PID's files). The copy is in
+    SQLite's rollback-journal mode, and ``dest``'s old ``-wal``/``-shm``/``-journal``
+    files are removed first: a write-ahead log left beside the old file must not be
+    replayed into the new one. Returns whether it copied: a copy that fails (a full disk,
+    an unreadable file) leaves ``dest`` as it was, and the start goes on without the
+    template (the server then migrates its own file, as on a new home)."""
+    tmp = dest.with_name(f"{os.getpid()}.{dest.name}.tmp")
+    try:
+        with contextlib.closing(sqlite3.connect(source)) as src, \
+                contextlib.closing(sqlite3.connect(tmp)) as out:
+            src.backup(out)
+            out.execute("PRAGMA journal_mode=DELETE")
+        for suffix in ("-wal", "-shm", "-journal"):
+            dest.with_name(dest.name + suffix).unlink(missing_ok=True)
+        os.replace(tmp, dest)
+        return True
+    except (sqlite3.Error, OSError):
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _in_thread_without_sigint(fn: Callable[[], None]) -> None:

@@ -217,27 +217,68 @@ def test_two_runs_at_once_on_a_fresh_prefect_home(tmp_path):
         assert len(TraceStore(str(tmp_path / f"wh{i}")).trace_files()) == 1
 
 
+_BLOCKS_SETTINGS = ("PREFECT_API_BLOCKS_REGISTER_ON_START",
+                    "PREFECT_SERVER_REGISTER_BLOCKS_ON_START")
+_START = ("import json, os, psutil; from flows import server; server.start(); "
+          "env = psutil.Process(server.server_pid()).environ(); server.stop(); "
+          "print(json.dumps({'pid': os.getpid(), "
+          "'blocks': env.get('PREFECT_SERVER_REGISTER_BLOCKS_ON_START')}))")
+
+
+def _tables_with_rows(path) -> set[str]:
+    import contextlib
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path)) as con:
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {n for n in names if con.execute(f'SELECT count(*) FROM "{n}"').fetchone()[0]}
+
+
 @pytest.mark.flow
-def test_temporary_server_start_waits_for_the_home_lock(tmp_path):
+def test_temporary_server_start_waits_for_the_home_lock_then_later_starts_copy_its_template(
+        tmp_path):
     """The mechanism behind the test above: while another process holds the start lock, no
-    server starts and no database is created in the fresh home; once released, it starts."""
+    server starts and no database is created in the fresh home; once released, it starts,
+    and leaves the home's template (migrated, block types in, no run). The next start is
+    on a copy, without migrating or registering block types; a template that is not an
+    SQLite database is not used, and is replaced."""
     import fcntl
     import time
 
     home = tmp_path / "prefect-home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PREFECT_API_URL", *_BLOCKS_SETTINGS)}
     env["PREFECT_HOME"] = str(home)
     with open(home / ".junction-server-start.lock", "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from flows.server import start; "
-             "start(); print('started')"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen([sys.executable, "-c", _START], cwd=ROOT, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(8)  # ample for the import; the server must not have started
         assert proc.poll() is None
         assert not list(home.rglob("*.db"))
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
-    # the server's database is the process's own file
-    assert out.strip() == "started" and [p.name for p in home.rglob("*.db")] == [f"{proc.pid}.db"]
+    first = json.loads(out.strip().splitlines()[-1])
+    # the server's database is the process's own file, and the home's template its copy
+    assert sorted(p.name for p in home.rglob("*.db") if not p.name.startswith("template-")) \
+        == [f"{proc.pid}.db"]
+    [template] = home.rglob("template-*.db")
+    assert first["blocks"] is None  # a new file: the server registered its block types
+    assert _tables_with_rows(template) == {"alembic_version", "block_type", "block_schema",
+                                           "block_schema_reference"}
+
+    def start() -> dict:
+        done = subprocess.run([sys.executable, "-c", _START], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    second = start()
+    assert second["blocks"] == "False"
+    copy = home / "ephemeral" / f"{second['pid']}.db"
+    assert {"alembic_version", "block_type"} <= _tables_with_rows(copy)
+    template.write_bytes(b"not a database")
+    third = start()
+    assert third["blocks"] is None  # not used: the server migrated a file of its own
+    assert {"alembic_version", "block_type"} <= _tables_with_rows(template)

@@ -40,12 +40,12 @@ LINE = re.compile(r"interrupted after (\d+) of 72 units; resume with `(junction 
 
 @pytest.fixture(scope="module")
 def cli_env(tmp_path_factory):
-    """A user's shell: temporary warehouse, reports, state and Prefect home, no server."""
+    """A user's shell: temporary warehouse, reports and state, no server; Prefect's home
+    is the session's (the temporary servers of one home each use a database of their own)."""
     base = tmp_path_factory.mktemp("interrupts")
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(JUNCTION_WAREHOUSE=str(base / "wh"), JUNCTION_REPORTS=str(base / "rep"),
-               JUNCTION_STATE_DIR=str(base / "state"), PREFECT_HOME=str(base / "prefect"),
-               COLUMNS="200")
+               JUNCTION_STATE_DIR=str(base / "state"), COLUMNS="200")
     return env
 
 
