@@ -100,12 +100,12 @@ def start() -> None:
     and does not register block types (``PREFECT_SERVER_REGISTER_BLOCKS_ON_START`` false
     unless set in the environment): the two steps Prefect otherwise runs at every start on
     a new file (bench/README.md, "Prefect server start"). A template that cannot be read
-    is replaced, never used. The start holds an OS file lock in ``PREFECT_HOME``, so a
-    user-configured shared database is still migrated by one process at a time, and one
-    template is written at a time. The child
-    is started with SIGINT blocked (module docstring). Does nothing when a server is
-    configured or already running. Raises ``RuntimeError`` (Prefect's) when the server does
-    not answer within ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``.
+    is replaced, never used; writing one removes the templates of other Prefect versions.
+    The start holds an OS file lock in ``PREFECT_HOME``, so a user-configured shared
+    database is still migrated by one process at a time, and one template is written at a
+    time. The child is started with SIGINT blocked (module docstring). Does nothing when a
+    server is configured or already running. Raises ``RuntimeError`` (Prefect's) when the
+    server does not answer within ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``.
     """
     from prefect.settings import (
         PREFECT_API_BLOCKS_REGISTER_ON_START,
@@ -138,8 +138,11 @@ def start() -> None:
                 template = None  # nothing to write
         with temporary_settings(updates=updates), stderr_to(_stderr_path):
             _in_thread_without_sigint(SubprocessASGIServer().start)
-        if template is not None and database is not None:
-            _copy_database(database, template)  # migrated, block types in, no run yet
+        if template is not None and database is not None \
+                and _copy_database(database, template):  # migrated, block types in, no run
+            for old in template.parent.glob("template-*.db"):
+                if old != template:  # another Prefect's: never copied by this one
+                    old.unlink(missing_ok=True)
     _watch_running()
 
 

@@ -241,7 +241,7 @@ def test_temporary_server_start_waits_for_the_home_lock_then_later_starts_copy_i
     server starts and no database is created in the fresh home; once released, it starts,
     and leaves the home's template (migrated, block types in, no run). The next start is
     on a copy, without migrating or registering block types; a template that is not an
-    SQLite database is not used, and is replaced."""
+    SQLite database is not used, and is replaced (and another Prefect version's removed)."""
     import fcntl
     import time
 
@@ -279,6 +279,9 @@ def test_temporary_server_start_waits_for_the_home_lock_then_later_starts_copy_i
     copy = home / "ephemeral" / f"{second['pid']}.db"
     assert {"alembic_version", "block_type"} <= _tables_with_rows(copy)
     template.write_bytes(b"not a database")
+    other = template.with_name("template-0000000000000000.db")  # another Prefect's
+    other.write_bytes(b"")
     third = start()
     assert third["blocks"] is None  # not used: the server migrated a file of its own
     assert {"alembic_version", "block_type"} <= _tables_with_rows(template)
+    assert not other.exists()  # writing the template removed the other version's
