@@ -148,8 +148,8 @@ def family_training_tasks(family: str,
 def family_all_tasks(family: str,
                      data_folders: Mapping[str, str] | None = None) -> list[BenchmarkTask]:
     """Every task of a cross-fitted ``family`` (``SuiteInfo.cross_fit``: split ``"all"``,
-    ``TRAINING_SEED``; ``data_folders`` as in ``build_suite``), which cross-fitting deals into folds
-    (``junction.learned.crossfit``); ``UnknownNameError`` for a family with no cross-fitted
+    ``TRAINING_SEED``; ``data_folders`` as in ``build_suite``), which cross-fitting deals
+    into folds (``junction.learned.crossfit``); ``UnknownNameError`` for a family with no cross-fitted
     suite."""
     names = [n for n in suite_names() if SUITES[n].family == family and SUITES[n].cross_fit]
     if not names:

@@ -148,9 +148,9 @@ def data_folder(path: str | os.PathLike[str] | None = None) -> Path | None:
 def unavailable_reason(data: str | os.PathLike[str] | None = None) -> str | None:
     """One line saying why the suite cannot run and how to get the data; None when
     ``data`` (default ``$JUNCTION_TAU2_DATA``, ``data_folder``) names a folder
-    ``load_data`` reads and at least one of its tasks can be built (instructions, every required document present). A run checks this
-    before Prefect starts, so a wrong folder is refused at once (reading it takes a
-    fraction of a second)."""
+    ``load_data`` reads and at least one of its tasks can be built (instructions, every
+    required document present). A run checks this before Prefect starts, so a wrong folder
+    is refused at once (reading it takes a fraction of a second)."""
     root = data_folder(data)
     if root is None:
         return (f"{SUITE}: no data (set {DATA_ENV} or pass --tau2-data to a clone of "

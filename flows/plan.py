@@ -16,13 +16,14 @@ import os
 import shutil
 import tempfile
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from flows.unit import AgentSpec, StrictInt, UnitSpec
 from junction.candidates import DEFAULT_POOL_RULE, check_pool_rule
 from junction.environment import PROJECT_ROOT, state_dir
 from junction.errors import JunctionError, UnknownNameError
@@ -31,7 +32,6 @@ from junction.evidence.store import TraceStore, check_name
 from junction.learned.crossfit import DEFAULT_FOLDS, MIN_FOLDS
 from junction.sqlite_cache import check_caches
 from junction.strategies import STRATEGIES, default_strategies, strategy_info
-from flows.unit import AgentSpec, StrictInt, UnitSpec
 from junction_datasets import SUITES, get_suite, suite_names
 
 __all__ = ["RunPlan", "StrategyStep", "DEFAULT_BUDGET_SCALES", "DEFAULT_STRATEGY_SIZE",
@@ -92,7 +92,6 @@ MAX_SEED = 2**63 - 1
 
 RUNNERS = ("thread", "dask")
 """Task runners: a thread pool in this process, or Dask (local processes or a scheduler)."""
-
 
 
 def default_suites(data_folders: Mapping[str, str] | None = None) -> list[str]:
@@ -185,8 +184,8 @@ class RunPlan(BaseModel):
       (``SuiteInfo.data_env``; given, else that environment variable when the plan is
       built), for the run's suites only; the flow hands it to every suite build and learned
       fit, in this process or a worker. A folder given for a suite the default plan then
-      leaves out because that folder cannot be read is refused (its reason, one line). In ``params`` only when not empty; never in
-      ``metrics.json`` (a machine path, ``junction.evidence.params.MACHINE_PATH_PARAMS``)
+      leaves out because that folder cannot be read is refused (its reason, one line). In
+      ``params`` only when not empty; never in ``metrics.json`` (a machine path, ``junction.evidence.params.MACHINE_PATH_PARAMS``)
 
     Raises ``UnknownNameError`` (suite, strategy, runner, pool rule) or ``JunctionError`` naming the
     field and its value for a plan that cannot run (a suite whose data is absent, a seed
@@ -199,7 +198,7 @@ class RunPlan(BaseModel):
 
     suites: list[str]
     strategies: list[str]
-    seeds: list[Annotated[int, Strict()]]
+    seeds: list[StrictInt]
     budget_scales: list[float]
     size: StrictInt | None
     full: bool
@@ -370,8 +369,8 @@ class RunPlan(BaseModel):
     def params(self) -> dict[str, Any]:
         """The parameters a run records in run.json (``params``), as plain JSON values;
         ``agent_context_tokens`` only when given, ``agent_strategies`` only when it leaves
-        a strategy out, ``data_folders`` only when not empty, ``folds`` only when not ``DEFAULT_FOLDS`` (run.json's
-        ``cross_fit`` records the folds of every cross-fitted run) and ``pool`` only when
+        a strategy out, ``data_folders`` only when not empty, ``folds`` only when not
+        ``DEFAULT_FOLDS`` (run.json's ``cross_fit`` records the folds of every cross-fitted run) and ``pool`` only when
         not ``DEFAULT_POOL_RULE``, so a plan from before they existed keeps its
         ``params_hash`` (a resumed run)."""
         exclude = set()

@@ -3,7 +3,7 @@
 A worker process (a thread of this one, or a Dask process) keeps one strategy instance
 per name and data folders (a judge loads its model once) and one agent executor per
 ``AgentSpec``, made on first use and shared by every unit that process runs. A unit
-arrives as one typed ``flows.plan.UnitSpec`` and its tasks.
+arrives as one typed ``flows.unit.UnitSpec`` and its tasks.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ _AGENTS: dict[AgentSpec, Any] = {}
 
 
 def agent_executor(spec: AgentSpec):
-    """One agent executor per process and ``spec`` (``flows.plan.AgentSpec``), loaded on
+    """One agent executor per process and ``spec`` (``flows.unit.AgentSpec``), loaded on
     first use, sharing the persistent generation cache ``state_dir()/agent_cache.sqlite``:
     the embedded ``llm`` one, or with ``spec.url`` the ``remote`` one
     (``junction.agent.remote``; ``spec.model`` is the server's model id, checked against
@@ -79,7 +79,7 @@ def strategy_instance(name: str, data_folders: Mapping[str, str] | None = None):
 
 
 def run_unit_now(spec: UnitSpec, tasks: list) -> dict[str, Any]:
-    """Evaluate the unit ``spec`` (``flows.plan.UnitSpec``) on ``tasks`` and write its
+    """Evaluate the unit ``spec`` (``flows.unit.UnitSpec``) on ``tasks`` and write its
     files, unless its trace file already exists.
 
     On a cross-fitted suite ``spec.repetition`` is the run's seed; a learned strategy's
