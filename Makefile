@@ -110,9 +110,11 @@ bench-tau2-agent: setup
 # Two pytest-xdist workers, one per core: the slow tests are single-threaded model decodes
 # and server starts, so a second worker halves what one core did alone (bench/README.md,
 # "Test time"). `--dist loadfile` keeps a file's tests on one worker, so a module's shared
-# fixture (one bench run for the CLI tests) runs once. TEST_WORKERS=0 runs them in-process.
+# fixture (one bench run for the CLI tests) runs once; `--no-loadscope-reorder` hands the
+# files out in collection order, slowest first (tests/conftest.py, SLOWEST_FILES), not by
+# their number of tests. TEST_WORKERS=0 runs them in-process.
 TEST_WORKERS ?= 2
-PYTEST_XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+PYTEST_XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: setup
 	$(PY) -m pytest $(PYTEST_XDIST)
 

@@ -24,11 +24,33 @@ _MODEL_FIXTURES = {"judge", "agent_model", "default_tokenizer"}
 _FLOW_FIXTURES = {"prefect_harness", "cli_env", "installed"}
 
 
+SLOWEST_FILES = ("test_remote_agent.py", "test_cli.py", "test_hardening.py", "test_agent.py",
+                 "test_judge.py", "test_faults.py", "test_interrupts.py", "test_caches.py",
+                 "test_milp.py", "test_solver_limits.py", "test_default_plan.py",
+                 "test_layout.py", "test_user_faults.py", "test_learned.py")
+"""The test files that take longest under ``make test``, slowest first (wall seconds per
+file on two workers, bench/README.md, "Test time: the order of the files"). They are
+collected first and, with ``--no-loadscope-reorder`` (the Makefile), handed to the
+pytest-xdist workers in this order, then every other file in its usual order: longest
+first, so that no long file starts last while the other worker has nothing left (the
+longest-processing-time rule, Graham 1969). pytest-xdist's own order is by the number of
+tests in a file, which put the remote agent's 200 s file near the end. A file missing
+here only runs later; nothing is left out."""
+
+
+def _slowest_first(item) -> int:
+    name = item.path.name
+    return SLOWEST_FILES.index(name) if name in SLOWEST_FILES else len(SLOWEST_FILES)
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark by what a test uses, so ``make test-fast`` (``-m "not model and not flow and not
     slow"``) can leave the expensive parts out: a test using a loaded model is ``model``,
     one using the Prefect harness, the CLI subprocess environment or the installed wheel is
-    ``flow``; ``slow`` is set by hand on the few pure tests that take tens of seconds."""
+    ``flow``; ``slow`` is set by hand on the few pure tests that take tens of seconds.
+    Then the slowest files go first (``SLOWEST_FILES``; a stable sort, so the tests of a
+    file keep their order)."""
+    items.sort(key=_slowest_first)
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         if used & _MODEL_FIXTURES:

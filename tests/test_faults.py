@@ -115,6 +115,27 @@ def _stop(proc) -> str:
             proc.wait()
 
 
+def _cmdline(child) -> str:
+    """A child's command line, or "" once it has exited (a zombie or gone: a short-lived
+    child of the run, such as ``git``, can end between the listing and this read)."""
+    import psutil
+
+    try:
+        return " ".join(child.cmdline())
+    except psutil.Error:
+        return ""
+
+
+def _alive(child) -> bool:
+    """Whether a child still runs (neither gone nor a zombie)."""
+    import psutil
+
+    try:
+        return child.is_running() and child.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 @pytest.mark.flow
 def test_ctrl_c_while_the_server_starts_is_one_line_and_leaves_nothing_running(user_env):
     # before: the line went to the run's log (fd 2 was the log while the server started)
@@ -123,7 +144,7 @@ def test_ctrl_c_while_the_server_starts_is_one_line_and_leaves_nothing_running(u
 
     proc = _bench(user_env)
     children: list = []
-    while not any("uvicorn" in " ".join(c.cmdline()) for c in children):
+    while not any("uvicorn" in _cmdline(c) for c in children):
         assert proc.poll() is None, proc.stderr.read()[-3000:]
         try:
             children = psutil.Process(proc.pid).children(recursive=True)
@@ -137,7 +158,7 @@ def test_ctrl_c_while_the_server_starts_is_one_line_and_leaves_nothing_running(u
     assert len(lines) == 1 and lines[0].startswith(("interrupted before any unit started; ",
                                                     "interrupted after 0 of 1 units; ")), stderr
     assert "resume with `junction bench --run-id " in lines[0], stderr
-    assert not [c.pid for c in children if c.is_running() and c.status() != "zombie"]
+    assert not [c.pid for c in children if _alive(c)]
 
 
 @pytest.mark.flow
@@ -186,4 +207,4 @@ def test_ctrl_c_to_a_dask_run_is_one_line_and_leaves_nothing_running(user_env):
     lines = stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("interrupted after "), stderr[-3000:]
     assert len(started) >= 2  # the workers (and the server) were there
-    assert not [c.pid for c in started if c.is_running() and c.status() != "zombie"]
+    assert not [c.pid for c in started if _alive(c)]

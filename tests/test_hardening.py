@@ -225,6 +225,12 @@ _START = ("import json, os, psutil; from flows import server; server.start(); "
           "'blocks': env.get('PREFECT_SERVER_REGISTER_BLOCKS_ON_START')}))")
 
 
+def _waits_on_a_flock(pid: int) -> bool:
+    """Whether process ``pid`` is blocked in ``flock`` (a waiter line of /proc/locks)."""
+    return any(line.split()[1:3] == ["->", "FLOCK"] and line.split()[5] == str(pid)
+               for line in Path("/proc/locks").read_text().splitlines())
+
+
 def _tables_with_rows(path) -> set[str]:
     import contextlib
     import sqlite3
@@ -254,7 +260,11 @@ def test_temporary_server_start_waits_for_the_home_lock_then_later_starts_copy_i
         fcntl.flock(handle, fcntl.LOCK_EX)
         proc = subprocess.Popen([sys.executable, "-c", _START], cwd=ROOT, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(8)  # ample for the import; the server must not have started
+        # the child waits on the lock (a blocked flock is listed "-> FLOCK ... PID" in
+        # /proc/locks, proc(5)); while it waits, no server may have started
+        while not _waits_on_a_flock(proc.pid):
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            time.sleep(0.05)
         assert proc.poll() is None
         assert not list(home.rglob("*.db"))
     out, err = proc.communicate(timeout=300)

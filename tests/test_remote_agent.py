@@ -310,18 +310,25 @@ def test_the_api_key_is_read_from_the_environment_only(monkeypatch):
 
 
 @pytest.mark.flow
-def test_bench_server_down_mid_run_fails_in_one_line_and_a_rerun_resumes(server, tmp_path):
+@pytest.mark.flow
+def test_bench_server_down_mid_run_fails_in_one_line_and_a_rerun_resumes(server, tmp_path,
+                                                                        prefect_harness):
     # bfcl-multiple, 1 task, the agent on it, exact then fixed_split in one worker, one
     # unit each: the server answers the token-count probe (before any work) and exact's
     # generation, then is gone for fixed_split's.
     # The run fails naming the URL, exact's unit is kept, and the same command resumes.
+    # Both runs report to the session's Prefect server (as a user with a configured one):
+    # the agent's server is what goes away here; a temporary Prefect server's own faults
+    # are tests/test_faults.py's.
     import os
     import shutil
 
+    from prefect.settings import PREFECT_API_URL
+
     proxy = _Proxy(server, completions=2)
     env = {**os.environ, "JUNCTION_STATE_DIR": str(tmp_path / "state"),
-           "JUNCTION_WAREHOUSE": str(tmp_path / "wh"), "JUNCTION_REPORTS": str(tmp_path / "rep")}
-    env.pop("PREFECT_API_URL", None)
+           "JUNCTION_WAREHOUSE": str(tmp_path / "wh"), "JUNCTION_REPORTS": str(tmp_path / "rep"),
+           "PREFECT_API_URL": PREFECT_API_URL.value()}
     junction = shutil.which("junction", path=os.path.dirname(sys.executable))
     args = [junction, "bench", "--suite", "bfcl-multiple", "--size", "1", "--agent-size", "1",
             "--strategy", "exact", "--strategy", "fixed_split", "--budget-scale", "1",
