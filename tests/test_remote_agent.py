@@ -86,9 +86,11 @@ class _Proxy:
     real server can report a window as vLLM and llama.cpp's llama-server do."""
 
     def __init__(self, target: str, fail: int = 0, completions: int | None = None,
-                 model_fields: dict | None = None, props: dict | None = None) -> None:
+                 model_fields: dict | None = None, props: dict | None = None,
+                 stall: float = 0.0) -> None:
         self.fail, self.seen = fail, []
         self.completions = completions  # chat completions forwarded before it goes down
+        self.stall = stall  # > 0: once down, a chat completion is held that long, then dropped
         proxy = self
         origin = target.rsplit("/v1", 1)[0]
 
@@ -101,6 +103,7 @@ class _Proxy:
                 proxy.seen.append(self.path)
                 if self.path.endswith("/chat/completions") and proxy.completions is not None:
                     if proxy.completions <= 0:  # down: the connection closes unanswered
+                        time.sleep(proxy.stall)  # (after ``stall`` s: no answer in time)
                         self.close_connection = True
                         return
                     proxy.completions -= 1
@@ -273,17 +276,27 @@ def test_an_http_400_carries_the_servers_reason(server, multiple_123):
 
 
 def test_the_agent_timeout_reaches_the_generation(server, multiple_123):
-    # --agent-timeout S becomes the generation's timeout; the checks keep their own 10 s
+    # --agent-timeout S becomes the generation's timeout; the checks keep their own 10 s.
+    # The proxy forwards the checks (the token-count probe is the one chat completion) and
+    # then holds each chat completion without forwarding it: sent to the server, the three
+    # abandoned requests (the client retries twice) each went on decoding up to 192 tokens
+    # there, ahead of the next test's requests
     from flows.unit import AgentSpec
     from flows.workers import agent_executor
 
-    executor = agent_executor(AgentSpec(model=ALIAS, url=server, context_tokens=SERVER_CTX,
-                                        timeout_s=0.001))
-    assert executor.agent.config.timeout_s == 0.001
-    assert executor.agent.config.check_timeout_s == 10.0
-    with pytest.raises(AgentError, match=r"a chat completion failed: no answer within "
-                                         r"0.001 s \(the client retries"):
-        executor.agent.generate(render_prompt(multiple_123.router_view(), (), ()))
+    proxy = _Proxy(server, completions=1, stall=1.0)
+    try:
+        executor = agent_executor(AgentSpec(model=ALIAS, url=proxy.url,
+                                            context_tokens=SERVER_CTX, timeout_s=0.001))
+        assert executor.agent.config.timeout_s == 0.001
+        assert executor.agent.config.check_timeout_s == 10.0
+        with pytest.raises(AgentError, match=r"a chat completion failed: no answer within "
+                                             r"0.001 s \(the client retries"):
+            executor.agent.generate(render_prompt(multiple_123.router_view(), (), ()))
+    finally:
+        proxy.stop()
+    # the probe, then the generation's first try and two retries
+    assert proxy.seen.count("/v1/chat/completions") == 4
 
 
 def test_wrong_model_name_lists_the_servers_models(server):
