@@ -29,7 +29,7 @@ SLOWEST_FILES = ("test_remote_agent.py", "test_cli.py", "test_hardening.py", "te
                  "test_milp.py", "test_solver_limits.py", "test_default_plan.py",
                  "test_layout.py", "test_user_faults.py", "test_learned.py")
 """The test files that take longest under ``make test``, slowest first (wall seconds per
-file on two workers, bench/README.md, "Test time: the order of the files"). They are
+file on two workers, bench/README.md, "Test time: where the CPU goes"). They are
 collected first and, with ``--no-loadscope-reorder`` (the Makefile), handed to the
 pytest-xdist workers in this order, then every other file in its usual order: longest
 first, so that no long file starts last while the other worker has nothing left (the
