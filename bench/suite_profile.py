@@ -99,11 +99,10 @@ def pytest_sessionfinish(session):
 # ------------------------------------------------------------------ the report
 
 def _environment(folder: Path, subprocesses: bool) -> dict:
+    from flows.environment import configure_prefect_env
+
+    configure_prefect_env()  # Prefect's home and offline settings, as the Makefile's exports
     env = dict(os.environ)
-    # the Makefile's Prefect settings (its `export` lines)
-    env.update(PREFECT_HOME=str(ROOT / ".state" / "prefect"),
-               PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120", DO_NOT_TRACK="1")
     paths = [str(ROOT / "bench")]
     if subprocesses:
         (folder / "site").mkdir()

@@ -217,8 +217,6 @@ def test_two_runs_at_once_on_a_fresh_prefect_home(tmp_path):
         assert len(TraceStore(str(tmp_path / f"wh{i}")).trace_files()) == 1
 
 
-_BLOCKS_SETTINGS = ("PREFECT_API_BLOCKS_REGISTER_ON_START",
-                    "PREFECT_SERVER_REGISTER_BLOCKS_ON_START")
 _START = ("import json, os, psutil; from flows import server; server.start(); "
           "env = psutil.Process(server.server_pid()).environ(); server.stop(); "
           "print(json.dumps({'pid': os.getpid(), "
@@ -251,10 +249,12 @@ def test_temporary_server_start_waits_for_the_home_lock_then_later_starts_copy_i
     import fcntl
     import time
 
+    from flows.server import _BLOCKS_SETTING_NAMES
+
     home = tmp_path / "prefect-home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PREFECT_API_URL", *_BLOCKS_SETTINGS)}
+           if k != "PREFECT_API_URL" and k not in _BLOCKS_SETTING_NAMES}
     env["PREFECT_HOME"] = str(home)
     with open(home / ".junction-server-start.lock", "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)

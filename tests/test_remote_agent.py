@@ -323,7 +323,6 @@ def test_the_api_key_is_read_from_the_environment_only(monkeypatch):
 
 
 @pytest.mark.flow
-@pytest.mark.flow
 def test_bench_server_down_mid_run_fails_in_one_line_and_a_rerun_resumes(server, tmp_path,
                                                                         prefect_harness):
     # bfcl-multiple, 1 task, the agent on it, exact then fixed_split in one worker, one
