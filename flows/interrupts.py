@@ -2,10 +2,12 @@
 
 The command line ``arm``s this module for one run id. Then:
 
-- the first SIGINT or SIGTERM sets a stop flag. The flow's submit loop reads it, submits
-  nothing more, waits for the units already running (a unit not yet started returns at
-  once, ``stop_requested``), marks the run ``interrupted`` and raises ``RunInterrupted``;
-  the command line then stops the temporary server and exits 130 with one line;
+- the first SIGINT or SIGTERM sets a stop flag, seen by every thread from the moment the
+  signal arrives (``stop_requested`` reads the signal wakeup pipe; Python's own handler
+  runs later, in the main thread). The flow's submit loop reads it, submits nothing more,
+  waits for the units already running (a unit not yet started returns at once), marks
+  the run ``interrupted`` and raises ``RunInterrupted``; the command line then stops the
+  temporary server and exits 130 with one line;
 - if that has not happened ``grace_s`` seconds after the first signal (a unit in a long
   call, a report being drawn), or at a second signal, the process exits at once
   (``exit_now``): units that are writing finish their write first (``unit_write``, a few
@@ -46,6 +48,7 @@ EXIT_STATUS = 130
 """128 + SIGINT: what a shell reports for a process that Ctrl-C ended."""
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_SIGNAL_NUMBERS = frozenset(int(sig) for sig in _SIGNALS)
 _WRITE_GRACE_S = 1.0
 
 
@@ -70,6 +73,14 @@ class _Run:
 
 
 _stop = threading.Event()
+_arrived = threading.Event()
+"""Set by ``stop_requested`` when the wakeup pipe shows a SIGINT or SIGTERM that Python's
+handler (``_on_signal``) has not run for yet."""
+_wakeup: tuple[int, int] | None = None
+"""The pipe (read end, write end) that CPython's C-level signal handler writes each signal
+number to (``signal.set_wakeup_fd``) while armed; kept open for the process's life, so a
+thread reading it never meets a closed or reused descriptor."""
+_wakeup_lock = threading.Lock()
 _closing = threading.Event()
 _writes = threading.Condition()
 _active_writes = 0
@@ -87,10 +98,12 @@ def arm(run_id: str, resume: str, grace_s: float = 5.0) -> None:
     ``grace_s``: seconds after the first signal before the process exits at once."""
     global _run, _terminal
     _stop.clear()
+    _arrived.clear()
     _closing.clear()
     _run = _Run(run_id, resume, grace_s)
     if _terminal is None:
         _terminal = os.dup(2)  # fd 2 may go to the run's log meanwhile (flows.server)
+    _watch_wakeup()
     reinstall()
 
 
@@ -101,6 +114,45 @@ def disarm() -> None:
     for sig in _SIGNALS:
         signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT
                       else signal.SIG_DFL)
+    if _wakeup is not None and threading.current_thread() is threading.main_thread():
+        previous = signal.set_wakeup_fd(-1)
+        if previous not in (-1, _wakeup[1]):
+            signal.set_wakeup_fd(previous)  # not ours (an asyncio loop's): left in place
+
+
+def _watch_wakeup() -> None:
+    """Point CPython's signal wakeup descriptor at ``_wakeup``'s pipe (emptied first), so
+    ``stop_requested`` sees a signal the moment it reaches the process. Left as it is when
+    another wakeup descriptor is set (an asyncio loop's, which owns it) or off the main
+    thread (``signal.set_wakeup_fd`` raises ``ValueError`` there): then only Python's
+    handler sets the stop."""
+    global _wakeup
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if _wakeup is None:
+        read_end, write_end = os.pipe()
+        os.set_blocking(read_end, False)
+        os.set_blocking(write_end, False)
+        _wakeup = (read_end, write_end)
+    _drain_wakeup()
+    previous = signal.set_wakeup_fd(_wakeup[1], warn_on_full_buffer=False)
+    if previous not in (-1, _wakeup[1]):
+        signal.set_wakeup_fd(previous)
+
+
+def _drain_wakeup() -> bytes:
+    """The signal numbers written to the wakeup pipe since the last read (one byte each)."""
+    if _wakeup is None:
+        return b""
+    data = b""
+    while True:
+        try:
+            chunk = os.read(_wakeup[0], 512)
+        except BlockingIOError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
 
 
 def reinstall() -> None:
@@ -133,8 +185,22 @@ def armed() -> bool:
 
 
 def stop_requested() -> bool:
-    """Whether a signal asked the run to stop (always False when not armed)."""
-    return _stop.is_set()
+    """Whether a signal asked the run to stop (always False when not armed).
+
+    True from the moment SIGINT or SIGTERM reaches the process, not only once Python's
+    handler has run: that handler runs in the main thread when it next holds the GIL
+    (milliseconds, more on a loaded machine), and meanwhile a worker thread could start a
+    unit. The C-level handler writes the signal number to the wakeup pipe at once
+    (``signal.set_wakeup_fd``, see ``_watch_wakeup``); this reads it, under a lock so two
+    threads cannot both miss one byte."""
+    if _stop.is_set() or _arrived.is_set():
+        return True
+    if _run is None or _wakeup is None:
+        return False
+    with _wakeup_lock:
+        if any(number in _SIGNAL_NUMBERS for number in _drain_wakeup()):
+            _arrived.set()
+    return _arrived.is_set()
 
 
 def track(root: str | None = None, meta: dict[str, Any] | None = None,

@@ -52,8 +52,9 @@ def cli_env(tmp_path_factory):
 @pytest.fixture(scope="module")
 def interrupted(cli_env):
     """`junction bench ... --run-id sig` sent SIGINT after 3 unit files: (unit files
-    written at the signal, exit status, stderr, traces folder). The process gets 60 s to
-    exit (a hang guard, not a measurement: no test asserts a time)."""
+    written at the signal, counted while the process is stopped; exit status; stderr;
+    traces folder). The process gets 60 s to exit (a hang guard, not a measurement: no
+    test asserts a time)."""
     traces = Path(cli_env["JUNCTION_WAREHOUSE"]) / "traces" / "run_id=sig"
     proc = subprocess.Popen([JUNCTION, "bench", *ARGS, "--run-id", "sig"], cwd=ROOT,
                             env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -64,8 +65,15 @@ def interrupted(cli_env):
             assert proc.poll() is None, proc.stderr.read()[-3000:]
             assert time.monotonic() < deadline, "no unit written in 600 s"
             time.sleep(0.05)
+        # the count is the count at the signal: the process is stopped while it is taken
+        # (waitpid's WUNTRACED returns once every thread has stopped), the SIGINT is sent
+        # while it is stopped, and the thread that resumes first takes it
+        os.kill(proc.pid, signal.SIGSTOP)
+        _, status = os.waitpid(proc.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status), status
         written = len(list(traces.rglob("*.parquet")))
         os.kill(proc.pid, signal.SIGINT)
+        os.kill(proc.pid, signal.SIGCONT)
         try:
             _, stderr = proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
@@ -156,6 +164,46 @@ def test_a_second_writer_of_a_held_run_id_is_refused_before_any_work(tmp_path):
     assert not (tmp_path / "state").exists() or not any((tmp_path / "state").rglob("*")), \
         sorted((tmp_path / "state").rglob("*"))
     assert not (root / "traces").exists()
+
+
+_SEEN_IN_A_THREAD = """
+import json, os, signal, threading
+from flows import interrupts
+
+seen = {}
+def worker(key):
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+    seen[key] = interrupts.stop_requested()
+
+seen["before"] = interrupts.stop_requested()
+interrupts.arm("t", "junction bench --run-id t", grace_s=3600)
+seen["armed"] = interrupts.stop_requested()
+thread = threading.Thread(target=worker, args=("in_the_thread",))
+thread.start()
+thread.join()
+seen["after_the_handler"] = interrupts.stop_requested()
+interrupts.disarm()
+seen["wakeup_fd_after_disarm"] = signal.set_wakeup_fd(-1)
+interrupts.arm("t2", "junction bench --run-id t2", grace_s=3600)
+seen["rearmed"] = interrupts.stop_requested()
+interrupts.disarm()
+print(json.dumps(seen), flush=True)
+os._exit(0)
+"""
+
+
+def test_a_unit_thread_sees_the_signal_before_pythons_handler_runs():
+    # the CI failure this answers: 5 units written after the signal where at most the 4 in
+    # flight may finish; a unit had started in the milliseconds before the main thread ran
+    # Python's handler. Here the signal reaches a worker thread while the main thread is
+    # blocked in join(), so Python's handler cannot have run when the thread asks; before,
+    # stop_requested() said False there
+    out = subprocess.run([sys.executable, "-c", _SEEN_IN_A_THREAD], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout) == {
+        "before": False, "armed": False, "in_the_thread": True, "after_the_handler": True,
+        "wakeup_fd_after_disarm": -1, "rearmed": False}
 
 
 @pytest.mark.parametrize("argv, expected", [
