@@ -49,7 +49,7 @@ import psutil
 from junction.environment import state_dir
 
 __all__ = ["start", "stop", "watch", "server_pid", "send_stderr_to", "api_url",
-           "in_thread_without_sigint", "stderr_to"]
+           "in_thread_without_sigint", "stderr_to", "copy_template", "save_template"]
 
 _WATCH_INTERVAL_S = 0.2
 _stopping = threading.Event()
@@ -108,7 +108,6 @@ def start() -> None:
     server does not answer within ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``.
     """
     from prefect.settings import (
-        PREFECT_API_BLOCKS_REGISTER_ON_START,
         PREFECT_API_DATABASE_CONNECTION_URL,
         PREFECT_API_URL,
         PREFECT_SERVER_EPHEMERAL_ENABLED,
@@ -122,28 +121,79 @@ def start() -> None:
     if SubprocessASGIServer().running:
         return
     _stopping.clear()
-    home = Path(os.environ.get("PREFECT_HOME", str(state_dir() / "prefect")))
-    home.mkdir(parents=True, exist_ok=True)
+    home = _home()
     updates: dict[Any, Any] = {}
-    with open(home / ".junction-server-start.lock", "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
-        database = template = None
+    with _start_lock(home):
+        database, copied = None, False
         if "PREFECT_API_DATABASE_CONNECTION_URL" not in os.environ:
             database = _process_database(home / "ephemeral")
-            template = _template_path(home / "ephemeral")
             updates[PREFECT_API_DATABASE_CONNECTION_URL] = f"sqlite+aiosqlite:///{database}"
-            if _template_ready(template) and _copy_database(template, database):
-                if not _BLOCKS_SETTING_NAMES & os.environ.keys():
-                    updates[PREFECT_API_BLOCKS_REGISTER_ON_START] = False
-                template = None  # nothing to write
+            template_settings = _copy_template(database, home)
+            copied = template_settings is not None
+            updates.update(template_settings or {})
         with temporary_settings(updates=updates), stderr_to(_stderr_path):
             _in_thread_without_sigint(SubprocessASGIServer().start)
-        if template is not None and database is not None \
-                and _copy_database(database, template):  # migrated, block types in, no run
-            for old in template.parent.glob("template-*.db"):
-                if old != template:  # another Prefect's: never copied by this one
-                    old.unlink(missing_ok=True)
+        if database is not None and not copied:  # migrated, block types in, no run
+            _save_template(database, home)
     _watch_running()
+
+
+def copy_template(database: Path) -> dict[Any, Any] | None:
+    """Copy the Prefect home's template database (``start``) to ``database``, a new
+    SQLite file for a server about to start, holding the home's start lock. Returns the
+    Prefect settings that server should start with (block registration off, unless the
+    user set it), or None when no template is ready or the copy failed (the server then
+    migrates ``database`` itself; ``save_template`` keeps it for the next start)."""
+    home = _home()
+    with _start_lock(home):
+        return _copy_template(database, home)
+
+
+def save_template(database: Path) -> bool:
+    """Make ``database`` the Prefect home's template, holding the home's start lock: the
+    database of a server that migrated it and registered block types and has answered,
+    before any run wrote to it. Returns whether it was copied."""
+    home = _home()
+    with _start_lock(home):
+        return _save_template(database, home)
+
+
+def _home() -> Path:
+    """``PREFECT_HOME`` as the environment gives it, else ``state_dir()/prefect``; made."""
+    home = Path(os.environ.get("PREFECT_HOME", str(state_dir() / "prefect")))
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+@contextlib.contextmanager
+def _start_lock(home: Path) -> Iterator[None]:
+    """The home's start lock (an OS file lock, ``flock``): one server start, migration or
+    template write at a time per Prefect home. Not re-entrant."""
+    with open(home / ".junction-server-start.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
+def _copy_template(database: Path, home: Path) -> dict[Any, Any] | None:
+    from prefect.settings import PREFECT_API_BLOCKS_REGISTER_ON_START
+
+    template = _template_path(home / "ephemeral")
+    if not (_template_ready(template) and _copy_database(template, database)):
+        return None
+    if _BLOCKS_SETTING_NAMES & os.environ.keys():
+        return {}
+    return {PREFECT_API_BLOCKS_REGISTER_ON_START: False}
+
+
+def _save_template(database: Path, home: Path) -> bool:
+    template = _template_path(home / "ephemeral")
+    template.parent.mkdir(parents=True, exist_ok=True)
+    if not _copy_database(database, template):
+        return False
+    for old in template.parent.glob("template-*.db"):
+        if old != template:  # another Prefect's: never copied by this one
+            old.unlink(missing_ok=True)
+    return True
 
 
 _BLOCKS_SETTING_NAMES = frozenset({"PREFECT_SERVER_REGISTER_BLOCKS_ON_START",

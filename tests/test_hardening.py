@@ -295,3 +295,30 @@ def test_temporary_server_start_waits_for_the_home_lock_then_later_starts_copy_i
     assert third["blocks"] is None  # not used: the server migrated a file of its own
     assert {"alembic_version", "block_type"} <= _tables_with_rows(template)
     assert not other.exists()  # writing the template removed the other version's
+
+
+@pytest.mark.flow
+def test_a_template_is_saved_from_a_running_server_and_copied_with_block_registration_off(
+        prefect_harness, tmp_path, monkeypatch):
+    """What the session's harness uses (tests/conftest.py): ``copy_template`` finds nothing
+    in a fresh home; ``save_template`` keeps a migrated database (the harness's own, its
+    server running) as the home's template; the next ``copy_template`` copies it and turns
+    block registration off, unless the user set that."""
+    from prefect.settings import (PREFECT_API_BLOCKS_REGISTER_ON_START,
+                                  PREFECT_SERVER_DATABASE_CONNECTION_URL)
+
+    from flows import server
+    from flows.server import _BLOCKS_SETTING_NAMES
+
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home"))
+    for name in _BLOCKS_SETTING_NAMES:
+        monkeypatch.delenv(name, raising=False)
+    assert server.copy_template(tmp_path / "first.db") is None
+    assert not (tmp_path / "first.db").exists()
+    running = Path(PREFECT_SERVER_DATABASE_CONNECTION_URL.value().split(":///", 1)[1])
+    assert server.save_template(running)
+    assert server.copy_template(tmp_path / "copy.db") == {
+        PREFECT_API_BLOCKS_REGISTER_ON_START: False}
+    assert {"alembic_version", "block_type"} <= _tables_with_rows(tmp_path / "copy.db")
+    monkeypatch.setenv("PREFECT_SERVER_REGISTER_BLOCKS_ON_START", "true")
+    assert server.copy_template(tmp_path / "user.db") == {}  # the user's value stands
