@@ -145,7 +145,8 @@ def bench(
         1, "--agent-concurrency", min=1, metavar="N",
         help="Requests in flight to --agent-url at once."),
     agent_context_tokens: int = typer.Option(None, "--agent-context-tokens", metavar="N", help="The --agent-url server's context window in tokens (default: as the server reports it)."),
-    agent_timeout: float = typer.Option(None, "--agent-timeout", metavar="S", help="Seconds one generation on the --agent-url server may take (default 600; the checks before the run wait 10 s, one retry)."),
+    agent_timeout: float = typer.Option(None, "--agent-timeout", metavar="S", help="Seconds one generation on the --agent-url server may take (default 600)."),
+    agent_check_timeout: float = typer.Option(None, "--agent-check-timeout", metavar="S", help="Seconds each check of the --agent-url server before the run (its model list, its window) may take (default 10, one retry)."),
     tau2_data: Path = typer.Option(
         None, "--tau2-data", metavar="PATH",
         help="tau2-bench checkout or banking_knowledge folder for the tau2-banking suite "
@@ -190,6 +191,7 @@ def bench(
         agent_model=agent_model if agent_url else _agent_model(agent_model),
         agent_url=agent_url, agent_concurrency=agent_concurrency,
         agent_context_tokens=agent_context_tokens, agent_timeout=agent_timeout,
+        agent_check_timeout=agent_check_timeout,
         **({} if folds is None else {"folds": folds}),
         **({} if pool is None else {"pool": pool}),
         data_folders={} if tau2_data is None else {TAU2_SUITE: str(tau2_data.resolve())},

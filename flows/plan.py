@@ -171,8 +171,10 @@ class RunPlan(BaseModel):
       flight to that server; ``agent_context_tokens``: its context window in tokens (None:
       as the server reports it, ``junction.agent.remote.RemoteAgent.context_window``;
       recorded in ``params`` only when given); ``agent_timeout``: seconds one generation
-      on that server may take (None: ``RemoteAgentConfig.timeout_s``; the checks before the
-      run use their own short limit, ``check_timeout_s``); in ``params`` only when given
+      on that server may take (None: ``RemoteAgentConfig.timeout_s``); ``agent_check_timeout``:
+      seconds each check of that server before the run may take (None:
+      ``RemoteAgentConfig.check_timeout_s``, short so that a server that never answers is
+      one line in seconds); each in ``params`` only when given
     - ``agent_strategies``: the strategies the agent acts on, sorted (None given:
       ``default_agent_strategies`` in the default agent sample, else every strategy of the
       run); recorded in ``params`` only when it leaves some strategy out
@@ -217,6 +219,7 @@ class RunPlan(BaseModel):
     agent_concurrency: StrictInt = 1
     agent_context_tokens: StrictInt | None = None
     agent_timeout: float | None = None
+    agent_check_timeout: float | None = None
     agent_strategies: list[str] = Field(default_factory=list)
     folds: StrictInt = DEFAULT_FOLDS
     pool: str = DEFAULT_POOL_RULE
@@ -309,7 +312,8 @@ class RunPlan(BaseModel):
         if self.agent_size is not None and not _is_count(self.agent_size, 0):
             raise JunctionError(f"agent_size must be an integer >= 0, got {self.agent_size!r}")
         if (self.agent_url is not None or self.agent_concurrency != 1
-                or self.agent_context_tokens is not None or self.agent_timeout is not None):
+                or self.agent_context_tokens is not None or self.agent_timeout is not None
+                or self.agent_check_timeout is not None):
             self._check_remote_agent()
         return self
 
@@ -350,16 +354,17 @@ class RunPlan(BaseModel):
             raise JunctionError(f"agent_context_tokens must be an integer > {room} (the "
                                 f"agent's {room - 1} generated tokens and one), got "
                                 f"{self.agent_context_tokens!r}")
-        if self.agent_timeout is not None and not (
-                isinstance(self.agent_timeout, (int, float)) and not isinstance(
-                    self.agent_timeout, bool) and math.isfinite(self.agent_timeout)
-                and self.agent_timeout > 0):
-            raise JunctionError(f"agent_timeout must be a number of seconds > 0, got "
-                                f"{self.agent_timeout!r}")
+        for name in ("agent_timeout", "agent_check_timeout"):
+            value = getattr(self, name)
+            if value is not None and not (
+                    isinstance(value, (int, float)) and not isinstance(value, bool)
+                    and math.isfinite(value) and value > 0):
+                raise JunctionError(f"{name} must be a number of seconds > 0, got {value!r}")
         if self.agent_url is None:
             given = ("agent_concurrency" if self.agent_concurrency != 1
                      else "agent_context_tokens" if self.agent_context_tokens is not None
-                     else "agent_timeout")
+                     else "agent_timeout" if self.agent_timeout is not None
+                     else "agent_check_timeout")
             raise JunctionError(f"{given} applies to a remote agent only (--agent-url)")
         check_agent_url(self.agent_url)
         if not self.agent_model:
@@ -382,8 +387,9 @@ class RunPlan(BaseModel):
             exclude.add("folds")
         if self.agent_context_tokens is None:
             exclude.add("agent_context_tokens")
-        if self.agent_timeout is None:
-            exclude.add("agent_timeout")
+        for name in ("agent_timeout", "agent_check_timeout"):
+            if getattr(self, name) is None:
+                exclude.add(name)
         if self.agent_strategies == self.strategies:
             exclude.add("agent_strategies")
         return self.model_dump(exclude=exclude or None)
@@ -397,7 +403,8 @@ class RunPlan(BaseModel):
         return AgentSpec(model=self.agent_model, url=self.agent_url,
                          concurrency=self.agent_concurrency,
                          context_tokens=self.agent_context_tokens,
-                         timeout_s=self.agent_timeout)
+                         timeout_s=self.agent_timeout,
+                         check_timeout_s=self.agent_check_timeout)
 
     def unit_spec(self, run_id: str, suite: str, strategy: str, seed: int, scale: float,
                   unit: str, pool_limit: int | tuple[int | None, int | None] | None,

@@ -27,7 +27,8 @@ class AgentSpec(BaseModel):
     OpenAI-compatible base URL) the server's model id; ``concurrency``: requests in flight
     to that server; ``context_tokens``: its window in tokens (None: as it reports it);
     ``timeout_s``: seconds one generation may take (None:
-    ``junction.agent.remote.RemoteAgentConfig.timeout_s``)."""
+    ``junction.agent.remote.RemoteAgentConfig.timeout_s``); ``check_timeout_s``: seconds
+    each check of the server before the run may take (None: ``RemoteAgentConfig``'s)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -36,6 +37,7 @@ class AgentSpec(BaseModel):
     concurrency: StrictInt = 1
     context_tokens: StrictInt | None = None
     timeout_s: float | None = None
+    check_timeout_s: float | None = None
 
 
 class UnitSpec(BaseModel):

@@ -35,7 +35,7 @@ def agent_executor(spec: AgentSpec):
     the server's list when first made, and the server's context window learnt then:
     ``spec.context_tokens``, or what the server reports; ``AgentError`` if the model is not
     listed or no window is known; ``spec.timeout_s``: seconds one generation may take,
-    None: ``RemoteAgentConfig``'s)."""
+    ``spec.check_timeout_s``: each of those checks, None: ``RemoteAgentConfig``'s)."""
     from junction.agent.llm import LlamaAgent, LLMExecutor
     from junction.agent.generations import AgentCache
     from junction.environment import state_dir
@@ -47,9 +47,12 @@ def agent_executor(spec: AgentSpec):
                 from junction.agent.remote import (RemoteAgent, RemoteAgentConfig,
                                                    RemoteExecutor, RemoteGenerationCache)
 
+                limits = {name: float(value) for name, value in (
+                    ("timeout_s", spec.timeout_s), ("check_timeout_s", spec.check_timeout_s))
+                    if value is not None}
                 remote = RemoteAgent(spec.url, spec.model, RemoteAgentConfig(
                     concurrency=spec.concurrency, context_tokens=spec.context_tokens,
-                    **({} if spec.timeout_s is None else {"timeout_s": float(spec.timeout_s)})))
+                    **limits))
                 remote.check_model()
                 remote.check_window()
                 _AGENTS[spec] = RemoteExecutor(

@@ -56,32 +56,34 @@ def user_env(tmp_path):
 @pytest.mark.flow
 def test_a_server_that_never_answers_is_one_line_in_seconds(silent_server, user_env):
     # before: the checks before the run used the 600 s generation timeout and 2 retries,
-    # about 30 minutes with nothing printed
+    # about 30 minutes with nothing printed. The checks' own limit (10 s by default, one
+    # retry: 20 s of waiting) is given as 2 s here, beside a generation timeout of 900 s
     out = subprocess.run([JUNCTION, "bench", "--suite", "coupling", "--strategy", "exact",
                           "--budget-scale", "1", "--agent-url", silent_server,
-                          "--agent-model", "any", "--agent-timeout", "900"],
+                          "--agent-model", "any", "--agent-timeout", "900",
+                          "--agent-check-timeout", "2"],
                          cwd=ROOT, env=user_env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 1, out.stderr[-3000:]
     assert len(out.stderr.splitlines()) == 1, out.stderr[-3000:]
     assert out.stderr.startswith(f"error: agent server {silent_server}: listing models "
-                                 "failed: no answer within 10 s"), out.stderr
-    assert "retries connection errors, 429 and 5xx 1 time)" in out.stderr
+                                 "failed: no answer within 2 s"), out.stderr
+    assert "retries connection errors, 429 and 5xx 1 time); a server slower to answer " \
+        "needs --agent-check-timeout S" in out.stderr
     assert not (Path(user_env["JUNCTION_WAREHOUSE"]) / "traces").exists()
 
 
-@pytest.mark.parametrize("value, message", [
-    ("0", "agent_timeout must be a number of seconds > 0, got 0.0"),
-    ("nan", "agent_timeout must be a number of seconds > 0, got nan"),
-])
-def test_a_bad_agent_timeout_is_refused(value, message):
+@pytest.mark.parametrize("name", ["agent_timeout", "agent_check_timeout"])
+@pytest.mark.parametrize("value, shown", [("0", "0.0"), ("nan", "nan"), ("-1", "-1.0")])
+def test_a_bad_agent_timeout_is_refused(name, value, shown):
     from flows.plan import RunPlan
     from junction.errors import JunctionError
 
-    with pytest.raises(JunctionError, match=message):
+    with pytest.raises(JunctionError, match=f"^{name} must be a number of seconds > 0, got "
+                                            f"{shown}$"):
         RunPlan.build(suites=["coupling"], agent_url="http://127.0.0.1:9/v1",
-                      agent_model="m", agent_timeout=float(value))
-    with pytest.raises(JunctionError, match="agent_timeout applies to a remote agent only"):
-        RunPlan.build(suites=["coupling"], agent_timeout=5.0)
+                      agent_model="m", **{name: float(value)})
+    with pytest.raises(JunctionError, match=f"{name} applies to a remote agent only"):
+        RunPlan.build(suites=["coupling"], **{name: 5.0})
 
 
 def _as_from_a_terminal() -> None:

@@ -137,10 +137,10 @@ def test_the_unit_spec_is_typed_and_carries_the_agent():
 
     url = {"agent_url": "http://127.0.0.1:1/v1", "agent_model": "m"}
     plan = RunPlan.build(suites=["coupling"], strategies=["exact"], agent_concurrency=3,
-                         agent_timeout=5.0, **url)
+                         agent_timeout=5.0, agent_check_timeout=2.0, **url)
     spec = plan.unit_spec("r", "coupling", "exact", 0, 1.0, "u", 8, ("t1",), 0, 1)
     assert spec.agent == AgentSpec(model="m", url=url["agent_url"], concurrency=3,
-                                   timeout_s=5.0)
+                                   timeout_s=5.0, check_timeout_s=2.0)
     assert spec.folds == plan.folds and spec.fold == 1 and spec.agent_task_ids == ("t1",)
     assert plan.unit_spec("r", "coupling", "exact", 0, 1.0, "u", 8).folds is None
     with pytest.raises(ValidationError):

@@ -276,7 +276,8 @@ def test_an_http_400_carries_the_servers_reason(server, multiple_123):
 
 
 def test_the_agent_timeout_reaches_the_generation(server, multiple_123):
-    # --agent-timeout S becomes the generation's timeout; the checks keep their own 10 s.
+    # --agent-timeout S becomes the generation's timeout, --agent-check-timeout S the
+    # checks' (10 s when not given: RemoteAgentConfig).
     # The proxy forwards the checks (the token-count probe is the one chat completion) and
     # then holds each chat completion without forwarding it: sent to the server, the three
     # abandoned requests (the client retries twice) each went on decoding up to 192 tokens
@@ -287,12 +288,14 @@ def test_the_agent_timeout_reaches_the_generation(server, multiple_123):
     proxy = _Proxy(server, completions=1, stall=1.0)
     try:
         executor = agent_executor(AgentSpec(model=ALIAS, url=proxy.url,
-                                            context_tokens=SERVER_CTX, timeout_s=0.001))
+                                            context_tokens=SERVER_CTX, timeout_s=0.001,
+                                            check_timeout_s=30.0))
         assert executor.agent.config.timeout_s == 0.001
-        assert executor.agent.config.check_timeout_s == 10.0
+        assert executor.agent.config.check_timeout_s == 30.0
         with pytest.raises(AgentError, match=r"a chat completion failed: no answer within "
-                                             r"0.001 s \(the client retries"):
+                                             r"0.001 s \(the client retries") as err:
             executor.agent.generate(render_prompt(multiple_123.router_view(), (), ()))
+        assert "--agent-check-timeout" not in str(err.value)  # a generation, not a check
     finally:
         proxy.stop()
     # the probe, then the generation's first try and two retries

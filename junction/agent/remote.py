@@ -231,8 +231,12 @@ class RemoteAgent:
     def _error(self, what: str, exc: Exception) -> AgentError:
         openai = self._openai
         timeout_s, retries = self._limits
+        checking = self._client is self._checking
+        hint = ""
         if isinstance(exc, openai.APITimeoutError):
             reason = f"no answer within {timeout_s:g} s"
+            if checking:
+                hint = "; a server slower to answer needs --agent-check-timeout S"
         elif isinstance(exc, openai.APIConnectionError):
             reason = "cannot connect (is the server running?)"
         elif isinstance(exc, openai.APIStatusError):
@@ -241,7 +245,7 @@ class RemoteAgent:
             reason = type(exc).__name__
         return AgentError(f"agent server {self.url}: {what} failed: {reason} (the client "
                           f"retries connection errors, 429 and 5xx {retries} "
-                          f"time{'s' if retries != 1 else ''})")
+                          f"time{'s' if retries != 1 else ''}){hint}")
 
     def _listed(self) -> list[Any]:
         try:

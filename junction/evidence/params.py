@@ -33,6 +33,8 @@ RESULT_NEUTRAL_PARAMS: dict[str, str] = {
                          "on its own, greedily",
     "agent_timeout": "how long one remote generation may take: an answer in time is the "
                      "same answer; one past it fails the run",
+    "agent_check_timeout": "how long each check of a remote agent's server before the run "
+                           "may take: the checks change no answer",
 }
 """Parameter name -> why no trace row depends on it."""
 
