@@ -1,6 +1,7 @@
 """Faults a user causes during `junction bench`, timed: how long to exit, how many lines.
 
     python bench/interrupts.py [--other PATH] [--fault NAME ...] [--after N] [--limit S]
+                               [--repeat N] [--load K]
 
 For each fault, a real `junction bench --suite synthetic --strategy exact --strategy
 fixed_split --batch-size 5` (72 units) runs in a process group of its own, with a
@@ -18,8 +19,14 @@ temporary warehouse, state folder and Prefect home. Once N unit trace files exis
 
 Printed per fault and checkout: seconds from the fault to exit (for ``unit``, from the
 first trace file), exit status, stderr lines, stderr's last line (cut), the run's status
-in runs/<run_id>.json, trace files written, ``.tmp`` files left, and whether a process of
-its group (the server, a worker) was still alive 0.5 s after it exited. A process still
+in runs/<run_id>.json, trace files written, those written after the signal (``+after``;
+the count at the signal is taken while the process is stopped: SIGSTOP, ``waitpid``
+with ``WUNTRACED`` until every thread has stopped, the count, the signal, SIGCONT; at most
+the thread runner's 4 units in flight may finish after it), ``.tmp`` files left, and
+whether a process of its group (the server, a worker) was still alive 0.5 s after it
+exited. ``--repeat N`` runs each fault N times per checkout, alternating checkouts;
+``--load K`` keeps K busy-looping processes running meanwhile (a loaded machine, as under
+``make test``, where Python's signal handler waits longest for the main thread). A process still
 running after ``--limit`` seconds (default 120) is killed and shown as ``>LIMIT``.
 ``--other PATH`` runs the same faults on a second checkout (e.g. main, exported with
 ``git archive``) side by side; both run with this Python and its installed packages, each
@@ -45,6 +52,7 @@ FAULTS = ("sigint", "sigterm", "group", "twice", "server", "unit")
 ARGS = ["bench", "--suite", "synthetic", "--strategy", "exact", "--strategy", "fixed_split",
         "--batch-size", "5"]
 FAILING_STRATEGY = "strategy=fixed_split"
+SIGNALLED = ("sigint", "sigterm", "group", "twice")
 
 
 def _children(pid: int) -> list[int]:
@@ -95,6 +103,14 @@ def run_fault(checkout: Path, fault: str, after: int, limit: float) -> dict:
             if time.monotonic() > deadline:
                 break
             time.sleep(0.05)
+        at_signal = None
+        if fault in SIGNALLED and proc.poll() is None:  # counted at the signal, stopped
+            os.kill(proc.pid, signal.SIGSTOP)
+            _, status = os.waitpid(proc.pid, os.WUNTRACED)
+            if os.WIFSTOPPED(status):
+                at_signal = len(list(traces.rglob("*.parquet")))
+            else:  # it ended before the stop, and that wait reaped it
+                proc.returncode = os.waitstatus_to_exitcode(status)
         t0 = time.monotonic()
         if fault == "sigint":
             os.kill(proc.pid, signal.SIGINT)
@@ -104,9 +120,12 @@ def run_fault(checkout: Path, fault: str, after: int, limit: float) -> dict:
             os.killpg(proc.pid, signal.SIGINT)
         elif fault == "twice":
             os.killpg(proc.pid, signal.SIGINT)
+            os.kill(proc.pid, signal.SIGCONT)
             time.sleep(0.2)
             os.killpg(proc.pid, signal.SIGINT)
-        elif fault == "server":
+        if at_signal is not None:
+            os.kill(proc.pid, signal.SIGCONT)
+        if fault == "server":
             server = _server_pid(proc.pid)
             if server is not None:
                 os.kill(server, signal.SIGKILL)
@@ -132,7 +151,9 @@ def run_fault(checkout: Path, fault: str, after: int, limit: float) -> dict:
     tmp = len(list(warehouse.rglob("*.tmp")))
     return {"fault": fault, "seconds": elapsed, "rc": proc.returncode,
             "stderr_lines": len(lines), "last": (lines[-1] if lines else "")[:90],
-            "status": status, "units_written": written, "tmp_left": tmp,
+            "status": status, "units_written": written,
+            "after_signal": "-" if at_signal is None else f"+{written - at_signal}",
+            "tmp_left": tmp,
             "left": "yes" if left else "no"}
 
 
@@ -142,16 +163,27 @@ def main() -> None:
     parser.add_argument("--fault", action="append", choices=FAULTS)
     parser.add_argument("--after", type=int, default=5, help="trace files before the fault")
     parser.add_argument("--limit", type=float, default=120.0, help="seconds before a kill")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per fault and checkout")
+    parser.add_argument("--load", type=int, default=0, help="busy-looping processes meanwhile")
     args = parser.parse_args()
     checkouts = [("this", ROOT)] + ([("other", args.other.resolve())] if args.other else [])
-    print(f"{'fault':8} {'checkout':8} {'s':>6} {'rc':>4} {'lines':>5} {'status':12} "
-          f"{'units':>5} {'tmp':>3} {'left':>4}  last stderr line")
-    for fault in args.fault or FAULTS:
-        for name, path in checkouts:
-            r = run_fault(path, fault, args.after, args.limit)
-            print(f"{fault:8} {name:8} {r['seconds']:>6} {r['rc']:>4} {r['stderr_lines']:>5} "
-                  f"{str(r['status']):12} {r['units_written']:>5} {r['tmp_left']:>3} {r['left']:>4}  "
-                  f"{r['last']}", flush=True)
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(args.load)]
+    try:
+        print(f"{'fault':8} {'checkout':8} {'s':>6} {'rc':>4} {'lines':>5} {'status':12} "
+              f"{'units':>5} {'+after':>6} {'tmp':>3} {'left':>4}  last stderr line")
+        for fault in args.fault or FAULTS:
+            for _ in range(args.repeat):
+                for name, path in checkouts:
+                    r = run_fault(path, fault, args.after, args.limit)
+                    print(f"{fault:8} {name:8} {r['seconds']:>6} {r['rc']:>4} "
+                          f"{r['stderr_lines']:>5} {str(r['status']):12} "
+                          f"{r['units_written']:>5} {r['after_signal']:>6} {r['tmp_left']:>3} "
+                          f"{r['left']:>4}  {r['last']}", flush=True)
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
 
 
 if __name__ == "__main__":
