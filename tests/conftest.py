@@ -24,12 +24,13 @@ _MODEL_FIXTURES = {"judge", "agent_model", "default_tokenizer"}
 _FLOW_FIXTURES = {"prefect_harness", "cli_env", "installed"}
 
 
-SLOWEST_FILES = ("test_remote_agent.py", "test_cli.py", "test_hardening.py", "test_agent.py",
-                 "test_judge.py", "test_faults.py", "test_interrupts.py", "test_caches.py",
-                 "test_milp.py", "test_solver_limits.py", "test_default_plan.py",
-                 "test_layout.py", "test_user_faults.py", "test_learned.py")
+SLOWEST_FILES = ("test_remote_agent.py", "test_cli.py", "test_agent.py", "test_hardening.py",
+                 "test_judge.py", "test_caches.py", "test_interrupts.py", "test_faults.py",
+                 "test_milp.py", "test_layout.py", "test_pipeline.py", "test_pages.py",
+                 "test_user_faults.py", "test_default_plan.py", "test_bfcl.py",
+                 "test_solver_limits.py")
 """The test files that take longest under ``make test``, slowest first (wall seconds per
-file on two workers, bench/README.md, "Test time: where the CPU goes"). They are
+file on two workers, bench/README.md, "Test time: under 8 minutes"). They are
 collected first and, with ``--no-loadscope-reorder`` (the Makefile), handed to the
 pytest-xdist workers in this order, then every other file in its usual order: longest
 first, so that no long file starts last while the other worker has nothing left (the
