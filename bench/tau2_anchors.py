@@ -32,7 +32,8 @@ import numpy as np
 
 from junction.candidates import Candidate
 from junction.evaluate import scale_budget
-from junction.agent.execution import ExecutionResult, verify
+from junction.agent.execution import ExecutionResult
+from junction.verifiers import verify
 from junction.evidence.metrics import pair_coverage, set_recall
 from junction.select import AdaptiveSplitBaseline, AutoJointSelector, JointProblem
 from junction.candidates import CandidatePools, candidate_pools

@@ -29,7 +29,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -83,19 +86,58 @@ class Candidate(BaseModel):
         return self.score > 0
 
 
+BM25_INDEX_CACHE_SIZE = 64
+"""Corpora whose BM25 index ``bm25_scores`` keeps for the process (least recently used
+dropped first): a suite's tasks share one document corpus, so its index is built once."""
+
+_BM25_INDEXES: OrderedDict[str, tuple[bm25s.BM25 | None, dict[str, int]]] = OrderedDict()
+_BM25_LOCK = threading.Lock()
+
+
+def _corpus_key(documents: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for d in documents:
+        data = d.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def _bm25_index(documents: Sequence[str]) -> tuple[bm25s.BM25 | None, dict[str, int]]:
+    """(index, vocabulary) of ``documents`` (None: no document has a token), built once per
+    distinct corpus (keyed by the sha256 of the texts, in order) and kept for the process."""
+    key = _corpus_key(documents)
+    with _BM25_LOCK:
+        hit = _BM25_INDEXES.get(key)
+        if hit is not None:
+            _BM25_INDEXES.move_to_end(key)
+            return hit
+    corpus_tokens = [lexical_tokens(d) for d in documents]
+    built: tuple[bm25s.BM25 | None, dict[str, int]] = (None, {})
+    if any(corpus_tokens):
+        retriever = bm25s.BM25()
+        retriever.index(corpus_tokens, show_progress=False)
+        built = (retriever, retriever.vocab_dict)
+    with _BM25_LOCK:
+        _BM25_INDEXES[key] = built
+        while len(_BM25_INDEXES) > BM25_INDEX_CACHE_SIZE:
+            _BM25_INDEXES.popitem(last=False)
+    return built
+
+
 def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:
-    """BM25 score of ``query`` against each of ``documents`` (shape: len(documents)).
+    """BM25 score of ``query`` against each of ``documents`` (shape: len(documents)),
+    rounded to 6 decimals (bm25s's default parameters, k1 1.5, b 0.75, Lucene's idf).
 
     Query terms absent from every document contribute 0; an empty corpus gives ``[]``.
+    The index of a corpus is built once per process (``BM25_INDEX_CACHE_SIZE`` corpora
+    kept); scoring reads it only, so the scores are those of a fresh index.
     """
     if not documents:
         return []
-    corpus_tokens = [lexical_tokens(d) for d in documents]
-    if not any(corpus_tokens):
+    retriever, vocab = _bm25_index(documents)
+    if retriever is None:
         return [0.0] * len(documents)
-    retriever = bm25s.BM25()
-    retriever.index(corpus_tokens, show_progress=False)
-    vocab = retriever.vocab_dict
     query_tokens = [tok for tok in lexical_tokens(query) if tok in vocab]
     if not query_tokens:
         return [0.0] * len(documents)

@@ -27,7 +27,14 @@ from junction.learned.features import (
     view_features,
     view_fingerprint,
 )
-from junction.learned.model import LearnedModelError
+from junction.learned.grid import (
+    GridWorkerError,
+    fit_workers,
+    shutdown_workers,
+    solve_all,
+    solve_variants,
+)
+from junction.learned.model import LearnedModelError, canonical_sha256
 from junction.learned.utility import clear_pool_cache
 from junction.select import AutoJointSelector
 from junction.evidence.store import TraceStore
@@ -348,3 +355,47 @@ def test_fit_from_warm_caches_and_memo_equals_a_cold_fit_solving_every_grid_poin
                 verify(t, execute(t, sel.context_ids, sel.tool_ids)).success)
         assert row["by_suite"] == {k: round(float(np.mean(s)), 6)
                                    for k, s in sorted(per_suite.items())}
+
+
+# --- the fit's search on worker processes --------------------------------------------------
+
+FIXTURE_FIT_SHA256 = "61cb929f432f938863a4ff50387d9d4d46813cc70832af3e07e9a4888a3e880c"
+"""sha256 of the stored record, less its library versions, of the fit below, computed with
+the fit as it was before its search ran on worker processes (commit f318ee4): the result
+the faster fit must keep."""
+
+
+def _record_sha256(model) -> str:
+    record = model.record()
+    record.pop("versions")
+    return canonical_sha256(record)
+
+
+def test_the_fit_is_unchanged_in_this_process_and_on_worker_processes():
+    tasks = _fixture_tasks() + build_suite("synthetic", seed=1, size=12).tasks
+    inline = fit_learned_utility("pin-test", tasks, 8, workers=1)
+    spread = fit_learned_utility("pin-test", tasks, 8, workers=2)
+    assert _record_sha256(inline) == _record_sha256(spread) == FIXTURE_FIT_SHA256
+    assert inline.sha256 == spread.sha256
+    shutdown_workers()
+
+
+def test_solve_all_keeps_job_order_and_names_a_bad_worker_count(monkeypatch):
+    tasks = _fixture_tasks()
+    model = fit_learned_utility("order-test", tasks, 8, workers=1)
+    jobs = []
+    for t in tasks:
+        view = t.router_view()
+        problem, _ = model.problem(view, candidate_pools(view, 8))
+        jobs.append((problem.contexts, problem.tools, problem.budget,
+                     [(dict(problem.unary), dict(problem.interactions))]))
+    alone = [solve_variants(*job) for job in jobs]
+    assert solve_all(jobs, 2) == alone
+    assert solve_all(list(reversed(jobs)), 2) == list(reversed(alone))
+    shutdown_workers()
+    monkeypatch.setenv("JUNCTION_FIT_WORKERS", "two")
+    with pytest.raises(GridWorkerError, match="JUNCTION_FIT_WORKERS must be an integer >= 1, "
+                                              "got 'two'"):
+        fit_workers()
+    monkeypatch.setenv("JUNCTION_FIT_WORKERS", "1")
+    assert fit_workers() == 1

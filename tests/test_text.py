@@ -161,3 +161,32 @@ def test_default_counter_holds_every_script_within_25_percent(default_tokenizer)
         ratios[script] = sum(DEFAULT_TOKEN_COUNTER.count(t) for t in texts) / real
     assert all(0.75 <= r <= 1.25 for r in ratios.values()), ratios
     assert DEFAULT_TOKEN_COUNTER.name == "approx-qwen2.5"
+
+
+def test_bm25_scores_from_the_kept_index_equal_a_fresh_index():
+    """The index of a corpus is kept for the process; scores from it equal those of an
+    index built afresh (bm25s itself), whichever corpora came between."""
+    import bm25s
+
+    from junction.candidates import _BM25_INDEXES
+
+    def fresh(query, documents):
+        retriever = bm25s.BM25()
+        retriever.index([lexical_tokens(d) for d in documents], show_progress=False)
+        terms = [t for t in lexical_tokens(query) if t in retriever.vocab_dict]
+        return [round(float(s), 6) for s in retriever.get_scores(terms)] if terms else \
+            [0.0] * len(documents)
+
+    a = ["open a savings account", "close the account", "report a lost card today"]
+    b = ["card limits and fees", "lost card", "account"]
+    queries = ["lost card", "open account", "fees", "nothing matches"]
+    _BM25_INDEXES.clear()
+    for corpus in (a, b, a, b):
+        for q in queries:
+            assert bm25_scores(q, corpus) == fresh(q, corpus)
+    assert len(_BM25_INDEXES) == 2
+    # one changed character is another corpus
+    changed = [a[0] + "s", *a[1:]]
+    assert bm25_scores("open account", changed) == fresh("open account", changed)
+    assert len(_BM25_INDEXES) == 3
+    assert bm25_scores("x", ["", " "]) == [0.0, 0.0]

@@ -41,7 +41,6 @@ from __future__ import annotations
 import importlib.metadata
 import math
 import threading
-import time
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,8 +68,8 @@ from junction.learned.model import (
     canonical_sha256,
     fit_probability_model,
 )
-from junction.select import AutoJointSelector, JointProblem
-from junction.select.exact.reduction import ReducingSelector, reduce
+from junction.select import JointProblem
+from junction.learned.grid import Variant, fit_workers, solve_all
 from junction.candidates import (
     DEFAULT_POOL_RULE,
     CandidatePools,
@@ -212,23 +211,6 @@ def _stack(rows: Sequence[np.ndarray], width: int) -> np.ndarray:
     return np.vstack(rows) if rows else np.zeros((0, width))
 
 
-def _success(task: BenchmarkTask, problem: JointProblem, selector: ReducingSelector,
-             solved: dict[tuple, bool]) -> bool:
-    """Whether the task's verifier accepts the selector's selection for ``problem``.
-
-    ``solved``: this task's outcomes so far, keyed by reduced problem (``reduction.
-    reduce``: the candidates that can be selected, their unaries and pairs). An exact
-    selector's answer is a function of the reduced problem, the budget and the size cap
-    (the task's, the same for every key), so an equal key reuses the outcome."""
-    max_size = selector.max_size if selector.max_size is not None else problem.max_size
-    red = reduce(problem, max_size)
-    key = (tuple(r.id for r in red.items), red.n_ctx, tuple(red.pairs), tuple(red.unary))
-    if key not in solved:
-        sel = selector.select_reduced(problem, red, max_size, time.perf_counter())
-        solved[key] = verify(task, execute(task, sel.context_ids, sel.tool_ids)).success
-    return solved[key]
-
-
 _POOLS: OrderedDict[tuple[str, Any], CandidatePools] = OrderedDict()
 _POOLS_LOCK = threading.Lock()
 
@@ -277,10 +259,13 @@ def _pair_labels(task: BenchmarkTask, features: ViewFeatures) -> np.ndarray:
 
 
 def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit: int | None,
-                        seed: int = 0) -> LearnedUtility:
+                        seed: int = 0, workers: int | None = None) -> LearnedUtility:
     """Fit the family's models, lam and tau on training ``tasks`` (module docstring).
 
-    Raises ``LearnedModelError`` when ``tasks`` is empty.
+    ``workers``: processes the λ × τ search's exact selections run on (None:
+    ``fit_workers()``; 1: this process only); the fitted model is the same for any value.
+    Raises ``LearnedModelError`` when ``tasks`` is empty, ``GridWorkerError`` when
+    ``JUNCTION_FIT_WORKERS`` is not an integer >= 1 or a worker process fails.
     """
     if not tasks:
         raise LearnedModelError(f"family {family!r}: no training tasks")
@@ -318,7 +303,6 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     if int(labels.sum()) >= 2:
         model.pair = fit_probability_model(_stack(pair_rows, len(PAIR_FEATURES)), labels,
                                            PAIR_FEATURES, seed)
-    selector = AutoJointSelector()
     taus = TAU_GRID if model.pair is not None else (math.inf,)
     # w(c, t) depends on the models only: once per task (None: no pairs to weigh)
     weights = [model._pair_weights(f, pr)
@@ -327,30 +311,47 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     unaries = [[_unary(pr, {r.id: r.token_cost for r in (*f.contexts, *f.tools)},
                        v.budget.max_tokens, lam) for lam in LAMBDA_GRID]
                for v, f, pr in zip(views, features, probabilities)]
-    # per task: outcome by (unaries, interactions), and by reduced problem (``_success``)
-    outcomes: list[dict[tuple, bool]] = [{} for _ in tasks]
-    solved: list[dict[tuple, bool]] = [{} for _ in tasks]
-    best: tuple[float, float, float] | None = None
+    # per task: its distinct (unaries, interactions) over the grid, in grid order, and
+    # each grid point's index among them
+    variants: list[list[Variant]] = [[] for _ in tasks]
+    index: list[dict[tuple, int]] = [{} for _ in tasks]
+    grid: list[tuple[float, float, list[int]]] = []
     for tau in taus:
         kept = [{} if w is None else model._kept(f, w, tau) for f, w in zip(features, weights)]
         kept_key = [tuple(k.items()) for k in kept]
         for li, lam in enumerate(LAMBDA_GRID):
-            per_suite: dict[str, list[bool]] = {}
-            for i, (t, v, f) in enumerate(zip(tasks, views, features)):
+            at = []
+            for i in range(len(tasks)):
                 unary = unaries[i][li]
                 key = (tuple(unary.items()), kept_key[i])
-                if key not in outcomes[i]:
-                    problem = JointProblem(contexts=f.contexts, tools=f.tools, budget=v.budget,
-                                           unary=unary, interactions=kept[i])
-                    outcomes[i][key] = _success(t, problem, selector, solved[i])
-                per_suite.setdefault(t.suite, []).append(outcomes[i][key])
-            score = float(np.mean([np.mean(s) for s in per_suite.values()]))
-            model.search.append({"lambda": lam, "tau": None if math.isinf(tau) else tau,
-                                 "training_success": round(score, 6),
-                                 "by_suite": {k: round(float(np.mean(v)), 6)
-                                              for k, v in sorted(per_suite.items())}})
-            if best is None or score > best[0] + 1e-12:
-                best = (score, lam, tau)
+                if key not in index[i]:
+                    index[i][key] = len(variants[i])
+                    variants[i].append((unary, kept[i]))
+                at.append(index[i][key])
+            grid.append((tau, lam, at))
+    selections = solve_all([(f.contexts, f.tools, v.budget, vs)
+                              for f, v, vs in zip(features, views, variants)],
+                             fit_workers() if workers is None else workers)
+    # outcomes: the task's verifier on each distinct selection (training rows may use gold)
+    success: list[list[bool]] = []
+    for t, sels in zip(tasks, selections):
+        verdict: dict[tuple, bool] = {}
+        for cs, ts in sels:
+            if (cs, ts) not in verdict:
+                verdict[(cs, ts)] = verify(t, execute(t, list(cs), list(ts))).success
+        success.append([verdict[sel] for sel in sels])
+    best: tuple[float, float, float] | None = None
+    for tau, lam, at in grid:
+        per_suite: dict[str, list[bool]] = {}
+        for i, t in enumerate(tasks):
+            per_suite.setdefault(t.suite, []).append(success[i][at[i]])
+        score = float(np.mean([np.mean(s) for s in per_suite.values()]))
+        model.search.append({"lambda": lam, "tau": None if math.isinf(tau) else tau,
+                             "training_success": round(score, 6),
+                             "by_suite": {k: round(float(np.mean(v)), 6)
+                                          for k, v in sorted(per_suite.items())}})
+        if best is None or score > best[0] + 1e-12:
+            best = (score, lam, tau)
     assert best is not None
     model.lam, model.tau = best[1], best[2]
     model.training = {
