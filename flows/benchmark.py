@@ -16,6 +16,7 @@ import itertools
 import logging
 import os
 import queue
+import warnings
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from flows import interrupts, run_log, server
 from flows.interrupts import RunInterrupted
 from flows.plan import RunPlan, check_resume, check_writable, new_run_id, prepare_run
 from flows.run_record import finish_run, start_run
-from flows.sampling import LoadedSuite, agent_sample, capped
+from flows.sampling import LoadedSuite, agent_sample, capped, short_agent_sample
 from flows.unit import UnitSpec
 from flows.workers import run_unit_now
 from junction.errors import JunctionError, UnknownNameError
@@ -158,13 +159,14 @@ def load_suites(plan: RunPlan) -> list[LoadedSuite]:
 
             built = load_suite(name, seed, plan.suite_size(name), plan.data_folders)
             info = SUITES[name]
+            key = name if len(plan.seeds) == 1 else f"{name}@seed={seed}"
+            runs = {c: capped(built.tasks, c, sample) for c in caps}
+            agent_ids = agent_sample(built.tasks, plan.agent_size, sample, _inside(runs))
             loaded.append(LoadedSuite(
-                key=name if len(plan.seeds) == 1 else f"{name}@seed={seed}", name=name,
-                info=info, seed=seed, built=built,
-                sampling=_sampling(plan, name, len(built.tasks)),
-                capped={c: capped(built.tasks, c, sample) for c in caps},
-                agent_ids=agent_sample(built.tasks, plan.agent_size, sample),
-                folds=_folds(plan, info, seed)))
+                key=key, name=name, info=info, seed=seed, built=built,
+                sampling=_sampling(plan, name, len(built.tasks)), capped=runs,
+                agent_ids=agent_ids, folds=_folds(plan, info, seed),
+                agent_short=_short(key, built.tasks, plan.agent_size, agent_ids)))
     taken = {s.key for s in loaded}
     for path in plan.suite_files:
         built = load_file_suite(path, None if plan.full else plan.size)
@@ -176,11 +178,30 @@ def load_suites(plan: RunPlan) -> list[LoadedSuite]:
         def prefix(c: int, tasks: list = built.tasks) -> list:
             return tasks[:c]
 
+        runs = {c: capped(built.tasks, c, prefix) for c in caps}
+        agent_ids = agent_sample(built.tasks, plan.agent_size, prefix, _inside(runs))
         loaded.append(LoadedSuite(
             key=name, name=name, info=SuiteInfo(name, load_suite_file, None), seed=0,
-            built=built, sampling=f"file {Path(path).name}", capped={c: capped(built.tasks, c, prefix) for c in caps},
-            agent_ids=agent_sample(built.tasks, plan.agent_size, prefix)))
+            built=built, sampling=f"file {Path(path).name}", capped=runs,
+            agent_ids=agent_ids,
+            agent_short=_short(name, built.tasks, plan.agent_size, agent_ids)))
     return loaded
+
+
+def _inside(runs: dict[int, list]) -> frozenset[str] | None:
+    """The ids of the tasks every capped strategy runs (None: no strategy is capped)."""
+    if not runs:
+        return None
+    return frozenset.intersection(*(frozenset(t.task_id for t in ts) for ts in runs.values()))
+
+
+def _short(key: str, tasks: list, agent_size: int | None,
+           agent_ids: frozenset[str]) -> str | None:
+    """``short_agent_sample``'s line, also given as a ``warning:`` line at start."""
+    line = short_agent_sample(key, tasks, agent_size, agent_ids)
+    if line is not None:
+        warnings.warn(line, stacklevel=2)
+    return line
 
 
 def _folds(plan: RunPlan, info: SuiteInfo, seed: int) -> dict[str, int] | None:

@@ -15,7 +15,8 @@ from typing import Any
 
 from junction_datasets import SuiteBuild, SuiteInfo
 
-__all__ = ["LoadedSuite", "agent_gradable", "capped", "is_bfcl", "agent_sample", "suite_summary"]
+__all__ = ["LoadedSuite", "agent_gradable", "agent_sample", "capped", "is_bfcl",
+           "short_agent_sample", "suite_summary"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class LoadedSuite:
     folds: dict[str, int] | None = None
     """Task id -> fold of this seed's draw, over every task of a cross-fitted suite's
     family (``junction.learned.crossfit.fold_assignment``); None for other suites."""
+    agent_short: str | None = None
+    """``short_agent_sample``'s line when the agent acts on fewer tasks than asked."""
 
     @property
     def bfcl(self) -> bool:
@@ -68,18 +71,47 @@ def agent_gradable(tasks: list) -> bool:
     return any(gradable(t) for t in tasks)
 
 
-def agent_sample(tasks: list, agent_size: int | None,
-                 sample: Callable[[int], list]) -> frozenset[str]:
+def agent_sample(tasks: list, agent_size: int | None, sample: Callable[[int], list],
+                 within: frozenset[str] | None = None) -> frozenset[str]:
     """Ids of the tasks the agent acts on: none for a suite no agent grader grades
-    (``agent_gradable``), every task for ``agent_size`` None, else the suite's own sample
-    of that size (``capped``); of those, the tasks a grader grades (a τ task without a gold
-    agent action is left out)."""
+    (``agent_gradable``), every gradable task for ``agent_size`` None, else the gradable
+    tasks of the suite's own sample of that size (``capped``), topped up to ``agent_size``
+    with the suite's other gradable tasks in its order (a τ task without a gold agent
+    action cannot be graded: another one takes its place). The top-up takes only tasks in
+    ``within`` (None: any), the tasks every strategy runs. Fewer than ``agent_size`` when
+    the suite has fewer gradable tasks (``short_agent_sample`` says so)."""
     if agent_size == 0 or not agent_gradable(tasks):
         return frozenset()
     from junction.agent.graders import gradable
 
     chosen = tasks if agent_size is None else capped(tasks, agent_size, sample)
-    return frozenset(t.task_id for t in chosen if gradable(t))
+    picked = [t.task_id for t in chosen if gradable(t)]
+    if agent_size is not None and len(picked) < agent_size:
+        taken = set(picked)
+        for t in tasks:
+            if len(picked) >= agent_size:
+                break
+            if t.task_id not in taken and (within is None or t.task_id in within) \
+                    and gradable(t):
+                picked.append(t.task_id)
+    return frozenset(picked)
+
+
+def short_agent_sample(suite: str, tasks: list, agent_size: int | None,
+                       agent_ids: frozenset[str]) -> str | None:
+    """One line when the agent acts on fewer of ``suite``'s tasks than ``agent_size``
+    asked and the suite is of a kind an agent grader grades (``junction.agent.graders``);
+    None otherwise."""
+    from junction.agent.graders import AGENT_GRADERS
+
+    if not agent_size or len(agent_ids) >= min(agent_size, len(tasks)):
+        return None
+    kinds = {k for g in AGENT_GRADERS.values() for k in g.kinds}
+    if not any(t.verifier.kind in kinds for t in tasks):
+        return None
+    return (f"{suite}: the agent acts on {len(agent_ids)} of the {agent_size} tasks asked: "
+            f"only {len(agent_ids)} of the {len(tasks)} tasks run have a gold action the "
+            "agent can be graded on")
 
 
 def suite_summary(suite: LoadedSuite, max_tasks: dict[str, int | None]) -> dict[str, Any]:
@@ -96,6 +128,8 @@ def suite_summary(suite: LoadedSuite, max_tasks: dict[str, int | None]) -> dict[
         out["strategy_tasks"] = fewer
     if suite.agent_ids:
         out["agent_tasks"] = len(suite.agent_ids)
+    if suite.agent_short:
+        out["agent_short"] = suite.agent_short
     if built.rows_held_out:
         out["rows_held_out"] = built.rows_held_out  # the training part, never evaluated
     disputed = sorted(t.task_id for t in built.tasks if t.metadata.get("disputed"))

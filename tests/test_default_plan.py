@@ -330,3 +330,43 @@ def _columns():
     from junction.evidence.report_markdown import _table_columns
 
     return _table_columns()
+
+
+def test_the_agent_sample_holds_only_gradable_tasks_and_says_when_it_is_short():
+    """τ task 003 of the fixture has no gold agent action: a sample of 3 from the first
+    three tasks takes task 004 in its place; the top-up stays inside every strategy's
+    sample; fewer gradable tasks than asked give one line naming the counts."""
+    from pathlib import Path
+
+    from flows.sampling import agent_sample, short_agent_sample
+    from junction.agent.graders import gradable
+    from junction_datasets import build_suite, tau2_banking
+
+    tasks = tau2_banking.banking_suite(
+        split="all", path=Path(__file__).parent / "data" / "tau2_fixture").tasks
+    ids = [t.task_id for t in tasks]
+
+    def first(n):
+        return tasks[:n]
+
+    assert not gradable(tasks[2]) and all(gradable(t) for t in tasks if t is not tasks[2])
+    picked = agent_sample(tasks, 3, first)
+    assert picked == {ids[0], ids[1], ids[3]}
+    assert all(gradable(t) for t in tasks if t.task_id in picked)
+    assert short_agent_sample("tau2-banking", tasks, 3, picked) is None
+    # a capped strategy runs the first three: the top-up may not go past them
+    assert agent_sample(tasks, 3, first, within=frozenset(ids[:3])) == {ids[0], ids[1]}
+    # the three tasks of `--size 3`: two gradable, one line says so
+    three = tasks[:3]
+    short = agent_sample(three, 3, first)
+    assert short == {ids[0], ids[1]}
+    assert short_agent_sample("tau2-banking", three, 3, short) == (
+        "tau2-banking: the agent acts on 2 of the 3 tasks asked: only 2 of the 3 tasks run "
+        "have a gold action the agent can be graded on")
+    # every task asked (None), or a suite no grader grades: no line
+    assert short_agent_sample("tau2-banking", three, None, short) is None
+    synthetic = build_suite("synthetic", seed=0, size=3).tasks
+    assert short_agent_sample("synthetic", synthetic, 2, frozenset()) is None
+    # BFCL rows are all gradable: the sample is the suite's own, as before
+    bfcl = build_suite("bfcl-irrelevance", seed=0, size=6).tasks
+    assert agent_sample(bfcl, 2, lambda n: bfcl[:n]) == {t.task_id for t in bfcl[:2]}

@@ -218,11 +218,13 @@ def _agent_left_out(params: dict[str, Any], names: list[str]) -> list[str]:
 
 
 def _agent_lines(params: dict[str, Any],
-                 distinct: dict[str, dict[str, int]] | None = None) -> list[str]:
+                 distinct: dict[str, dict[str, int]] | None = None,
+                 suites: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """The run's agent sample (``agent_size``; absent in runs before the agent), the
     strategies it acted for (``agent_strategies``, recorded when some were left out), where it
     ran (``agent_url``: the server, never a key) and, per suite, its distinct exposed sets
-    (``distinct_exposed_sets``)."""
+    (``distinct_exposed_sets``); for each suite where it acted on fewer tasks than asked,
+    the suite summary's ``agent_short`` line."""
     if "agent_size" not in params or params["agent_size"] == 0:
         return []
     n = params["agent_size"]
@@ -235,7 +237,8 @@ def _agent_lines(params: dict[str, Any],
     whom = ("for every strategy and reference" if not left_out else
             f"for {', '.join(acted) or 'no strategy'} (not for {', '.join(left_out)})")
     lines = [f"- agent: a language-model agent acted on {sample} of each suite it can be "
-             f"graded on (the suite's own sample), {whom}, at budget scale 1 "
+             f"graded on (the suite's own sample; gradable tasks only, so a suite with fewer "
+             f"gives fewer: Suites, `agent`), {whom}, at budget scale 1 "
              f"(`agent_success`, graded by BFCL's checker on BFCL suites and tau2's action "
              f"check on τ-Knowledge; {where})."]
     if distinct:
@@ -244,6 +247,9 @@ def _agent_lines(params: dict[str, Any],
                      + "; ".join(f"{s}: {d['distinct_exposed_sets']} distinct of "
                                  f"{d['agent_evaluations']} evaluations"
                                  for s, d in distinct.items()) + ".")
+    for name, info in sorted((suites or {}).items()):
+        if info.get("agent_short"):
+            lines.append(f"- agent sample short: {info['agent_short']}.")
     return lines
 
 
@@ -281,7 +287,7 @@ def render_markdown(sections: ReportSections) -> str:
     rule = params.get("pool", DEFAULT_POOL_RULE)
     lines.append(f"- candidate pools: {rule} ({POOL_RULES.get(rule, 'unknown rule')})")
     lines.extend(_plan_lines(params))
-    lines.extend(_agent_lines(params, run.get("agent_exposed_sets")))
+    lines.extend(_agent_lines(params, run.get("agent_exposed_sets"), suites))
     lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")
     lines.append("")
     if headline is not None:
