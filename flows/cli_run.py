@@ -147,6 +147,7 @@ def bench(
     agent_context_tokens: int = typer.Option(None, "--agent-context-tokens", metavar="N", help="The --agent-url server's context window in tokens (default: as the server reports it)."),
     agent_timeout: float = typer.Option(None, "--agent-timeout", metavar="S", help="Seconds one generation on the --agent-url server may take (default 600)."),
     agent_check_timeout: float = typer.Option(None, "--agent-check-timeout", metavar="S", help="Seconds each check of the --agent-url server before the run (its model list, its window) may take (default 10, one retry)."),
+    agent_threads: int = typer.Option(None, "--agent-threads", metavar="N", min=1, help="llama.cpp threads of the embedded agent (default: the CPUs shared among the unit workers: 1 with 2 workers on 2 cores, 2 with --workers 1). The same answers on any count."),
     tau2_data: Path = typer.Option(
         None, "--tau2-data", metavar="PATH",
         help="tau2-bench checkout or banking_knowledge folder for the tau2-banking suite "
@@ -191,7 +192,7 @@ def bench(
         agent_model=agent_model if agent_url else _agent_model(agent_model),
         agent_url=agent_url, agent_concurrency=agent_concurrency,
         agent_context_tokens=agent_context_tokens, agent_timeout=agent_timeout,
-        agent_check_timeout=agent_check_timeout,
+        agent_check_timeout=agent_check_timeout, agent_threads=agent_threads,
         **({} if folds is None else {"folds": folds}),
         **({} if pool is None else {"pool": pool}),
         data_folders={} if tau2_data is None else {TAU2_SUITE: str(tau2_data.resolve())},

@@ -145,6 +145,18 @@ class StrategyStep(BaseModel):
     max_tasks: int | None
 
 
+def default_agent_threads(workers: int | None) -> int:
+    """llama.cpp threads of the embedded agent when the plan gives none: the CPUs this
+    process may use, shared among the run's unit workers (``workers``; None: the thread
+    runner's default, one per CPU), at least 1. One agent thread per core runs beside a
+    busy worker on each core; with one worker the agent has every core (prompt evaluation
+    is about twice as fast on two threads as on one here: bench/README.md, "The agent
+    near the hardware")."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    return max(1, cpus // max(1, workers if workers is not None else cpus))
+
+
 class RunPlan(BaseModel):
     """A benchmark run's parameters, defaults filled in and checked.
 
@@ -174,7 +186,9 @@ class RunPlan(BaseModel):
       on that server may take (None: ``RemoteAgentConfig.timeout_s``); ``agent_check_timeout``:
       seconds each check of that server before the run may take (None:
       ``RemoteAgentConfig.check_timeout_s``, short so that a server that never answers is
-      one line in seconds); each in ``params`` only when given
+      one line in seconds); each in ``params`` only when given; ``agent_threads``:
+      llama.cpp threads of the embedded agent (None: ``default_agent_threads``: the CPUs
+      shared among the run's unit workers); in ``params`` only when given
     - ``agent_strategies``: the strategies the agent acts on, sorted (None given:
       ``default_agent_strategies`` in the default agent sample, else every strategy of the
       run); recorded in ``params`` only when it leaves some strategy out
@@ -220,6 +234,7 @@ class RunPlan(BaseModel):
     agent_context_tokens: StrictInt | None = None
     agent_timeout: float | None = None
     agent_check_timeout: float | None = None
+    agent_threads: StrictInt | None = None
     agent_strategies: list[str] = Field(default_factory=list)
     folds: StrictInt = DEFAULT_FOLDS
     pool: str = DEFAULT_POOL_RULE
@@ -311,6 +326,13 @@ class RunPlan(BaseModel):
         self._check_strategy_limits()
         if self.agent_size is not None and not _is_count(self.agent_size, 0):
             raise JunctionError(f"agent_size must be an integer >= 0, got {self.agent_size!r}")
+        if self.agent_threads is not None:
+            if not _is_count(self.agent_threads, 1):
+                raise JunctionError(f"agent_threads must be an integer >= 1, got "
+                                    f"{self.agent_threads!r}")
+            if self.agent_url is not None:
+                raise JunctionError("agent_threads applies to the embedded agent only, not "
+                                    "to a remote one (--agent-url)")
         if (self.agent_url is not None or self.agent_concurrency != 1
                 or self.agent_context_tokens is not None or self.agent_timeout is not None
                 or self.agent_check_timeout is not None):
@@ -387,7 +409,7 @@ class RunPlan(BaseModel):
             exclude.add("folds")
         if self.agent_context_tokens is None:
             exclude.add("agent_context_tokens")
-        for name in ("agent_timeout", "agent_check_timeout"):
+        for name in ("agent_timeout", "agent_check_timeout", "agent_threads"):
             if getattr(self, name) is None:
                 exclude.add(name)
         if self.agent_strategies == self.strategies:
@@ -404,7 +426,9 @@ class RunPlan(BaseModel):
                          concurrency=self.agent_concurrency,
                          context_tokens=self.agent_context_tokens,
                          timeout_s=self.agent_timeout,
-                         check_timeout_s=self.agent_check_timeout)
+                         check_timeout_s=self.agent_check_timeout,
+                         threads=(None if self.agent_url is not None else
+                                  self.agent_threads or default_agent_threads(self.workers)))
 
     def unit_spec(self, run_id: str, suite: str, strategy: str, seed: int, scale: float,
                   unit: str, pool_limit: int | tuple[int | None, int | None] | None,

@@ -28,7 +28,8 @@ class AgentSpec(BaseModel):
     to that server; ``context_tokens``: its window in tokens (None: as it reports it);
     ``timeout_s``: seconds one generation may take (None:
     ``junction.agent.remote.RemoteAgentConfig.timeout_s``); ``check_timeout_s``: seconds
-    each check of the server before the run may take (None: ``RemoteAgentConfig``'s)."""
+    each check of the server before the run may take (None: ``RemoteAgentConfig``'s);
+    ``threads``: llama.cpp threads of the embedded agent (None: ``AgentConfig``'s)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -38,6 +39,7 @@ class AgentSpec(BaseModel):
     context_tokens: StrictInt | None = None
     timeout_s: float | None = None
     check_timeout_s: float | None = None
+    threads: StrictInt | None = None
 
 
 class UnitSpec(BaseModel):

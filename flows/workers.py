@@ -35,8 +35,9 @@ def agent_executor(spec: AgentSpec):
     the server's list when first made, and the server's context window learnt then:
     ``spec.context_tokens``, or what the server reports; ``AgentError`` if the model is not
     listed or no window is known; ``spec.timeout_s``: seconds one generation may take,
-    ``spec.check_timeout_s``: each of those checks, None: ``RemoteAgentConfig``'s)."""
-    from junction.agent.llm import LlamaAgent, LLMExecutor
+    ``spec.check_timeout_s``: each of those checks, None: ``RemoteAgentConfig``'s;
+    ``spec.threads``: the embedded agent's llama.cpp threads)."""
+    from junction.agent.llm import AgentConfig, LlamaAgent, LLMExecutor
     from junction.agent.generations import AgentCache
     from junction.environment import state_dir
     from junction.models import file_sha256, resolve_model_path
@@ -59,8 +60,10 @@ def agent_executor(spec: AgentSpec):
                     remote, RemoteGenerationCache(state_dir() / "agent_cache.sqlite"))
             else:
                 path = resolve_model_path(spec.model)
+                config = AgentConfig() if spec.threads is None else AgentConfig(
+                    n_threads=spec.threads)
                 _AGENTS[spec] = LLMExecutor(
-                    LlamaAgent(path, file_sha256(path)),
+                    LlamaAgent(path, file_sha256(path), config),
                     AgentCache(state_dir() / "agent_cache.sqlite"))
         return _AGENTS[spec]
 

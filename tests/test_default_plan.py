@@ -370,3 +370,26 @@ def test_the_agent_sample_holds_only_gradable_tasks_and_says_when_it_is_short():
     # BFCL rows are all gradable: the sample is the suite's own, as before
     bfcl = build_suite("bfcl-irrelevance", seed=0, size=6).tasks
     assert agent_sample(bfcl, 2, lambda n: bfcl[:n]) == {t.task_id for t in bfcl[:2]}
+
+
+def test_agent_threads_default_shares_the_cpus_and_is_result_neutral():
+    import os
+
+    from flows.plan import RunPlan, default_agent_threads
+    from junction.evidence.params import RESULT_NEUTRAL_PARAMS, resume_params
+
+    cpus = len(os.sched_getaffinity(0))
+    assert default_agent_threads(1) == cpus
+    assert default_agent_threads(cpus) == 1
+    assert default_agent_threads(cpus * 4) == 1
+    assert default_agent_threads(None) == 1
+    plain = RunPlan.build(workers=1)
+    assert plain.agent_spec().threads == cpus and "agent_threads" not in plain.params()
+    given = RunPlan.build(workers=1, agent_threads=3)
+    assert given.agent_spec().threads == 3 and given.params()["agent_threads"] == 3
+    assert "agent_threads" in RESULT_NEUTRAL_PARAMS
+    assert resume_params(given.params()) == resume_params(plain.params())
+    with pytest.raises(JunctionError, match="agent_threads must be an integer >= 1, got 0"):
+        RunPlan.build(agent_threads=0)
+    with pytest.raises(JunctionError, match="agent_threads applies to the embedded agent"):
+        RunPlan.build(agent_threads=2, agent_url="http://127.0.0.1:9/v1", agent_model="m")

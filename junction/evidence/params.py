@@ -35,6 +35,8 @@ RESULT_NEUTRAL_PARAMS: dict[str, str] = {
                      "same answer; one past it fails the run",
     "agent_check_timeout": "how long each check of a remote agent's server before the run "
                            "may take: the checks change no answer",
+    "agent_threads": "llama.cpp threads of the embedded agent: greedy decoding gives the "
+                     "same text on any thread count (AgentConfig.key leaves it out)",
 }
 """Parameter name -> why no trace row depends on it."""
 
