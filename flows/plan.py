@@ -148,13 +148,13 @@ class StrategyStep(BaseModel):
 def default_agent_threads(workers: int | None) -> int:
     """llama.cpp threads of the embedded agent when the plan gives none: the CPUs this
     process may use, shared among the run's unit workers (``workers``; None: the thread
-    runner's default, one per CPU), at least 1. One agent thread per core runs beside a
+    runner's default of 4, ``flows.benchmark.task_runner``), at least 1. One agent thread per core runs beside a
     busy worker on each core; with one worker the agent has every core (prompt evaluation
     is about twice as fast on two threads as on one here: bench/README.md, "The agent
     near the hardware")."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
         os.cpu_count() or 1)
-    return max(1, cpus // max(1, workers if workers is not None else cpus))
+    return max(1, cpus // max(1, workers if workers is not None else 4))
 
 
 class RunPlan(BaseModel):
