@@ -199,7 +199,7 @@ def shutdown_workers() -> None:
 
 def _serve(inp: BinaryIO, out: BinaryIO) -> None:
     """A worker's loop: a pickled job in, ("ok", selections) or ("error", text) out,
-    until its input ends."""
+    until its input ends or its output is closed (the parent has exited)."""
     while True:
         try:
             job = pickle.load(inp)
@@ -209,8 +209,11 @@ def _serve(inp: BinaryIO, out: BinaryIO) -> None:
             reply: tuple[str, Any] = ("ok", solve_variants(*job))
         except Exception as exc:  # reported to the parent, which raises GridWorkerError
             reply = ("error", f"{type(exc).__name__}: {exc}")
-        pickle.dump(reply, out, protocol=pickle.HIGHEST_PROTOCOL)
-        out.flush()
+        try:
+            pickle.dump(reply, out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.flush()
+        except BrokenPipeError:  # the parent has gone (a run stopped): end quietly
+            return
 
 
 def serve_stdio() -> None:
@@ -220,6 +223,10 @@ def serve_stdio() -> None:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     _serve(sys.stdin.buffer, out)
+    try:
+        out.close()
+    except BrokenPipeError:
+        pass
 
 
 _WORKER_MAIN = "from junction.learned.grid import serve_stdio; serve_stdio()"
