@@ -381,14 +381,7 @@ def test_the_fit_is_unchanged_in_this_process_and_on_worker_processes():
 
 
 def test_solve_all_keeps_job_order_and_names_a_bad_worker_count(monkeypatch):
-    tasks = _fixture_tasks()
-    model = fit_learned_utility("order-test", tasks, 8, workers=1)
-    jobs = []
-    for t in tasks:
-        view = t.router_view()
-        problem, _ = model.problem(view, candidate_pools(view, 8))
-        jobs.append((problem.contexts, problem.tools, problem.budget,
-                     [(dict(problem.unary), dict(problem.interactions))]))
+    jobs = _fixture_jobs()
     alone = [solve_variants(*job) for job in jobs]
     assert solve_all(jobs, 2) == alone
     assert solve_all(list(reversed(jobs)), 2) == list(reversed(alone))
@@ -399,3 +392,55 @@ def test_solve_all_keeps_job_order_and_names_a_bad_worker_count(monkeypatch):
         fit_workers()
     monkeypatch.setenv("JUNCTION_FIT_WORKERS", "1")
     assert fit_workers() == 1
+
+
+_PARENT_EXITS = """
+import os, sys, threading, time
+sys.path.insert(0, {root!r})
+from tests.test_learned import _fixture_jobs
+from junction.learned import grid
+jobs = _fixture_jobs() * 400
+threading.Thread(target=grid.solve_all, args=(jobs, 2), daemon=True).start()
+while len(grid._STARTED) < 2:
+    time.sleep(0.05)
+print(" ".join(str(w.proc.pid) for w in grid._STARTED), flush=True)
+time.sleep(0.5)
+os._exit(130)
+"""
+
+
+def _fixture_jobs():
+    """One ``solve_all`` job per fixture task: its pools and one learned problem."""
+    tasks = _fixture_tasks()
+    model = fit_learned_utility("jobs-test", tasks, 8, workers=1)
+    jobs = []
+    for t in tasks:
+        view = t.router_view()
+        problem, _ = model.problem(view, candidate_pools(view, 8))
+        jobs.append((problem.contexts, problem.tools, problem.budget,
+                     [(dict(problem.unary), dict(problem.interactions))]))
+    return jobs
+
+
+def test_fit_workers_end_quietly_when_their_parent_exits_mid_search():
+    """A run stopped at once (``os._exit``) while its fit's workers hold jobs: each worker
+    ends on its closed pipes, and nothing reaches standard error."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    root = str(Path(__file__).resolve().parent.parent)
+    proc = subprocess.run([sys.executable, "-c", _PARENT_EXITS.format(root=root)],
+                          capture_output=True, text=True, timeout=120, cwd=root)
+    assert proc.returncode == 130, proc.stderr
+    pids = [int(p) for p in proc.stdout.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 60
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if os.path.exists(f"/proc/{p}")
+                 and open(f"/proc/{p}/stat").read().split()[2] != "Z"]
+        time.sleep(0.1)
+    assert alive == [], "fit workers outlived their parent"
+    assert proc.stderr == ""
