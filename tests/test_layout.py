@@ -263,3 +263,24 @@ def test_no_strategy_name_is_a_literal_outside_the_catalog():
     bad = [f"{p.relative_to(ROOT)}:{line}: {value!r}" for p in files
            for value, line in _string_literals(p) if value in names]
     assert not bad, bad
+
+
+def test_every_bench_script_imports():
+    """A bench script that no longer imports (a name moved in the library) fails here,
+    not when someone next measures with it: one process imports each of bench/*.py (each
+    keeps its work behind ``if __name__ == "__main__"``)."""
+    import subprocess
+    import sys
+
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    names = sorted(p.stem for p in bench.glob("*.py"))
+    assert len(names) >= 20
+    code = ("import importlib, sys\nsys.path.insert(0, sys.argv[1])\nbad = []\n"
+            "for name in sys.argv[2:]:\n"
+            "    try:\n        importlib.import_module(name)\n"
+            "    except Exception as exc:\n        bad.append(f'{name}: {exc!r}')\n"
+            "print('\\n'.join(bad))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(bench), *names],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "", proc.stdout
