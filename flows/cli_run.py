@@ -19,6 +19,7 @@ from pathlib import Path
 import typer
 
 from flows import interrupts, run_log, server
+from flows.cli_text import echo
 from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError
 
@@ -170,7 +171,7 @@ def bench(
         check_run_free(Path(output_root), run_id)
     from junction_datasets.jsonl import load_suite_file
 
-    from flows.plan import RunPlan, prepare_run
+    from flows.plan import RunPlan, prepare_run, unreadable_named_folders
     from junction.evidence.store import TraceStore
     from junction_datasets.tau2_banking import SUITE as TAU2_SUITE
 
@@ -199,6 +200,8 @@ def bench(
     given_id, run_id = run_id, prepare_run(plan, run_id)
     for path in suite_file or []:
         load_suite_file(path)  # refuse a malformed file before anything starts
+    for name, reason in unreadable_named_folders(plan).items():  # the run goes on without
+        echo(f"warning: {name} is left out of this run: {reason}", err=True)
     store = TraceStore(plan.output_root)
     if given_id:
         known = store.read_run_meta(run_id) is not None
