@@ -247,7 +247,7 @@ def _run(plan, run_id: str) -> dict:
         raise  # not reached: exit_now ends the process
     except Exception as exc:  # noqa: BLE001 - after a Ctrl-C a fault is the interruption's
         if not interrupts.stop_requested():
-            return _fault(exc, log)
+            return _fault(exc, log, run_id)
         run_log.log_exception("after the interrupt", exc)
         interrupts.exit_now(drain_s=1.0)
         raise  # not reached
@@ -256,13 +256,15 @@ def _run(plan, run_id: str) -> dict:
         interrupts.disarm()
 
 
-def _fault(exc: Exception, log: Path):
-    """A fault of the run as one ``JunctionError`` line naming the log (traceback there)."""
+def _fault(exc: Exception, log: Path, run_id: str):
+    """A fault of the run as one ``JunctionError`` line naming the log (traceback there);
+    a unit's fault (the run started, its finished units kept) also says how to resume."""
     from flows.benchmark import UnitFailedError
 
     if isinstance(exc, UnitFailedError):
         run_log.log_exception(str(exc), exc)
-        raise JunctionError(f"{exc}; full traceback in {log}") from None
+        raise JunctionError(f"{exc}; resume with `{resume_command(sys.argv, run_id)}`; full "
+                            f"traceback in {log}") from None
     if isinstance(exc, JunctionError):
         run_log.log_exception(str(exc), exc)
         raise exc

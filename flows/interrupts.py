@@ -12,12 +12,12 @@ The command line ``arm``s this module for one run id. Then:
   call, a report being drawn), or at a second signal, the process exits at once
   (``exit_now``): units that are writing finish their write first (``unit_write``, a few
   milliseconds; a write started later is discarded), the run is marked ``interrupted``,
-  temporary files of the run's writes are removed, the server is stopped, every process
-  the command started is ended (``end_descendants``: a server still starting, Dask's
-  workers) and the process ends with ``os._exit(130)`` after flushing its streams. The
-  last line goes to the terminal's stderr as it was when the run was armed, even while
-  file descriptor 2 is the run's log (``flows.server`` points it there while the server
-  starts).
+  temporary files of the run's writes and the hidden folder of a report being written
+  are removed, the server is stopped, every process the command started is ended
+  (``end_descendants``: a server still starting, Dask's workers) and the process ends
+  with ``os._exit(130)`` after flushing its streams. The last line goes to the
+  terminal's stderr as it was when the run was armed, even while file descriptor 2 is
+  the run's log (``flows.server`` points it there while the server starts).
 
 Exit status 130 is the shell's convention for a process ended by SIGINT (128 + 2). The
 module does nothing until armed, so a flow run from a library call or a test behaves as
@@ -41,8 +41,8 @@ from typing import Any
 from junction.errors import JunctionError
 
 __all__ = ["RunInterrupted", "arm", "disarm", "reinstall", "stop_requested", "track",
-           "unit_write", "mark_interrupted", "exit_now", "end_descendants", "on_exit", "armed",
-           "EXIT_STATUS"]
+           "unit_write", "mark_interrupted", "exit_now", "end_descendants",
+           "on_exit", "armed", "resume_command", "EXIT_STATUS"]
 
 EXIT_STATUS = 130
 """128 + SIGINT: what a shell reports for a process that Ctrl-C ended."""
@@ -66,6 +66,7 @@ class _Run:
     resume: str
     grace_s: float
     root: str | None = None
+    reports: str | None = None
     meta: dict[str, Any] | None = None
     done: int = 0
     total: int | None = None
@@ -184,6 +185,11 @@ def armed() -> bool:
     return _run is not None
 
 
+def resume_command() -> str | None:
+    """The command that resumes the armed run, as ``arm`` was given it (None: not armed)."""
+    return None if _run is None else _run.resume
+
+
 def stop_requested() -> bool:
     """Whether a signal asked the run to stop (always False when not armed).
 
@@ -204,13 +210,16 @@ def stop_requested() -> bool:
 
 
 def track(root: str | None = None, meta: dict[str, Any] | None = None,
-          done: int | None = None, total: int | None = None) -> None:
-    """Record the run's progress (traces root, its run.json dict, units done and total)
-    for ``exit_now``; no-op when not armed."""
+          done: int | None = None, total: int | None = None,
+          reports: str | None = None) -> None:
+    """Record the run's progress (traces root, its run.json dict, units done and total,
+    reports root) for ``exit_now``; no-op when not armed."""
     if _run is None:
         return
     if root is not None:
         _run.root = root
+    if reports is not None:
+        _run.reports = reports
     if meta is not None:
         _run.meta = meta
     if done is not None:
@@ -281,6 +290,7 @@ def exit_now(drain_s: float = 0.0, failed: str | None = None, line: str | None =
     run.done = _units_on_disk(run, run.done)
     _write_meta(run, failed)
     _remove_temporary_files(run)
+    _remove_report_temporaries(run)
     from flows import server
 
     for fn in run.before_exit:
@@ -385,6 +395,25 @@ def _remove_temporary_files(run: _Run) -> None:
 
     with contextlib.suppress(Exception):  # exiting: a failure here must not stop the exit
         TraceStore(run.root).remove_partial_files(run.run_id)
+
+
+def _remove_report_temporaries(run: _Run) -> None:
+    """Remove the hidden folder of a report this process was writing
+    (``reports/.<run>.tmp-<pid>``, ``junction.evidence.reports.write_report``); an earlier
+    report moved aside (``.<run>.old-<pid>``) goes back in place if the new one was not
+    yet renamed there, else is removed."""
+    if run.reports is None:
+        return
+    import shutil
+    from pathlib import Path
+
+    with contextlib.suppress(Exception):  # exiting: a failure here must not stop the exit
+        final = Path(run.reports) / run.run_id
+        shutil.rmtree(final.parent / f".{final.name}.tmp-{os.getpid()}", ignore_errors=True)
+        aside = final.parent / f".{final.name}.old-{os.getpid()}"
+        if aside.exists() and not final.exists():
+            aside.rename(final)
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def _briefly(fn: Callable[[], None], timeout: float = 0.5) -> None:

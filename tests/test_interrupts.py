@@ -121,7 +121,10 @@ def test_report_and_diff_of_the_interrupted_run_state_its_status(interrupted, cl
         assert len(out.stderr.splitlines()) == 1, out.stderr
         assert out.stderr.startswith("error: run sig is interrupted, not completed: "), \
             out.stderr
-        assert "junction bench --run-id sig" in out.stderr
+        # the command itself, options and all (before: "... and the same options")
+        assert out.stderr.rstrip().endswith(
+            f"resume it with `{shlex.join(['junction', 'bench', '--run-id', 'sig', *ARGS])}`"), \
+            out.stderr
 
 
 def test_the_printed_command_resumes_every_task_exactly_once(interrupted, cli_env):
@@ -234,6 +237,13 @@ def test_resolving_an_unfinished_run_states_its_status(tmp_path, status, hint):
     assert hint in str(err.value)
     with pytest.raises(UnknownNameError, match="no run or commit matches 'r2'"):
         resolve_run(store, "r2")
+    meta = {**store.read_run_meta("r1"),  # a run the command line started records it
+            "resume_command": "junction bench --run-id r1 --suite coupling --size 3"}
+    store.write_run_meta("r1", meta)
+    with pytest.raises(UnknownNameError) as err:
+        resolve_run(store, "r1")
+    assert "`junction bench --run-id r1 --suite coupling --size 3`" in str(err.value)
+    assert "the same options" not in str(err.value)
 
 
 @pytest.mark.flow
@@ -273,6 +283,8 @@ def test_two_ctrl_c_while_the_report_is_written_leave_the_run_interrupted(cli_en
     folder = reports / run_id
     assert not folder.exists() or \
         {"report.md", "metrics.json", "run.json"} <= {p.name for p in folder.iterdir()}
+    # the hidden folder of the cut report is gone on the way out (before: until a resume)
+    assert list(reports.glob(f".{run_id}.*")) == [], list(reports.iterdir())
     # resumed: nothing left to evaluate, the report is written whole, then completed
     out = subprocess.run([JUNCTION, *args], cwd=ROOT, env=cli_env, capture_output=True,
                          text=True, timeout=600)
