@@ -226,6 +226,19 @@ def _trailing_comma(path: Path) -> int:
     return body.count("\n") + 1
 
 
+def _default_run(env, run_id: str) -> subprocess.CompletedProcess:
+    """The default plan, one task per suite at scale 1, ``exact`` only, no agent."""
+    return subprocess.run([JUNCTION, "bench", "--size", "1", "--budget-scale", "1",
+                           "--agent-size", "0", "--strategy", "exact", "--run-id", run_id],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+
+
+def _first_screen(env, run_id: str) -> str:
+    """report.md above its ``## Run`` section: the headline and what stands under it."""
+    report = (Path(env["JUNCTION_REPORTS"]) / run_id / "report.md").read_text()
+    return report.split("## Run", 1)[0]
+
+
 @pytest.mark.flow
 def test_a_tau2_folder_that_fails_to_load_is_one_warning_line_at_start(user_env, tmp_path):
     # before: the default run left τ out without a word (exit 0, nothing on stderr), its
@@ -235,9 +248,7 @@ def test_a_tau2_folder_that_fails_to_load_is_one_warning_line_at_start(user_env,
     bad = folder / "tasks" / "task_003.json"
     line = _trailing_comma(bad)
     env = {**user_env, "JUNCTION_TAU2_DATA": str(folder)}
-    out = subprocess.run([JUNCTION, "bench", "--size", "1", "--budget-scale", "1",
-                          "--agent-size", "0", "--strategy", "exact", "--run-id", "quiet"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    out = _default_run(env, "quiet")
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stderr.splitlines()
     assert len(lines) == 1, out.stderr[-3000:]
@@ -252,6 +263,27 @@ def test_a_tau2_folder_that_fails_to_load_is_one_warning_line_at_start(user_env,
     assert meta["suites_skipped"]["tau2-banking"] == lines[0].split("this run: ", 1)[1]
     traces = Path(user_env["JUNCTION_WAREHOUSE"]) / "traces" / "run_id=quiet"
     assert traces.is_dir() and not list(traces.glob("suite=tau2-banking"))
+    # and the report's first screen says where the finding is and what went wrong
+    assert f"is on suite `tau2-banking`, which this run left out: {bad}: not readable " \
+        "JSON (" in _first_screen(env, "quiet")
+
+
+@pytest.mark.flow
+def test_without_tau2_data_the_first_screen_says_where_the_finding_is(user_env):
+    # before: nothing above the fold; the skip line stood above the Suites section only
+    env = {k: v for k, v in user_env.items() if k != "JUNCTION_TAU2_DATA"}
+    out = _default_run(env, "bare")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stderr == ""  # absent data is the default state, not a fault
+    screen = _first_screen(env, "bare")
+    sentences = [s for s in screen.splitlines() if "study's finding" in s]
+    assert len(sentences) == 1, screen
+    assert "is on suite `tau2-banking`, which this run left out: no data (set " \
+        "JUNCTION_TAU2_DATA or pass --tau2-data to a clone of " \
+        "https://github.com/sierra-research/tau2-bench)." in sentences[0]
+    assert screen.index("## Headline") < screen.index(sentences[0])
+    meta = json.loads((Path(env["JUNCTION_WAREHOUSE"]) / "runs" / "bare.json").read_text())
+    assert meta["status"] == "completed" and "tau2-banking" in meta["suites_skipped"]
 
 
 @pytest.mark.flow
