@@ -8,7 +8,12 @@ The command line ``arm``s this module for one run id. Then:
   waits for the units already running (a unit not yet started returns at once), marks
   the run ``interrupted`` and raises ``RunInterrupted``; the command line then stops the
   temporary server and exits 130 with one line;
-- if that has not happened ``grace_s`` seconds after the first signal (a unit in a long
+- the first signal exits at once instead (``exit_now``) when waiting would only delay
+  the end: while the run starts (no unit planned yet: the server starting, suites
+  loading) and while a unit runs a section whose work is dropped anyway
+  (``abandonable``: a learned strategy's unit, whose model fit takes minutes and writes
+  nothing; the resumed run fits again, to the same model);
+- if neither has happened ``grace_s`` seconds after the first signal (a unit in a long
   call, a report being drawn), or at a second signal, the process exits at once
   (``exit_now``): units that are writing finish their write first (``unit_write``, a few
   milliseconds; a write started later is discarded), the run is marked ``interrupted``,
@@ -41,7 +46,7 @@ from typing import Any
 from junction.errors import JunctionError
 
 __all__ = ["RunInterrupted", "arm", "disarm", "reinstall", "stop_requested", "track",
-           "unit_write", "mark_interrupted", "exit_now", "end_descendants",
+           "unit_write", "abandonable", "mark_interrupted", "exit_now", "end_descendants",
            "on_exit", "armed", "resume_command", "EXIT_STATUS"]
 
 EXIT_STATUS = 130
@@ -85,6 +90,8 @@ _wakeup_lock = threading.Lock()
 _closing = threading.Event()
 _writes = threading.Condition()
 _active_writes = 0
+_abandonable = 0
+"""Threads inside ``abandonable`` now (read by ``_on_signal``; changed under ``_writes``)."""
 _exiting = threading.Lock()
 _run: _Run | None = None
 _terminal: int | None = None
@@ -167,11 +174,14 @@ def reinstall() -> None:
 
 
 def _on_signal(signum: int, frame) -> None:
-    """First signal: ask the run to stop and start the grace timer; second: exit now.
-    The exit runs in a thread of its own, so no lock the main thread holds is needed."""
+    """First signal: ask the run to stop and start the grace timer; second: exit now. The
+    first exits now too while no unit is planned yet (``track``'s total) or a thread is
+    inside ``abandonable``. The exit runs in a thread of its own, so no lock the main
+    thread holds is needed."""
     if _run is None:
         return
-    if _stop.is_set():
+    if _stop.is_set() or _run.total is None or _abandonable:
+        _stop.set()  # a second signal, the run still starting, or work that is dropped
         threading.Thread(target=exit_now, name="junction-exit", daemon=True).start()
         return
     _stop.set()
@@ -253,6 +263,25 @@ def unit_write() -> Iterator[bool]:
             with _writes:
                 _active_writes -= 1
                 _writes.notify_all()
+
+
+@contextlib.contextmanager
+def abandonable() -> Iterator[None]:
+    """Mark work that a stop may drop: it writes nothing, and a resumed run redoes it to
+    the same result (a learned strategy's unit: its model fit, then its selections). A
+    first signal while any thread is inside exits at once (``exit_now``) rather than
+    waiting for it; a no-op when not armed."""
+    global _abandonable
+    if _run is None:
+        yield
+        return
+    with _writes:
+        _abandonable += 1
+    try:
+        yield
+    finally:
+        with _writes:
+            _abandonable -= 1
 
 
 def mark_interrupted(meta: dict[str, Any], done: int, total: int | None) -> dict[str, Any]:
