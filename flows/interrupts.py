@@ -181,13 +181,27 @@ def _on_signal(signum: int, frame) -> None:
     if _run is None:
         return
     if _stop.is_set() or _run.total is None or _abandonable:
-        _stop.set()  # a second signal, the run still starting, or work that is dropped
-        threading.Thread(target=exit_now, name="junction-exit", daemon=True).start()
+        why = ("a second signal" if _stop.is_set() else "the run was still starting"
+               if _run.total is None else "a learned unit's work (its fit) is dropped; the "
+               "resumed run redoes it")
+        _stop.set()
+        threading.Thread(target=_exit_at_once, args=(why,), name="junction-exit",
+                         daemon=True).start()
         return
     _stop.set()
     timer = threading.Timer(_run.grace_s, exit_now)
     timer.daemon = True
     timer.start()
+
+
+def _exit_at_once(why: str) -> None:
+    """``exit_now``, after one record in the run's log saying why it did not wait."""
+    import logging
+
+    with contextlib.suppress(Exception):
+        logging.getLogger("junction.bench").warning("interrupt: the run ends at once: %s",
+                                                    why)
+    exit_now()
 
 
 def armed() -> bool:

@@ -326,6 +326,8 @@ def test_ctrl_c_inside_a_learned_fit_ends_the_run_and_the_resumed_run_is_identic
             assert proc.poll() is None, proc.stderr.read()[-3000:]
             assert time.monotonic() < deadline, "the run did not start in 600 s"
             time.sleep(0.002)
+        time.sleep(0.5)  # into the fit (several seconds here), not merely before the unit
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
         os.kill(proc.pid, signal.SIGINT)
         _, stderr = proc.communicate(timeout=120)
     finally:
@@ -336,12 +338,14 @@ def test_ctrl_c_inside_a_learned_fit_ends_the_run_and_the_resumed_run_is_identic
     lines = stderr.splitlines()
     command = shlex.join(["junction", "bench", "--run-id", "fit", *FIT_ARGS])
     assert len(lines) == 1 and re.fullmatch(
-        r"interrupted (before any unit started|after 0 of 1 units); resume with `(.*)`",
-        lines[0]), stderr
+        r"interrupted after 0 of 1 units; resume with `(.*)`", lines[0]), stderr
     assert lines[0].endswith(f"`{command}`"), lines
     meta = TraceStore(str(warehouse)).read_run_meta("fit")
     assert meta["status"] == "interrupted" and meta["units_done"] == 0, meta
     assert not list(warehouse.rglob("*.parquet"))  # the fit's unit wrote nothing
+    log = (Path(cut["JUNCTION_STATE_DIR"]) / "logs" / "fit.log").read_text()
+    assert "interrupt: the run ends at once: a learned unit's work (its fit) is dropped" \
+        in log, log[-3000:]  # not after the 5-second fallback
     assert [p for p in warehouse.rglob("*") if ".tmp" in p.name] == []
 
     resumed = subprocess.run([JUNCTION, *shlex.split(command)[1:]], cwd=ROOT, env=cut,
