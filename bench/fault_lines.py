@@ -12,10 +12,11 @@ malformed; (8) the default plan (one task per suite, ``exact``) with
 ``JUNCTION_TAU2_DATA`` naming a τ folder with a trailing comma in one task file: seconds to
 the first stderr line (the whole run when there is none); (9) ``--folds 200``; (10) Ctrl-C
 inside a learned fit (``learned_exact`` on 5 ``bfcl-multiple`` tasks, the signal half a
-second after run.json is written, inside the unit's fit of several seconds). Each case runs in its own temporary warehouse, state and Prefect
-home; the τ cases read the fixture under ``tests/data/tau2_fixture``.
+second after run.json is written, inside the unit's fit of several seconds). Each case
+runs in its own temporary warehouse, state and Prefect home; the τ cases read the fixture
+under ``tests/data/tau2_fixture``.
 
-Usage: ``.venv/bin/python bench/fault_lines.py [--from N]`` (``--from 7``: cases 7 on
+Usage: ``.venv/bin/python bench/fault_lines.py [--from 7]`` (``--from 7``: cases 7 to 10
 only). To measure another checkout's code with this script, put its folder first on
 ``PYTHONPATH`` (``junction`` and ``flows`` are then imported from there).
 """

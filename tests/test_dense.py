@@ -217,7 +217,8 @@ def test_a_damaged_embedder_package_is_one_line_before_any_vector(tmp_path: Path
         (model / "vocab.txt").unlink()
     else:
         text = (model / "config.json").read_text()
-        (model / "config.json").write_text(text.replace('"hidden_size": 384,', '"hidden_size": 384'))
+        (model / "config.json").write_text(text.replace('"hidden_size": 384,',
+                                                        '"hidden_size": 384'))
     state = tmp_path / "state"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(PYTHONPATH=str(tmp_path / "site"), JUNCTION_STATE_DIR=str(state),
