@@ -9,8 +9,11 @@ kept below for this comparison) and of ``junction.tokens.DEFAULT_TOKEN_COUNTER``
 whole sample and per sentence (min, max); then the same for what the suites price most,
 BFCL's tool schemas (as ``render_tool_schema`` renders them; 40 ``bfcl-multiple`` tasks)
 and BFCL memory turns (5 ``bfcl-memory`` tasks). ``--json`` prints one object.
+``--held-out`` prints the same per language for ``bench/data/token_heldout.json``, the
+sentences the rates were not fitted on (the bound ``junction.tokens`` states), and the
+per-sentence extremes over all of them.
 
-    python bench/token_prices.py [--json] [--model NAME|PATH]
+    python bench/token_prices.py [--json] [--held-out] [--model NAME|PATH]
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from junction.text import CJK_CHARS, THAI_CHARS  # noqa: E402
 from junction.tokens import DEFAULT_TOKEN_COUNTER  # noqa: E402
 
 SAMPLE = ROOT / "bench" / "data" / "token_scripts.json"
+HELD_OUT = ROOT / "bench" / "data" / "token_heldout.json"
 
 _GEMMA_RUN = re.compile(
     rf"([{CJK_CHARS}]+)|([{THAI_CHARS}]+)|([^\W{CJK_CHARS}{THAI_CHARS}]+)|([^\w\s]+)")
@@ -44,9 +48,9 @@ def gemma_rule(text: str) -> int:
                for run, rate in zip(groups, _GEMMA_RATES) if run)
 
 
-def load_sample() -> dict[str, list[str]]:
-    """Script -> sentences of the fixed sample."""
-    return {k: v for k, v in json.loads(SAMPLE.read_text(encoding="utf-8")).items()
+def load_sample(path: Path = SAMPLE) -> dict[str, list[str]]:
+    """Script (or language) -> sentences of the fixed sample at ``path``."""
+    return {k: v for k, v in json.loads(path.read_text(encoding="utf-8")).items()
             if not k.startswith("_")}
 
 
@@ -89,10 +93,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--model", default=None, help="embedded model name or GGUF path")
+    parser.add_argument("--held-out", action="store_true",
+                        help="the held-out sentences (bench/data/token_heldout.json) instead")
     args = parser.parse_args()
     counters = {"approx-gemma3 (before)": gemma_rule,
                 f"{DEFAULT_TOKEN_COUNTER.name} (after)": DEFAULT_TOKEN_COUNTER.count}
-    table = ratios({**load_sample(), **bfcl_sample()}, tokenizer(args.model), counters)
+    if args.held_out:
+        counters = {DEFAULT_TOKEN_COUNTER.name: DEFAULT_TOKEN_COUNTER.count}
+    sample = load_sample(HELD_OUT) if args.held_out else {**load_sample(), **bfcl_sample()}
+    table = ratios(sample, tokenizer(args.model), counters)
     if args.json:
         print(json.dumps(table, sort_keys=True))
         return
@@ -102,6 +111,10 @@ def main() -> None:
         cells = [f"{row[n]['ratio']:.2f} (sentences {row[n]['min']:.2f}-{row[n]['max']:.2f})"
                  for n in names]
         print(f"{script:<13} {row['real_tokens']:>6}  " + "  ".join(f"{c:>34}" for c in cells))
+    if args.held_out:
+        name = names[0]
+        print(f"every sentence: {min(r[name]['min'] for r in table.values()):.2f}-"
+              f"{max(r[name]['max'] for r in table.values()):.2f}")
 
 
 if __name__ == "__main__":

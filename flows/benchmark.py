@@ -309,7 +309,7 @@ def benchmark(plan: RunPlan, run_id: str | None = None,
     suites = load_suites(plan)  # before anything is written
     store = TraceStore(plan.output_root)
     meta = start_run(store, plan, run_id, suites)
-    interrupts.track(root=plan.output_root, meta=meta)
+    interrupts.track(root=plan.output_root, meta=meta, reports=plan.reports_root)
     try:
         results = _submit(plan, run_id, plan_units(plan, suites))
         completed = finish_run(store, meta, results, suites, plan)

@@ -3,7 +3,8 @@
 ``junction models list`` prints each embedded model, whether its parts are installed and
 whether it is assembled; ``junction models assemble [NAME ...]`` assembles them (default:
 the default model) and checks each pinned size and sha256 (``make setup`` runs it);
-``junction models check-dense`` checks the dense first stage's embedder the same way.
+``junction models check-dense`` checks the dense first stage's embedder: every file it
+loads against its pin, and a probe sentence's vector against the pinned one.
 """
 
 from __future__ import annotations
@@ -34,12 +35,15 @@ def assemble(names: list[str] | None = typer.Argument(None, help="Model names (d
 
 @models_app.command("check-dense")
 def check_dense() -> None:
-    """Check the dense embedder's installed weights against their pinned size and sha256."""
-    from junction.dense import DENSE_MODEL, dense_model_dir
+    """Check the dense embedder: every file it loads against its pinned sha256 (the weights
+    also by size), then the vector it gives a probe sentence against the pinned vector."""
+    from junction.dense import DENSE_MODEL, _EMBEDDER, check_probe, dense_model_files
 
-    folder = dense_model_dir()
+    folder, digests = dense_model_files()
+    cosine = check_probe(_EMBEDDER._load())
     typer.echo(f"{DENSE_MODEL.name}: {folder / DENSE_MODEL.weights} ({DENSE_MODEL.size} "
-               f"bytes, sha256 {DENSE_MODEL.sha256[:12]})")
+               f"bytes, sha256 {DENSE_MODEL.sha256[:12]}); {len(digests)} files on their pin; "
+               f"probe sentence at cosine {cosine:.6f} to its pinned vector")
 
 
 @models_app.command("list")

@@ -19,6 +19,7 @@ from pathlib import Path
 import typer
 
 from flows import interrupts, run_log, server
+from flows.cli_text import echo
 from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError
 
@@ -171,7 +172,7 @@ def bench(
         check_run_free(Path(output_root), run_id)
     from junction_datasets.jsonl import load_suite_file
 
-    from flows.plan import RunPlan, prepare_run
+    from flows.plan import RunPlan, prepare_run, unreadable_named_folders
     from junction.evidence.store import TraceStore
     from junction_datasets.tau2_banking import SUITE as TAU2_SUITE
 
@@ -200,6 +201,8 @@ def bench(
     given_id, run_id = run_id, prepare_run(plan, run_id)
     for path in suite_file or []:
         load_suite_file(path)  # refuse a malformed file before anything starts
+    for name, reason in unreadable_named_folders(plan).items():  # the run goes on without
+        echo(f"warning: {name} is left out of this run: {reason}", err=True)
     store = TraceStore(plan.output_root)
     if given_id:
         known = store.read_run_meta(run_id) is not None
@@ -245,7 +248,7 @@ def _run(plan, run_id: str) -> dict:
         raise  # not reached: exit_now ends the process
     except Exception as exc:  # noqa: BLE001 - after a Ctrl-C a fault is the interruption's
         if not interrupts.stop_requested():
-            return _fault(exc, log)
+            return _fault(exc, log, run_id)
         run_log.log_exception("after the interrupt", exc)
         interrupts.exit_now(drain_s=1.0)
         raise  # not reached
@@ -254,13 +257,15 @@ def _run(plan, run_id: str) -> dict:
         interrupts.disarm()
 
 
-def _fault(exc: Exception, log: Path):
-    """A fault of the run as one ``JunctionError`` line naming the log (traceback there)."""
+def _fault(exc: Exception, log: Path, run_id: str):
+    """A fault of the run as one ``JunctionError`` line naming the log (traceback there);
+    a unit's fault (the run started, its finished units kept) also says how to resume."""
     from flows.benchmark import UnitFailedError
 
     if isinstance(exc, UnitFailedError):
         run_log.log_exception(str(exc), exc)
-        raise JunctionError(f"{exc}; full traceback in {log}") from None
+        raise JunctionError(f"{exc}; resume with `{resume_command(sys.argv, run_id)}`; full "
+                            f"traceback in {log}") from None
     if isinstance(exc, JunctionError):
         run_log.log_exception(str(exc), exc)
         raise exc

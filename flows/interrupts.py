@@ -8,16 +8,21 @@ The command line ``arm``s this module for one run id. Then:
   waits for the units already running (a unit not yet started returns at once), marks
   the run ``interrupted`` and raises ``RunInterrupted``; the command line then stops the
   temporary server and exits 130 with one line;
-- if that has not happened ``grace_s`` seconds after the first signal (a unit in a long
+- the first signal exits at once instead (``exit_now``) when waiting would only delay
+  the end: while the run starts (no unit planned yet: the server starting, suites
+  loading) and while a unit runs a section whose work is dropped anyway
+  (``abandonable``: a learned strategy's unit, whose model fit takes minutes and writes
+  nothing; the resumed run fits again, to the same model);
+- if neither has happened ``grace_s`` seconds after the first signal (a unit in a long
   call, a report being drawn), or at a second signal, the process exits at once
   (``exit_now``): units that are writing finish their write first (``unit_write``, a few
   milliseconds; a write started later is discarded), the run is marked ``interrupted``,
-  temporary files of the run's writes are removed, the server is stopped, every process
-  the command started is ended (``end_descendants``: a server still starting, Dask's
-  workers) and the process ends with ``os._exit(130)`` after flushing its streams. The
-  last line goes to the terminal's stderr as it was when the run was armed, even while
-  file descriptor 2 is the run's log (``flows.server`` points it there while the server
-  starts).
+  temporary files of the run's writes and the hidden folder of a report being written
+  are removed, the server is stopped, every process the command started is ended
+  (``end_descendants``: a server still starting, Dask's workers) and the process ends
+  with ``os._exit(130)`` after flushing its streams. The last line goes to the
+  terminal's stderr as it was when the run was armed, even while file descriptor 2 is
+  the run's log (``flows.server`` points it there while the server starts).
 
 Exit status 130 is the shell's convention for a process ended by SIGINT (128 + 2). The
 module does nothing until armed, so a flow run from a library call or a test behaves as
@@ -41,8 +46,8 @@ from typing import Any
 from junction.errors import JunctionError
 
 __all__ = ["RunInterrupted", "arm", "disarm", "reinstall", "stop_requested", "track",
-           "unit_write", "mark_interrupted", "exit_now", "end_descendants", "on_exit", "armed",
-           "EXIT_STATUS"]
+           "unit_write", "abandonable", "mark_interrupted", "exit_now", "end_descendants",
+           "on_exit", "armed", "resume_command", "EXIT_STATUS"]
 
 EXIT_STATUS = 130
 """128 + SIGINT: what a shell reports for a process that Ctrl-C ended."""
@@ -66,6 +71,7 @@ class _Run:
     resume: str
     grace_s: float
     root: str | None = None
+    reports: str | None = None
     meta: dict[str, Any] | None = None
     done: int = 0
     total: int | None = None
@@ -84,6 +90,8 @@ _wakeup_lock = threading.Lock()
 _closing = threading.Event()
 _writes = threading.Condition()
 _active_writes = 0
+_abandonable = 0
+"""Threads inside ``abandonable`` now (read by ``_on_signal``; changed under ``_writes``)."""
 _exiting = threading.Lock()
 _run: _Run | None = None
 _terminal: int | None = None
@@ -166,12 +174,19 @@ def reinstall() -> None:
 
 
 def _on_signal(signum: int, frame) -> None:
-    """First signal: ask the run to stop and start the grace timer; second: exit now.
-    The exit runs in a thread of its own, so no lock the main thread holds is needed."""
+    """First signal: ask the run to stop and start the grace timer; second: exit now. The
+    first exits now too while no unit is planned yet (``track``'s total) or a thread is
+    inside ``abandonable``. The exit runs in a thread of its own, so no lock the main
+    thread holds is needed."""
     if _run is None:
         return
-    if _stop.is_set():
-        threading.Thread(target=exit_now, name="junction-exit", daemon=True).start()
+    if _stop.is_set() or _run.total is None or _abandonable:
+        why = ("a second signal" if _stop.is_set() else "the run was still starting"
+               if _run.total is None else "a learned unit's work (its fit) is dropped; the "
+               "resumed run redoes it")
+        _stop.set()
+        threading.Thread(target=_exit_at_once, args=(why,), name="junction-exit",
+                         daemon=True).start()
         return
     _stop.set()
     timer = threading.Timer(_run.grace_s, exit_now)
@@ -179,9 +194,24 @@ def _on_signal(signum: int, frame) -> None:
     timer.start()
 
 
+def _exit_at_once(why: str) -> None:
+    """``exit_now``, after one record in the run's log saying why it did not wait."""
+    import logging
+
+    with contextlib.suppress(Exception):
+        logging.getLogger("junction.bench").warning("interrupt: the run ends at once: %s",
+                                                    why)
+    exit_now()
+
+
 def armed() -> bool:
     """Whether a command line armed this module for a run (``arm``)."""
     return _run is not None
+
+
+def resume_command() -> str | None:
+    """The command that resumes the armed run, as ``arm`` was given it (None: not armed)."""
+    return None if _run is None else _run.resume
 
 
 def stop_requested() -> bool:
@@ -204,13 +234,16 @@ def stop_requested() -> bool:
 
 
 def track(root: str | None = None, meta: dict[str, Any] | None = None,
-          done: int | None = None, total: int | None = None) -> None:
-    """Record the run's progress (traces root, its run.json dict, units done and total)
-    for ``exit_now``; no-op when not armed."""
+          done: int | None = None, total: int | None = None,
+          reports: str | None = None) -> None:
+    """Record the run's progress (traces root, its run.json dict, units done and total,
+    reports root) for ``exit_now``; no-op when not armed."""
     if _run is None:
         return
     if root is not None:
         _run.root = root
+    if reports is not None:
+        _run.reports = reports
     if meta is not None:
         _run.meta = meta
     if done is not None:
@@ -244,6 +277,25 @@ def unit_write() -> Iterator[bool]:
             with _writes:
                 _active_writes -= 1
                 _writes.notify_all()
+
+
+@contextlib.contextmanager
+def abandonable() -> Iterator[None]:
+    """Mark work that a stop may drop: it writes nothing, and a resumed run redoes it to
+    the same result (a learned strategy's unit: its model fit, then its selections). A
+    first signal while any thread is inside exits at once (``exit_now``) rather than
+    waiting for it; a no-op when not armed."""
+    global _abandonable
+    if _run is None:
+        yield
+        return
+    with _writes:
+        _abandonable += 1
+    try:
+        yield
+    finally:
+        with _writes:
+            _abandonable -= 1
 
 
 def mark_interrupted(meta: dict[str, Any], done: int, total: int | None) -> dict[str, Any]:
@@ -281,6 +333,7 @@ def exit_now(drain_s: float = 0.0, failed: str | None = None, line: str | None =
     run.done = _units_on_disk(run, run.done)
     _write_meta(run, failed)
     _remove_temporary_files(run)
+    _remove_report_temporaries(run)
     from flows import server
 
     for fn in run.before_exit:
@@ -385,6 +438,25 @@ def _remove_temporary_files(run: _Run) -> None:
 
     with contextlib.suppress(Exception):  # exiting: a failure here must not stop the exit
         TraceStore(run.root).remove_partial_files(run.run_id)
+
+
+def _remove_report_temporaries(run: _Run) -> None:
+    """Remove the hidden folder of a report this process was writing
+    (``reports/.<run>.tmp-<pid>``, ``junction.evidence.reports.write_report``); an earlier
+    report moved aside (``.<run>.old-<pid>``) goes back in place if the new one was not
+    yet renamed there, else is removed."""
+    if run.reports is None:
+        return
+    import shutil
+    from pathlib import Path
+
+    with contextlib.suppress(Exception):  # exiting: a failure here must not stop the exit
+        final = Path(run.reports) / run.run_id
+        shutil.rmtree(final.parent / f".{final.name}.tmp-{os.getpid()}", ignore_errors=True)
+        aside = final.parent / f".{final.name}.old-{os.getpid()}"
+        if aside.exists() and not final.exists():
+            aside.rename(final)
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def _briefly(fn: Callable[[], None], timeout: float = 0.5) -> None:

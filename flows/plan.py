@@ -38,8 +38,9 @@ __all__ = ["RunPlan", "StrategyStep", "DEFAULT_BUDGET_SCALES", "DEFAULT_STRATEGY
            "DEFAULT_STRATEGY_SCALES", "DEFAULT_AGENT_SIZE",
            "default_agent_strategies",
            "AGENT_SCALE", "DEFAULT_BATCH_SIZE", "DEFAULT_WAREHOUSE", "DEFAULT_REPORTS",
-           "MAX_SEED", "RUNNERS", "default_suites", "skipped_default_suites", "new_run_id",
-           "params_hash", "check_writable", "check_resume", "prepare_run"]
+           "MAX_SEED", "RUNNERS", "default_suites", "skipped_default_suites",
+           "unreadable_named_folders", "new_run_id",
+           "params_hash", "check_writable", "check_resume", "check_folds", "prepare_run"]
 
 DEFAULT_BUDGET_SCALES = (0.5, 1.0, 2.0)
 """The budget grid (× each task's own budget) when no scale is given: half, the task's own
@@ -107,6 +108,18 @@ def skipped_default_suites(data_folders: Mapping[str, str] | None = None) -> dic
     (``data_folders`` as in ``default_suites``)."""
     return {name: reason for name in suite_names() if SUITES[name].in_default_run
             and (reason := SUITES[name].unavailable_reason(data_folders)) is not None}
+
+
+def unreadable_named_folders(plan: RunPlan) -> dict[str, str]:
+    """Default suites the default plan ``plan`` leaves out although a data folder was named
+    for them (by the suite's environment variable, ``SuiteInfo.data_env``): name -> why,
+    one line naming the file (and, for a JSON file that does not parse, its line and
+    column). Empty for a plan that names its suites or suite files: there a folder that
+    cannot be read is refused (``RunPlan``). A folder given by a flag is refused too."""
+    if plan.suite_files or plan.suites != default_suites(plan.data_folders):
+        return {}
+    return {name: reason for name, reason in skipped_default_suites(plan.data_folders).items()
+            if SUITES[name].data_folder(plan.data_folders) is not None}
 
 
 def _data_folders(given: Mapping[str, str] | None) -> dict[str, str]:
@@ -503,12 +516,33 @@ def check_resume(plan: RunPlan, run_id: str) -> None:
                             "use a new run id or the same parameters")
 
 
+def check_folds(plan: RunPlan) -> None:
+    """Refuse a fold count that a cross-fitted suite of ``plan`` cannot fill: every fold
+    needs at least one of the family's tasks (``junction.learned.crossfit.fold_assignment``),
+    so ``folds`` may not exceed the family's task count. One ``JunctionError`` line naming
+    the suite and its task count; nothing to check when no learned strategy runs (then no
+    fold is drawn). Builds each such family once (the τ family: about a second)."""
+    if not any(strategy_info(s).role == "learned" for s in plan.strategies):
+        return
+    from junction_datasets import family_all_tasks
+
+    for name in plan.suites:
+        info = get_suite(name)
+        if not info.cross_fit or info.family is None:
+            continue
+        n = len(family_all_tasks(info.family, plan.data_folders))
+        if plan.folds > n:
+            raise JunctionError(f"folds: {plan.folds} folds cannot be filled: suite {name} "
+                                f"has {n} tasks to deal into folds; give --folds {n} or fewer")
+
+
 def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
     """Check what ``plan`` needs of the world before anything starts; return the run id.
 
     The run id (``check_name``; a new one when None), the traces root
     (``check_writable``), a resumed run's parameters (``check_resume``), the sqlite caches
-    (``check_caches``: a corrupt one is set aside with a warning), the dense embedder for
+    (``check_caches``: a corrupt one is set aside with a warning), the fold count of a
+    cross-fitted suite (``check_folds``), the dense embedder for
     a pool rule that uses it (``junction.dense.DenseError``: missing or off its pin) and,
     for a remote agent that will act, the server's model list (``AgentError``, one line).
     So a mistake is one error before Prefect or any work starts.
@@ -517,6 +551,7 @@ def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
     check_writable(plan.output_root)  # an unknown protocol or a missing fsspec backend too
     check_resume(plan, run_id)
     check_caches(state_dir())  # a corrupt cache: one warning, set aside; unwritable: one line
+    check_folds(plan)
     if plan.pool != DEFAULT_POOL_RULE:
         from junction.dense import dense_model_dir
 

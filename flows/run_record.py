@@ -3,7 +3,8 @@
 are written where the run stops: ``flows.interrupts``, the flow's own handler).
 
 The record names the plan (``params``, its hash), the code (git commit, a dirty flag) and
-the packages' versions, so a report says what produced it.
+the packages' versions, so a report says what produced it; a run the command line started
+also records ``resume_command``, the command that completes it (``flows.interrupts``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from typing import Any
 
+from flows import interrupts
 from flows.plan import RunPlan, default_suites, skipped_default_suites
 from flows.sampling import LoadedSuite, suite_summary
 from junction.environment import PROJECT_ROOT
@@ -60,6 +62,9 @@ def start_run(store: TraceStore, plan: RunPlan, run_id: str,
                if n not in plan.suites}
     if skipped and not plan.suite_files and plan.suites == default_suites(plan.data_folders):
         meta["suites_skipped"] = skipped
+    resume = interrupts.resume_command() or existing.get("resume_command")
+    if resume:  # what `junction report` / `diff` of an unfinished run tell the user to run
+        meta["resume_command"] = resume
     if existing.get("learned_models"):
         meta["learned_models"] = existing["learned_models"]
     crossed = cross_fit_record(plan, suites)

@@ -8,6 +8,7 @@ arrives as one typed ``flows.unit.UnitSpec`` and its tasks.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -17,7 +18,7 @@ from flows.unit import AgentSpec, UnitSpec
 from junction.evaluate import evaluate_batch
 from junction.evidence.store import TraceStore
 from junction.learned.crossfit import CrossFitFold
-from junction.strategies import make_strategy
+from junction.strategies import make_strategy, strategy_info
 from junction_datasets import calibration_tasks, training_source
 
 __all__ = ["run_unit_now", "agent_executor", "strategy_instance"]
@@ -96,7 +97,9 @@ def run_unit_now(spec: UnitSpec, tasks: list) -> dict[str, Any]:
     in the unit. Returns {unit, skipped, tasks} and, for a unit it ran, successes and the
     learned-model files it wrote. A unit that starts after a stop was asked
     (``flows.interrupts``), or ends its work once the process has begun to exit, writes
-    nothing and returns {unit, cancelled: True}."""
+    nothing and returns {unit, cancelled: True}. A learned strategy's work (its model fit,
+    then its selections) is ``interrupts.abandonable``: a Ctrl-C meanwhile ends the run at
+    once rather than waiting for the fit."""
     run_log.route_worker()  # a local Dask worker's records go to the run's log
     store = TraceStore(spec.root)
     if interrupts.stop_requested():
@@ -113,7 +116,8 @@ def run_unit_now(spec: UnitSpec, tasks: list) -> dict[str, Any]:
         selecting = strategy_fn.for_fold(CrossFitFold(spec.repetition, spec.fold, spec.folds))
     ids = frozenset(spec.agent_task_ids) & {t.task_id for t in tasks}
     agent = agent_executor(spec.agent) if ids else None
-    with lock:
+    learned = strategy_info(spec.strategy).role == "learned"
+    with interrupts.abandonable() if learned else contextlib.nullcontext(), lock:
         records, timings = evaluate_batch(tasks, selecting, spec.strategy, spec.run_id,
                                           spec.seed, spec.scale, spec.pool_limit, agent=agent,
                                           agent_task_ids=ids, repetition=spec.repetition,

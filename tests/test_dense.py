@@ -177,6 +177,125 @@ def test_vectors_are_cached_and_a_corrupt_cache_is_set_aside(tmp_path: Path,
     assert np.array_equal(again, first[::-1])
 
 
+# ---------------------------------------------------------------- a damaged embedder
+
+def _package_copy(tmp_path: Path, name: str = DENSE_MODEL.package) -> Path:
+    """A copy of the installed embedder package under ``tmp_path/<name>`` (the folder to
+    put first on the import path is ``tmp_path``); returns its model folder."""
+    import importlib.util
+    import shutil
+
+    source = Path(importlib.util.find_spec(DENSE_MODEL.package).origin).parent
+    shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path / name / "model"
+
+
+def _junction(*args: str, env: dict) -> "subprocess.CompletedProcess":
+    import subprocess
+    import sys
+
+    return subprocess.run([str(Path(sys.executable).parent / "junction"), *args],
+                          cwd=Path(__file__).resolve().parent.parent, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.flow
+@pytest.mark.parametrize("damage, named", [
+    ("no tokenizer", "tokenizer.json, {model}/vocab.txt are missing"),
+    ("malformed config.json", "config.json has sha256 "),
+])
+def test_a_damaged_embedder_package_is_one_line_before_any_vector(tmp_path: Path, damage,
+                                                                    named) -> None:
+    # before: check-dense printed the pin and exited 0; the run went on, every document
+    # scored 1.0 (a 5-token vocabulary), and the cache kept those vectors under the
+    # weights' sha256; a malformed config.json failed as a unit error after Prefect started
+    import os
+
+    model = _package_copy(tmp_path / "site")
+    if damage == "no tokenizer":
+        (model / "tokenizer.json").unlink()
+        (model / "vocab.txt").unlink()
+    else:
+        text = (model / "config.json").read_text()
+        (model / "config.json").write_text(text.replace('"hidden_size": 384,',
+                                                        '"hidden_size": 384'))
+    state = tmp_path / "state"
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(PYTHONPATH=str(tmp_path / "site"), JUNCTION_STATE_DIR=str(state),
+               JUNCTION_WAREHOUSE=str(tmp_path / "wh"), JUNCTION_REPORTS=str(tmp_path / "rep"),
+               PREFECT_HOME=str(tmp_path / "prefect"))
+    fixture = Path(__file__).resolve().parent / "data" / "tau2_fixture"
+    for args in (["models", "check-dense"],
+                 ["bench", "--suite", "tau2-banking", "--strategy", "exact", "--budget-scale",
+                  "1", "--size", "10", "--agent-size", "0", "--pool", "dense",
+                  "--tau2-data", str(fixture)]):
+        out = _junction(*args, env=env)
+        assert out.returncode == 1, (args, out.stderr[-3000:])
+        lines = out.stderr.splitlines()
+        assert len(lines) == 1, (args, out.stderr[-3000:])
+        assert lines[0].startswith(f"error: the dense embedder {DENSE_MODEL.name}: {model}/"), \
+            lines
+        assert named.format(model=model) in lines[0], lines
+        assert lines[0].endswith(f"; reinstall {DENSE_MODEL.pip}"), lines
+    # nothing was embedded, run or started
+    assert not (state / "dense_vectors.sqlite").exists()
+    assert not (tmp_path / "wh").exists() and not list((tmp_path / "prefect").rglob("*.db"))
+
+
+def test_the_probe_catches_a_model_whose_pin_leaves_its_tokenizer_out(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    # a pin that did not cover the tokenizer (the pin before) passes a copy without one;
+    # loaded, that model embeds the probe sentence far from its pinned vector
+    from sentence_transformers import SentenceTransformer
+
+    from junction.dense import PROBE, PROBE_MIN_COSINE, check_probe, dense_model_files
+
+    model = _package_copy(tmp_path, "embedder_without_tokenizer")
+    (model / "tokenizer.json").unlink()
+    (model / "vocab.txt").unlink()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("JUNCTION_STATE_DIR", str(tmp_path / "state"))
+    weights_only = DenseModel(**{**DENSE_MODEL.__dict__, "package": "embedder_without_tokenizer",
+                                 "files": tuple((f, d) for f, d in DENSE_MODEL.files
+                                                if f not in ("tokenizer.json", "vocab.txt"))})
+    folder, _ = dense_model_files(weights_only)
+    broken = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+    with pytest.raises(DenseError, match=r"embeds the probe sentence .* at cosine 0\.\d+ to its "
+                                         r"pinned vector \(at least 0\.9999 expected\)"):
+        check_probe(broken)
+    intact = SentenceTransformer(str(dense_model_dir()), device="cpu", local_files_only=True)
+    assert check_probe(intact) >= PROBE_MIN_COSINE
+    assert len(PROBE["vector"]) == DENSE_MODEL.dim
+
+
+def test_the_cache_key_changes_with_every_file_the_embedder_loads(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    from junction.dense import dense_model_files, dense_model_key
+
+    monkeypatch.setenv("JUNCTION_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    installed = dense_model_key()
+    assert {f for f, _ in DENSE_MODEL.files} | {DENSE_MODEL.weights} == set(
+        dense_model_files()[1])
+    for i, (name, _) in enumerate(DENSE_MODEL.files):  # each file in turn, changed
+        package = f"embedder_copy_{i}"
+        model = _package_copy(tmp_path, package)
+        with (model / name).open("ab") as handle:
+            handle.write(b"\n")
+        changed = (model / name).read_bytes()
+        import hashlib
+
+        files = tuple((f, hashlib.sha256(changed).hexdigest() if f == name else d)
+                      for f, d in DENSE_MODEL.files)
+        copy = DenseModel(**{**DENSE_MODEL.__dict__, "package": package, "files": files})
+        assert dense_model_key(copy) != installed, name
+        with pytest.raises(DenseError, match=f"{name} has sha256 "):  # the installed pin
+            dense_model_files(DenseModel(**{**DENSE_MODEL.__dict__, "package": package}))
+        import shutil
+
+        shutil.rmtree(tmp_path / package)
+
+
 # ---------------------------------------------------------------- a run on hybrid pools
 
 from tests.test_crossfit import fixture_data  # noqa: E402,F401  (the tau2 fixture as data)

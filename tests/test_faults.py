@@ -4,6 +4,7 @@ the real llama-cpp-python server), and the checks that come before Prefect start
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -210,3 +211,93 @@ def test_ctrl_c_to_a_dask_run_is_one_line_and_leaves_nothing_running(user_env):
     assert len(lines) == 1 and lines[0].startswith("interrupted after "), stderr[-3000:]
     assert len(started) >= 2  # the workers (and the server) were there
     assert not [c.pid for c in started if _alive(c)]
+
+
+FIXTURE = ROOT / "tests" / "data" / "tau2_fixture"
+
+
+def _trailing_comma(path: Path) -> int:
+    """Write a trailing comma after the last member of the JSON object in ``path`` (a
+    user's hand edit); returns the line it is on (1-based)."""
+    text = path.read_text(encoding="utf-8").rstrip()
+    assert text.endswith("}")
+    body = text[:-1].rstrip() + ","
+    path.write_text(body + "\n}\n", encoding="utf-8")
+    return body.count("\n") + 1
+
+
+def _default_run(env, run_id: str) -> subprocess.CompletedProcess:
+    """The default plan, one task per suite at scale 1, ``exact`` only, no agent."""
+    return subprocess.run([JUNCTION, "bench", "--size", "1", "--budget-scale", "1",
+                           "--agent-size", "0", "--strategy", "exact", "--run-id", run_id],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+
+
+def _first_screen(env, run_id: str) -> str:
+    """report.md above its ``## Run`` section: the headline and what stands under it."""
+    report = (Path(env["JUNCTION_REPORTS"]) / run_id / "report.md").read_text()
+    return report.split("## Run", 1)[0]
+
+
+@pytest.mark.flow
+def test_a_tau2_folder_that_fails_to_load_is_one_warning_line_at_start(user_env, tmp_path):
+    # before: the default run left τ out without a word (exit 0, nothing on stderr), its
+    # reason only in run.json and one report line
+    folder = tmp_path / "tau2"
+    shutil.copytree(FIXTURE, folder)
+    bad = folder / "tasks" / "task_003.json"
+    line = _trailing_comma(bad)
+    env = {**user_env, "JUNCTION_TAU2_DATA": str(folder)}
+    out = _default_run(env, "quiet")
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1, out.stderr[-3000:]
+    assert lines[0].startswith(f"warning: tau2-banking is left out of this run: {bad}: not "
+                               "readable JSON ("), lines
+    assert f": line {line + 1} column 1 " in lines[0], lines  # json names the next line
+    # the state: the run completed without τ, and its record says why
+    meta = json.loads((Path(user_env["JUNCTION_WAREHOUSE"]) / "runs" / "quiet.json")
+                      .read_text())
+    assert meta["status"] == "completed"
+    assert "tau2-banking" not in meta["params"]["suites"]
+    assert meta["suites_skipped"]["tau2-banking"] == lines[0].split("this run: ", 1)[1]
+    traces = Path(user_env["JUNCTION_WAREHOUSE"]) / "traces" / "run_id=quiet"
+    assert traces.is_dir() and not list(traces.glob("suite=tau2-banking"))
+    # and the report's first screen says where the finding is and what went wrong
+    assert f"is on suite `tau2-banking`, which this run left out: {bad}: not readable " \
+        "JSON (" in _first_screen(env, "quiet")
+
+
+@pytest.mark.flow
+def test_without_tau2_data_the_first_screen_says_where_the_finding_is(user_env):
+    # before: nothing above the fold; the skip line stood above the Suites section only
+    env = {k: v for k, v in user_env.items() if k != "JUNCTION_TAU2_DATA"}
+    out = _default_run(env, "bare")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stderr == ""  # absent data is the default state, not a fault
+    screen = _first_screen(env, "bare")
+    sentences = [s for s in screen.splitlines() if "study's finding" in s]
+    assert len(sentences) == 1, screen
+    assert "is on suite `tau2-banking`, which this run left out: no data (set " \
+        "JUNCTION_TAU2_DATA or pass --tau2-data to a clone of " \
+        "https://github.com/sierra-research/tau2-bench)." in sentences[0]
+    assert screen.index("## Headline") < screen.index(sentences[0])
+    meta = json.loads((Path(env["JUNCTION_WAREHOUSE"]) / "runs" / "bare.json").read_text())
+    assert meta["status"] == "completed" and "tau2-banking" in meta["suites_skipped"]
+
+
+@pytest.mark.flow
+def test_a_fold_count_the_suite_cannot_fill_is_one_line_before_the_run(user_env, tmp_path):
+    # before: found in the flow, after the server had started, as a unit error; the
+    # fixture builds 5 of its 6 tasks (one has no instructions)
+    env = {**user_env, "PREFECT_HOME": str(tmp_path / "prefect")}
+    out = subprocess.run([JUNCTION, "bench", "--suite", "tau2-banking", "--strategy",
+                          "learned_exact", "--folds", "6", "--tau2-data", str(FIXTURE)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stderr[-3000:]
+    assert out.stderr.splitlines() == [
+        "error: folds: 6 folds cannot be filled: suite tau2-banking has 5 tasks to deal "
+        "into folds; give --folds 5 or fewer"], out.stderr
+    assert not list((tmp_path / "prefect").rglob("*.db"))  # no server was started
+    assert not Path(user_env["JUNCTION_WAREHOUSE"]).exists()
+    assert not Path(user_env["JUNCTION_REPORTS"]).exists()

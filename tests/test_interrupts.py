@@ -121,7 +121,10 @@ def test_report_and_diff_of_the_interrupted_run_state_its_status(interrupted, cl
         assert len(out.stderr.splitlines()) == 1, out.stderr
         assert out.stderr.startswith("error: run sig is interrupted, not completed: "), \
             out.stderr
-        assert "junction bench --run-id sig" in out.stderr
+        # the command itself, options and all (before: "... and the same options")
+        assert out.stderr.rstrip().endswith(
+            f"resume it with `{shlex.join(['junction', 'bench', '--run-id', 'sig', *ARGS])}`"), \
+            out.stderr
 
 
 def test_the_printed_command_resumes_every_task_exactly_once(interrupted, cli_env):
@@ -234,6 +237,13 @@ def test_resolving_an_unfinished_run_states_its_status(tmp_path, status, hint):
     assert hint in str(err.value)
     with pytest.raises(UnknownNameError, match="no run or commit matches 'r2'"):
         resolve_run(store, "r2")
+    meta = {**store.read_run_meta("r1"),  # a run the command line started records it
+            "resume_command": "junction bench --run-id r1 --suite coupling --size 3"}
+    store.write_run_meta("r1", meta)
+    with pytest.raises(UnknownNameError) as err:
+        resolve_run(store, "r1")
+    assert "`junction bench --run-id r1 --suite coupling --size 3`" in str(err.value)
+    assert "the same options" not in str(err.value)
 
 
 @pytest.mark.flow
@@ -273,6 +283,8 @@ def test_two_ctrl_c_while_the_report_is_written_leave_the_run_interrupted(cli_en
     folder = reports / run_id
     assert not folder.exists() or \
         {"report.md", "metrics.json", "run.json"} <= {p.name for p in folder.iterdir()}
+    # the hidden folder of the cut report is gone on the way out (before: until a resume)
+    assert list(reports.glob(f".{run_id}.*")) == [], list(reports.iterdir())
     # resumed: nothing left to evaluate, the report is written whole, then completed
     out = subprocess.run([JUNCTION, *args], cwd=ROOT, env=cli_env, capture_output=True,
                          text=True, timeout=600)
@@ -283,3 +295,73 @@ def test_two_ctrl_c_while_the_report_is_written_leave_the_run_interrupted(cli_en
     assert {"report.md", "report.html", "metrics.json", "run.json", "plot.png"} <= written
     assert json.loads((reports / run_id / "run.json").read_text())["status"] == "completed"
     assert list(reports.glob(f".{run_id}.*")) == []
+
+
+FIT_ARGS = ["--suite", "bfcl-multiple", "--strategy", "learned_exact", "--size", "5",
+            "--budget-scale", "1", "--agent-size", "0"]
+"""One learned unit: its first seconds are the family model's fit (bfcl-tools' training
+part), which writes nothing."""
+
+
+@pytest.mark.flow
+def test_ctrl_c_inside_a_learned_fit_ends_the_run_and_the_resumed_run_is_identical(tmp_path):
+    # before: the fit went on until the 5-second fallback (here the unit then finished and
+    # was written: "interrupted after 1 of 1 units"); now a learned unit's work is dropped
+    # at the signal and the resumed run fits again, to the same rows
+    def env_for(name: str) -> dict:
+        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+        env.update(JUNCTION_WAREHOUSE=str(tmp_path / name / "wh"),
+                   JUNCTION_REPORTS=str(tmp_path / name / "rep"),
+                   JUNCTION_STATE_DIR=str(tmp_path / name / "state"), COLUMNS="200")
+        return env
+
+    cut = env_for("cut")
+    warehouse = Path(cut["JUNCTION_WAREHOUSE"])
+    proc = subprocess.Popen([JUNCTION, "bench", *FIT_ARGS, "--run-id", "fit"], cwd=ROOT,
+                            env=cut, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not (warehouse / "runs" / "fit.json").exists():  # its unit starts at once
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "the run did not start in 600 s"
+            time.sleep(0.002)
+        time.sleep(0.5)  # into the fit (several seconds here), not merely before the unit
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        os.kill(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, stderr[-3000:]
+    lines = stderr.splitlines()
+    command = shlex.join(["junction", "bench", "--run-id", "fit", *FIT_ARGS])
+    assert len(lines) == 1 and re.fullmatch(
+        r"interrupted after 0 of 1 units; resume with `(.*)`", lines[0]), stderr
+    assert lines[0].endswith(f"`{command}`"), lines
+    meta = TraceStore(str(warehouse)).read_run_meta("fit")
+    assert meta["status"] == "interrupted" and meta["units_done"] == 0, meta
+    assert not list(warehouse.rglob("*.parquet"))  # the fit's unit wrote nothing
+    log = (Path(cut["JUNCTION_STATE_DIR"]) / "logs" / "fit.log").read_text()
+    assert "interrupt: the run ends at once: a learned unit's work (its fit) is dropped" \
+        in log, log[-3000:]  # not after the 5-second fallback
+    assert [p for p in warehouse.rglob("*") if ".tmp" in p.name] == []
+
+    resumed = subprocess.run([JUNCTION, *shlex.split(command)[1:]], cwd=ROOT, env=cut,
+                             capture_output=True, text=True, timeout=900)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming run fit" in resumed.stdout and "in 1 units (0 already done)" in \
+        resumed.stdout
+    whole = env_for("whole")
+    once = subprocess.run([JUNCTION, "bench", *FIT_ARGS, "--run-id", "fit"], cwd=ROOT,
+                          env=whole, capture_output=True, text=True, timeout=900)
+    assert once.returncode == 0, once.stderr[-3000:]
+    scans = [f"read_parquet('{Path(e['JUNCTION_WAREHOUSE']) / 'traces'}/**/*.parquet')"
+             for e in (cut, whole)]
+    for a, b in (scans, scans[::-1]):  # row for row, both ways
+        assert duckdb.sql(f"select count(*) from (select * from {a} except all "
+                          f"select * from {b})").fetchall() == [(0,)]
+    assert duckdb.sql(f"select count(*) from {scans[0]}").fetchall() == [(5,)]
+    assert (Path(cut["JUNCTION_REPORTS"]) / "fit" / "metrics.json").read_bytes() == \
+        (Path(whole["JUNCTION_REPORTS"]) / "fit" / "metrics.json").read_bytes()

@@ -185,3 +185,17 @@ def test_sql_json_turns_nan_and_infinity_into_null(cli_env, warehouse):
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout, parse_constant=lambda name: pytest.fail(name)) == [
         {"a": None, "b": None, "c": [None, 1.5], "d": {"x": None}, "e": 2.5}]
+
+
+# ------------------------------------------------------------------------- DuckDB's hint
+
+@pytest.mark.parametrize("query, hint", [
+    ("select * from tracs", 'Did you mean "traces"?'),
+    ("select strateg from traces", 'Candidate bindings: "strategy"'),
+], ids=["table", "column"])
+def test_sql_keeps_duckdbs_hint_on_its_one_line(cli_env, warehouse, query, hint):
+    # before: only DuckDB's first line, "... does not exist!", without the hint below it
+    result = run(cli_env, "sql", query)
+    _one_line(result, "error: query failed: ")
+    assert hint in result.stderr, result.stderr
+    assert "LINE 1" not in result.stderr

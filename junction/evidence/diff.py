@@ -47,7 +47,8 @@ def resolve_run(store: TraceStore, ref: str) -> str:
     """A run id from ``ref``: a run id, ``latest``, ``previous``, or a git commit (prefix,
     >= 4 hex digits: the latest run made at that commit), of a completed run.
     ``UnknownNameError`` otherwise; for a run id whose run is running, interrupted or
-    failed, the message states that status and how to finish it."""
+    failed, the message states that status and how to finish it (the run's recorded
+    ``resume_command`` where it has one)."""
     metas = [m for m in store.run_metas() if m.get("status") == "completed"]
     ids = [m["run_id"] for m in metas]
     if ref == "latest":
@@ -68,12 +69,14 @@ def resolve_run(store: TraceStore, ref: str) -> str:
     unfinished = [m for m in store.run_metas() if m.get("run_id") == ref]
     if unfinished:
         status = unfinished[-1].get("status") or "of unknown status"
-        hint = {"running": "wait for it to finish, or resume it with `junction bench "
-                           f"--run-id {ref}` and the same options if it was stopped",
-                "interrupted": f"resume it with `junction bench --run-id {ref}` and the same "
-                               "options",
+        command = unfinished[-1].get("resume_command")
+        resume = (f"`{command}`" if command  # recorded by the command line that started it
+                  else f"`junction bench --run-id {ref}` and the same options")
+        hint = {"running": f"wait for it to finish, or resume it with {resume} if it was "
+                           "stopped",
+                "interrupted": f"resume it with {resume}",
                 "failed": f"its error is in {store.run_meta_path(ref)}; resume it with "
-                          f"`junction bench --run-id {ref}` and the same options"}.get(
+                          f"{resume}"}.get(
             status, f"see its run.json ({unfinished[-1].get('problem') or 'no problem named'})")
         raise UnknownNameError(f"run {ref} is {status}, not completed: it has no report to "
                                f"read; {hint}")

@@ -22,8 +22,26 @@ from junction.evidence.verdict_text import agent_table_lines, comparison_lines, 
 from junction.strategies.catalog import reference_strategies
 from junction.verifiers import verifier_meaning
 
-__all__ = ["MEMORY_REFERENCE_NOTE", "REFERENCE_NOTE", "ReportSections", "plan_sentence",
-           "render_markdown"]
+__all__ = ["FINDING_SUITE", "MEMORY_REFERENCE_NOTE", "REFERENCE_NOTE", "ReportSections",
+           "finding_absent_sentence", "plan_sentence", "render_markdown"]
+
+FINDING_SUITE = "tau2-banking"
+"""The suite that holds the study's finding: the only one whose gold couples documents
+with tools, so the only one where joint selection can beat split selection on real data
+(docs/suites.md, "τ-Knowledge")."""
+
+
+def finding_absent_sentence(run: dict[str, Any]) -> str | None:
+    """One sentence for the first screen when the run left ``FINDING_SUITE`` out because
+    its data is absent or unreadable (run.json's ``suites_skipped``: the reason, which says
+    how to get the data or which file failed); None when the run did not skip it."""
+    reason = (run.get("suites_skipped") or {}).get(FINDING_SUITE)
+    if not reason:
+        return None
+    reason = reason.removeprefix(f"{FINDING_SUITE}: ")
+    return (f"The study's finding, joint against split selection where documents and tools "
+            f"really belong together, is on suite `{FINDING_SUITE}`, which this run left "
+            f"out: {reason.rstrip('.')}.")
 
 
 @dataclass(frozen=True)
@@ -270,6 +288,9 @@ def render_markdown(sections: ReportSections) -> str:
     lines = [f"# Junction benchmark report: run `{run['run_id']}`", ""]
     if headline is not None:
         lines.extend(first_screen_lines(headline))
+    absent = finding_absent_sentence(run)
+    if absent:  # the skip line itself stands further down, above the Suites section
+        lines += [absent, ""]
     if sections.plot_name:
         lines.append(f"![success against budget]({sections.plot_name})")
         lines.append("")

@@ -34,7 +34,7 @@ from junction.errors import JunctionError, TraceError
 from junction.evidence.store import TraceStore, check_name
 
 __all__ = ["Warehouse", "WarehouseError", "ReadOnlyError", "CorruptFileWarning", "RunData",
-           "VIEWS_SQL", "view_statement", "check_read_only"]
+           "VIEWS_SQL", "view_statement", "check_read_only", "duckdb_error_line"]
 
 VIEWS_SQL = importlib.resources.files("junction.evidence") / "views.sql"
 """The view definitions, shipped inside the package (so a non-editable install has them)."""
@@ -42,6 +42,18 @@ VIEWS_SQL = importlib.resources.files("junction.evidence") / "views.sql"
 
 class WarehouseError(JunctionError):
     """The warehouse cannot be opened or a query failed; the message says why."""
+
+
+def duckdb_error_line(exc: BaseException) -> str:
+    """DuckDB's error message on one line: its lines up to the first blank one or the
+    ``LINE n:`` excerpt, joined by spaces, so the hint that follows the first line
+    ("Did you mean "traces"?", "Candidate bindings: ...") is kept."""
+    kept = []
+    for line in str(exc).splitlines():
+        if not line.strip() or line.startswith("LINE "):
+            break
+        kept.append(line.strip())
+    return " ".join(kept) or type(exc).__name__
 
 
 def _statements(sql: str) -> list[str]:
@@ -308,7 +320,7 @@ class Warehouse:
             traces = con.sql(_RUN_TRACES, params=[run_id]).to_arrow_table()
             timings = con.sql(_RUN_TIMINGS, params=[run_id]).to_arrow_table()
         except duckdb.Error as exc:
-            raise WarehouseError(f"query failed: {str(exc).splitlines()[0]}") from None
+            raise WarehouseError(f"query failed: {duckdb_error_line(exc)}") from None
         finally:
             con.close()
         return RunData(run, traces, run.get("suites", {}) if suites is None else suites,
@@ -318,13 +330,14 @@ class Warehouse:
         """Run read-only ``sql`` against the views (``check_read_only``, ``connect_reader``).
 
         Raises ``ReadOnlyError`` for a statement other than SELECT, ``WarehouseError`` with
-        DuckDB's first line when the query fails.
+        DuckDB's message on one line when the query fails (``duckdb_error_line``: its hint,
+        "Did you mean ..." or the candidate columns, kept).
         """
         check_read_only(sql)
         con = self.connect_reader()
         try:
             return con.sql(sql, params=params or None).to_arrow_table()
         except duckdb.Error as exc:
-            raise WarehouseError(f"query failed: {str(exc).splitlines()[0]}") from None
+            raise WarehouseError(f"query failed: {duckdb_error_line(exc)}") from None
         finally:
             con.close()
