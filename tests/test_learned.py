@@ -444,3 +444,19 @@ def test_fit_workers_end_quietly_when_their_parent_exits_mid_search():
         time.sleep(0.1)
     assert alive == [], "fit workers outlived their parent"
     assert proc.stderr == ""
+
+
+def test_a_small_search_stays_in_this_process_unless_workers_are_asked_for():
+    """Pools of at most ``AUTO_COMBINATORIAL_MAX`` candidates: no worker process starts
+    for ``workers=None``; ``workers=2`` starts them, and the model is the same."""
+    from junction.learned import grid
+
+    tasks = _fixture_tasks()
+    shutdown_workers()
+    auto = fit_learned_utility("spread-test", tasks, 8)
+    assert grid._STARTED == []
+    spread = fit_learned_utility("spread-test", tasks, 8, workers=2)
+    assert len(grid._STARTED) == 2
+    assert auto.sha256 == spread.sha256
+    shutdown_workers()
+    assert grid._STARTED == []

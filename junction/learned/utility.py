@@ -69,6 +69,7 @@ from junction.learned.model import (
     fit_probability_model,
 )
 from junction.select import JointProblem
+from junction.select.exact.auto import AUTO_COMBINATORIAL_MAX
 from junction.learned.grid import Variant, fit_workers, solve_all
 from junction.candidates import (
     DEFAULT_POOL_RULE,
@@ -81,6 +82,7 @@ from junction.tasks import BenchmarkTask, RouterView
 __all__ = [
     "LAMBDA_GRID",
     "POOL_CACHE_SIZE",
+    "SPREAD_MIN_PROBLEMS",
     "TAU_GRID",
     "LearnedUtility",
     "clear_pool_cache",
@@ -96,6 +98,12 @@ TAU_GRID = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 tie keeps the smaller, i.e. more pairs). 0.005 and 0.01 were added below 0.02 (issue 39):
 the fit picked 0.02, then the grid's smallest, so the search did not show whether a
 smaller threshold does better."""
+
+SPREAD_MIN_PROBLEMS = 200
+"""A fit with ``workers=None`` runs its search on worker processes only when at least this
+many grid-point problems have pools larger than ``AUTO_COMBINATORIAL_MAX`` (the ones the
+branch and cut may get); smaller searches (BFCL's pools of 8 per lane, test fixtures) take
+less time than starting the worker processes."""
 
 POOL_CACHE_SIZE = 4096
 """Training views whose BM25 pools the fit keeps for the process (least recently used
@@ -263,7 +271,8 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     """Fit the family's models, lam and tau on training ``tasks`` (module docstring).
 
     ``workers``: processes the λ × τ search's exact selections run on (None:
-    ``fit_workers()``; 1: this process only); the fitted model is the same for any value.
+    ``grid.fit_workers()`` for a search of at least ``SPREAD_MIN_PROBLEMS`` large problems,
+    else 1; 1: this process only); the fitted model is the same for any value.
     Raises ``LearnedModelError`` when ``tasks`` is empty, ``GridWorkerError`` when
     ``JUNCTION_FIT_WORKERS`` is not an integer >= 1 or a worker process fails.
     """
@@ -329,9 +338,12 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                     variants[i].append((unary, kept[i]))
                 at.append(index[i][key])
             grid.append((tau, lam, at))
-    selections = solve_all([(f.contexts, f.tools, v.budget, vs)
-                              for f, v, vs in zip(features, views, variants)],
-                             fit_workers() if workers is None else workers)
+    jobs = [(f.contexts, f.tools, v.budget, vs) for f, v, vs in zip(features, views, variants)]
+    if workers is None:  # spread only a search with problems for the branch and cut
+        large = sum(len(vs) for f, vs in zip(features, variants)
+                    if len(f.contexts) + len(f.tools) > AUTO_COMBINATORIAL_MAX)
+        workers = fit_workers() if large >= SPREAD_MIN_PROBLEMS else 1
+    selections = solve_all(jobs, workers)
     # outcomes: the task's verifier on each distinct selection (training rows may use gold)
     success: list[list[bool]] = []
     for t, sels in zip(tasks, selections):
