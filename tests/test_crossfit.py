@@ -163,6 +163,16 @@ def test_headline_uses_the_corrected_interval_where_a_side_is_cross_fitted():
     assert other["other"] == "exact" and other["comparison"].test == "corrected_cv"
     (plain,) = headline([r for r in rows if r["strategy"] != "learned_exact"])
     assert plain["best"] == ["exact"] and plain["comparisons"][0]["comparison"].test == "mcnemar"
+    # the first screen says which comparison and which interval (8 tasks: too few to decide)
+    from junction.evidence.verdict_text import verdict_lines
+    from tests.report_text import read_verdict
+
+    (line,) = verdict_lines([h])
+    assert "best joint against best split" in line["text"]
+    assert "corrected repeated-CV interval (2 × 2 folds)" in line["text"]
+    said = read_verdict(line["text"])
+    assert (said.status, said.n, said.rates) == (
+        "too few", 8, {"learned_exact": 81, "fixed_split": 50})
 
 
 def test_headline_pairs_two_cross_fitted_sides_repetition_by_repetition():

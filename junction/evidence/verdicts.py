@@ -51,7 +51,7 @@ from junction.strategies.catalog import interaction_blind_strategies, strategies
 __all__ = ["ALPHA", "MIN_DECIDING_TASKS", "PRIMARY_OUTCOMES",
            "PairedComparison", "compare_strategies", "corrected_cv_interval",
            "paired_comparison", "wilson_interval", "primary_outcome", "outcome_tasks",
-           "outcome_table", "too_few", "headline", "verdict_text"]
+           "outcome_table", "too_few", "headline", "verdict_words"]
 
 ALPHA = 0.05
 CONFIDENCE = 0.95
@@ -103,7 +103,6 @@ def corrected_cv_interval(a: Sequence[float], b: Sequence[float], runs: int,
         p_better = 1.0 if mean > 0 else (0.5 if mean == 0 else 0.0)
     return {"difference": mean, "ci_low": mean - half, "ci_high": mean + half,
             "p_value": p, "p_a_better": p_better, "df": int(df)}
-
 
 
 @dataclass(frozen=True)
@@ -315,7 +314,7 @@ def outcome_table(rows: Sequence[Mapping[str, Any]], column: str) -> list[dict[s
     return out
 
 
-def verdict_text(best: str, other: str, cmp: PairedComparison) -> tuple[str, str]:
+def verdict_words(best: str, other: str, cmp: PairedComparison) -> tuple[str, str]:
     """(status, words) of ``best`` against ``other``: ("detected", "A beats B by +12 points
     [+3, +20]"), the better named first (so B beats A where A − B is detected below 0,
     with the difference and interval turned round), or ("none", "no detectable difference
@@ -391,7 +390,7 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             comparisons.append({
                 "other": other,
                 "role": "interaction-blind best" if other == blind_best else "reference",
-                "comparison": cmp, "verdict": verdict_text(best, other, cmp)[1],
+                "comparison": cmp, "verdict": verdict_words(best, other, cmp)[1],
             })
         kind = "joint" if joint else "any"
         out.append({"suite": suite, "budget_scale": scale, "outcome": outcome,
