@@ -309,3 +309,11 @@ def test_a_cross_fitted_run_evaluates_every_task_once_per_repetition(
     crossed = metrics["cross_fitted"]
     assert [(c["a"], c["repetitions"], c["folds"], c["n_tasks"]) for c in crossed] == [
         ("learned_exact", 2, 2, 5)]
+    # the headline: the best joint strategy against the best split (learned_split, the only
+    # one here), with the refits in the interval
+    head = metrics["headline"]["tau2-banking"]["budget_scale=1"]
+    blind = [(o, c) for o, c in head["comparisons"].items()
+             if c["role"] == "interaction-blind best"]
+    assert head["best_kind"] == "joint" and head["best"][0] in ("exact", "learned_exact")
+    assert [(o, c["test"], c["repetitions"], c["folds"], c["tasks"]) for o, c in blind] == [
+        ("learned_split", "corrected_cv", 2, 2, 5)]
