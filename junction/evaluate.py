@@ -17,6 +17,7 @@ from junction.candidates import DEFAULT_POOL_RULE, Candidate, pool_rule
 from junction.agent.execution import ExecutionResult, Executor, execute
 from junction.verifiers import verify
 from junction.agent.graders import gradable, grade_agent
+from junction.evidence.losses import loss_cause
 from junction.evidence.metrics import (
     LaneRanking,
     lane_ranking_metrics,
@@ -99,7 +100,9 @@ def evaluate_batch(
     the router view. ``repetition`` and ``fold`` are recorded on every trace (a
     cross-fitted suite's repetition, and the fold of a learned strategy bound to it).
     ``pool`` is the pool rule (``junction.candidates.POOL_RULES``) every selection of the
-    batch ranks its candidates by, recorded on every trace (``pool_rule``).
+    batch ranks its candidates by, recorded on every trace (``pool_rule``). A failed
+    retrieval proxy gets its ``loss_cause`` (``junction.evidence.losses.loss_cause``, from
+    the task's gold, the candidate pools and the exposed set).
 
     The agent acts once every selection of the batch is made, so an agent with a
     ``concurrency`` attribute above 1 (``junction.agent.remote.RemoteExecutor``) gets that
@@ -166,7 +169,11 @@ def evaluate_batch(
             tool_calls=tuple(ToolCallRecord(index=c.index, tool_id=c.tool_id,
                                             arguments_json=_finite_json(c.arguments))
                              for c in execution.tool_calls),
-            success=outcome.success, failure_reason=outcome.reason, **agent_fields,
+            success=outcome.success, failure_reason=outcome.reason,
+            loss_cause=loss_cause(task, [c.resource_id for c in result.pools.contexts],
+                                  [c.resource_id for c in result.pools.tools],
+                                  sel.context_ids, sel.tool_ids, outcome.success),
+            **agent_fields,
             gold_context_ids=task.gold_context_ids, gold_tool_ids=task.gold_tool_ids,
             context_recall=set_recall(sel.context_ids, task.gold_context_ids),
             context_precision=set_precision(sel.context_ids, task.gold_context_ids),

@@ -29,7 +29,8 @@ from pydantic import BaseModel, ConfigDict
 
 from junction.errors import UnknownNameError
 
-__all__ = ["Grades", "VERIFIERS", "Outcome", "VerifierInfo", "normalise_answer",
+__all__ = ["Grades", "VERIFIERS", "Outcome", "VerifierInfo", "cheapest_success_set",
+           "normalise_answer",
            "register_verifier", "verify", "verify_context_answer", "verify_contexts_exact",
            "verify_no_tools", "verify_tools_exposed", "verify_tools_with_documents",
            "verify_toy", "verifier_info",
@@ -142,7 +143,14 @@ def verify_tools_with_documents(task: Any, result: Any) -> Outcome:
     """``tools_with_documents``: every gold tool is exposed and, for the tool of each of the
     task's ``gold_pairs``, some exposed document of those pairs names it (reads no
     ``params``; τ's ``params["actions"]`` are the agent grader's, ``junction.agent.
-    tau2_grading``)."""
+    tau2_grading``). A task without a gold tool has nothing to pair: it is graded on what it
+    does need, every gold context (τ: its required documents) exposed."""
+    if not task.gold_tool_ids:
+        missing = sorted(set(task.gold_context_ids) - set(result.context_ids))
+        if missing:
+            return Outcome(success=False, reason=f"no gold tool; required documents not "
+                                                  f"exposed: {missing}")
+        return Outcome(success=True)
     tools = verify_tools_exposed(task, result)
     if not tools.success:
         return tools
@@ -152,6 +160,44 @@ def verify_tools_with_documents(task: Any, result: Any) -> Outcome:
     if bare:
         return Outcome(success=False, reason=f"no exposed document names gold tool(s) {bare}")
     return Outcome(success=True)
+
+
+def cheapest_success_set(task: Any) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The exposed set of fewest visible tokens that the task's verifier accepts, as
+    (sorted context ids, sorted tool ids), for the kinds graded on gold exposure alone:
+    ``tools_exposed`` (the gold tools), ``tools_with_documents`` (the gold tools and the
+    cheapest set of gold-pair documents that names every paired tool; on a task without a
+    gold tool, every gold context). None for every other kind.
+
+    Exact: a dynamic programme over the subsets of paired tools (documents in id order, a
+    subset kept only at its least cost), so 2^(paired tools) states per document; ties
+    go to the sorted id tuple that comes first. It reads gold, so only references and
+    grading call it, never a strategy.
+    """
+    kind = task.verifier.kind
+    tools = tuple(sorted(set(task.gold_tool_ids)))
+    if kind == "tools_exposed":
+        return (), tools
+    if kind != "tools_with_documents":
+        return None
+    if not tools:
+        return tuple(sorted(set(task.gold_context_ids))), ()
+    paired = sorted({p.tool_id for p in task.gold_pairs})
+    bit = {t: 1 << i for i, t in enumerate(paired)}
+    covers: dict[str, int] = {}
+    for p in task.gold_pairs:
+        covers[p.context_id] = covers.get(p.context_id, 0) | bit[p.tool_id]
+    best: dict[int, tuple[int, tuple[str, ...]]] = {0: (0, ())}
+    for doc in sorted(covers):
+        cost = task.context(doc).token_cost
+        for mask, (spent, chosen) in list(best.items()):
+            grown = mask | covers[doc]
+            if grown == mask:
+                continue
+            option = (spent + cost, tuple(sorted((*chosen, doc))))
+            if grown not in best or option < best[grown]:
+                best[grown] = option
+    return best[(1 << len(paired)) - 1][1], tools
 
 
 def verify_no_tools(task: Any, result: Any) -> Outcome:
@@ -210,7 +256,8 @@ for _info in (
                  verify_contexts_exact),
     VerifierInfo("tools_with_documents", "every gold tool is exposed and, for each gold "
                  "pair's tool, at least one of its gold documents naming it is exposed (the "
-                 "tool together with the document that makes it right)",
+                 "tool together with the document that makes it right); on a task without a "
+                 "gold tool, every gold document is exposed",
                  verify_tools_with_documents),
 ):
     register_verifier(_info)

@@ -129,6 +129,68 @@ def test_cross_fitted_verdict_counts_repetitions_and_drops_disputed_tasks():
     assert full["holds"] == 0 and full["p_a_better"] > 0.5
 
 
+def test_headline_uses_the_corrected_interval_where_a_side_is_cross_fitted():
+    # 8 tasks, 2 repetitions x 2 folds (fold of t_i in repetition r: (i + r) % 2).
+    # learned_exact (refitted per fold) succeeds on t0..t5 in repetition 0 and on t0..t6 in
+    # repetition 1; fixed_split (no refit: one row per task, seed 0) on t0..t3; exact on t0
+    # and t1. The best joint (learned_exact, 13/16 = .8125) meets the best split
+    # (fixed_split, .5), each fold's tasks paired with fixed_split's one outcome per task:
+    #   rep 0 fold 0 (t0 t2 t4 t6): A 3/4, B 2/4; fold 1 (t1 t3 t5 t7): A 3/4, B 2/4
+    #   rep 1 fold 0 (t1 t3 t5 t7): A 3/4, B 2/4; fold 1 (t0 t2 t4 t6): A 4/4, B 2/4
+    from junction.evidence.verdicts import headline
+
+    rows = []
+    for i in range(8):
+        common = {"suite": "s", "budget_scale": 1.0, "task_id": f"t{i}", "agent_success": None}
+        rows.append({**common, "strategy": "fixed_split", "seed": 0, "fold": None,
+                     "success": i < 4})
+        rows.append({**common, "strategy": "exact", "seed": 0, "fold": None, "success": i < 2})
+        for r in (0, 1):
+            rows.append({**common, "strategy": "learned_exact", "seed": r, "fold": (i + r) % 2,
+                         "success": i < 6 + r})
+    (h,) = headline(rows)
+    assert h["best"] == ["learned_exact"] and h["rates"]["learned_exact"] == (0.8125, 16)
+    first, other = h["comparisons"]
+    assert (first["other"], first["role"]) == ("fixed_split", "interaction-blind best")
+    cmp = first["comparison"]
+    want = corrected_cv_interval([0.75, 0.75, 0.75, 1.0], [0.5, 0.5, 0.5, 0.5], runs=2)
+    assert (cmp.test, cmp.n, cmp.repetitions, cmp.folds) == ("corrected_cv", 8, 2, 2)
+    assert (cmp.difference, cmp.ci_low, cmp.ci_high, cmp.p_value) == pytest.approx(
+        (want["difference"], want["ci_low"], want["ci_high"], want["p_value"]))
+    assert (cmp.rate_a, cmp.rate_b) == (0.8125, 0.5)
+    # exact against learned_exact counts the refits too; two strategies without a refit
+    # keep the paired Newcombe/McNemar comparison
+    assert other["other"] == "exact" and other["comparison"].test == "corrected_cv"
+    (plain,) = headline([r for r in rows if r["strategy"] != "learned_exact"])
+    assert plain["best"] == ["exact"] and plain["comparisons"][0]["comparison"].test == "mcnemar"
+    # the first screen says which comparison and which interval (8 tasks: too few to decide)
+    from junction.evidence.verdict_text import verdict_lines
+    from tests.report_text import read_verdict
+
+    (line,) = verdict_lines([h])
+    assert "best joint against best split" in line["text"]
+    assert "corrected repeated-CV interval (2 × 2 folds)" in line["text"]
+    said = read_verdict(line["text"])
+    assert (said.status, said.n, said.rates) == (
+        "too few", 8, {"learned_exact": 81, "fixed_split": 50})
+
+
+def test_headline_pairs_two_cross_fitted_sides_repetition_by_repetition():
+    outcomes = {}
+    for r in (0, 1):
+        for i in range(8):
+            outcomes[("learned_exact", r, f"t{i}")] = ((i + r) % 2, True)
+            outcomes[("learned_split", r, f"t{i}")] = ((i + r) % 2, i >= 2)
+    from junction.evidence.verdicts import headline
+
+    rows = [{**row, "agent_success": None} for row in _rows(outcomes)]
+    (h,) = headline(rows)
+    cmp = h["comparisons"][0]["comparison"]
+    (twin,) = [v for v in cross_fitted_verdicts(_rows(outcomes)) if v["subset"] == "all"]
+    assert cmp.test == "corrected_cv" and (cmp.difference, cmp.ci_low, cmp.ci_high) == \
+        pytest.approx((twin["difference"], twin["ci_low"], twin["ci_high"]))
+
+
 def test_joint_split_counts_a_repeated_selection_once_and_leaves_folds_out():
     rows = []
     for r in (0, 1, 2):  # no refit: the same selection in every repetition
@@ -247,3 +309,11 @@ def test_a_cross_fitted_run_evaluates_every_task_once_per_repetition(
     crossed = metrics["cross_fitted"]
     assert [(c["a"], c["repetitions"], c["folds"], c["n_tasks"]) for c in crossed] == [
         ("learned_exact", 2, 2, 5)]
+    # the headline: the best joint strategy against the best split (learned_split, the only
+    # one here), with the refits in the interval
+    head = metrics["headline"]["tau2-banking"]["budget_scale=1"]
+    blind = [(o, c) for o, c in head["comparisons"].items()
+             if c["role"] == "interaction-blind best"]
+    assert head["best_kind"] == "joint" and head["best"][0] in ("exact", "learned_exact")
+    assert [(o, c["test"], c["repetitions"], c["folds"], c["tasks"]) for o, c in blind] == [
+        ("learned_split", "corrected_cv", 2, 2, 5)]

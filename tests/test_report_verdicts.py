@@ -25,7 +25,7 @@ import pyarrow as pa
 import pytest
 
 from junction.evidence import metrics as catalog
-from junction.evidence import verdicts
+from junction.evidence import verdict_text, verdicts
 from junction.evidence.report_markdown import REFERENCE_NOTE
 from junction.evidence.reports import RunData, write_report
 from junction.evidence.summary import headline_rows
@@ -97,28 +97,82 @@ def test_headline_no_detectable_difference_is_never_a_win():
 
 
 def test_headline_tie_lists_both_and_detects_nothing():
-    # adaptive_split and exact tie at 3/4; exact (uses interactions) is listed and compared
-    # first, against adaptive_split, the interaction-blind best (fixed_split: 1/4)
+    # exact and learned_exact (both joint) tie at 3/4: both listed, exact compared first,
+    # against adaptive_split, the interaction-blind best (2/4; fixed_split: 1/4)
+    same = [True, False, True, True]
+    (h,) = headline_rows(records_to_table(_traces({
+        "learned_exact": same, "exact": same, "adaptive_split": [True, False, True, False],
+        "fixed_split": [True, False, False, False]})))
+    assert h["best"] == ["exact", "learned_exact"] and h["best_kind"] == "joint"
+    c = h["comparisons"][0]
+    assert (c["other"], c["role"]) == ("adaptive_split", "interaction-blind best")
+    said = read_verdict(h["sentence"])
+    assert (said.tied, said.suite, said.status, said.pair, said.n) == (
+        ("exact", "learned_exact"), "s", "none", ("exact", "adaptive_split"), 4)
+    cmp = c["comparison"]
+    assert said.points == (points(cmp.difference), points(cmp.ci_low), points(cmp.ci_high))
+
+
+def test_a_split_tied_with_the_best_joint_is_its_comparison_not_a_co_winner():
     same = [True, False, True, True]
     (h,) = headline_rows(records_to_table(_traces({
         "adaptive_split": same, "exact": same, "fixed_split": [True, False, False, False]})))
-    assert h["best"] == ["exact", "adaptive_split"]
+    assert h["best"] == ["exact"]
     c = h["comparisons"][0]
     assert (c["other"], c["role"]) == ("adaptive_split", "interaction-blind best")
     assert (c["comparison"].difference, c["comparison"].p_value) == (0.0, 1.0)
-    said = read_verdict(h["sentence"])
-    assert (said.tied, said.suite, said.status, said.pair, said.n) == (
-        ("exact", "adaptive_split"), "s", "none", ("exact", "adaptive_split"), 4)
-    cmp = c["comparison"]
-    assert said.points == (0, points(cmp.ci_low), points(cmp.ci_high))
+    assert read_verdict(h["sentence"]).status == "none"
 
 
-def test_headline_when_the_best_ignores_interactions_no_comparison_is_the_blind_best():
+@pytest.mark.parametrize(("fixed", "adaptive", "blind_best"), [
+    (16, 4, "fixed_split"),      # fixed_split is the stronger split at this scale
+    (4, 16, "adaptive_split"),   # adaptive_split is: the headline follows it
+])
+def test_headline_compares_the_best_joint_with_the_best_split_of_each_scale(
+        fixed, adaptive, blind_best):
+    # exact 20/20 at scale 1 against the best split's 16/20 (4 discordant pairs, McNemar
+    # 2 · 0.5⁴ = 0.125: no detectable difference); at scale 0.5 exact 8/20 and the best split 16/20, so there the
+    # split beats the joint strategy: 8 discordant pairs, all the split's (b = 0, c = 8):
+    # McNemar 2 · 0.5⁸ = 0.0078; the verdict names the better one first
+    records = (_traces({"exact": [True] * 20, "fixed_split": [True] * fixed + [False] * (20 - fixed),
+                        "adaptive_split": [True] * adaptive + [False] * (20 - adaptive)})
+               + _traces({"exact": [True] * 8 + [False] * 12,
+                          "fixed_split": [True] * fixed + [False] * (20 - fixed),
+                          "adaptive_split": [True] * adaptive + [False] * (20 - adaptive)},
+                         scale=0.5))
+    by_scale = {h["budget_scale"]: h for h in headline_rows(records_to_table(records))}
+    for scale, h in by_scale.items():
+        first = h["comparisons"][0]
+        assert h["best"] == ["exact"]
+        assert (first["other"], first["role"]) == (blind_best, "interaction-blind best")
+        assert first["comparison"].test == "mcnemar"
+    low = by_scale[0.5]["comparisons"][0]["comparison"]
+    assert (low.difference, low.only_b, low.p_value) == (pytest.approx(-0.4), 8,
+                                                         pytest.approx(2 * 0.5 ** 8))
+    said = read_verdict(by_scale[0.5]["sentence"])
+    assert (said.status, said.pair) == ("detected", (blind_best, "exact"))
+    assert said.points == (40, -points(low.ci_high), -points(low.ci_low))
+    lines = verdict_text.joint_against_split_lines(list(by_scale.values()))
+    rows = table_rows("\n".join(lines), "suite", "scale")
+    assert [(r["scale"], r["best joint"], r["best split"], r["verdict"]) for r in rows] == [
+        ("0.5", "exact", blind_best, f"{blind_best} is better"),
+        ("1", "exact", blind_best, "no detectable difference")]  # 4 discordant: p = 0.125
+
+
+def test_headline_names_the_best_joint_even_where_a_split_does_better():
     (h,) = headline_rows(records_to_table(_traces({
         "fixed_split": [True, True], "adaptive_split": [True, False], "exact": [False, False]})))
-    assert h["best"] == ["fixed_split"]
+    assert h["best"] == ["exact"]
     assert [(c["other"], c["role"]) for c in h["comparisons"]] == [
-        ("adaptive_split", "reference"), ("exact", "reference")]
+        ("fixed_split", "interaction-blind best"), ("adaptive_split", "reference")]
+
+
+def test_headline_without_a_joint_strategy_names_the_best_of_all():
+    (h,) = headline_rows(records_to_table(_traces({
+        "fixed_split": [True, True], "adaptive_split": [True, False]})))
+    assert (h["best"], h["best_kind"]) == (["fixed_split"], "any")
+    assert [(c["other"], c["role"]) for c in h["comparisons"]] == [
+        ("adaptive_split", "reference")]
 
 
 def test_headline_pairs_only_shared_tasks():
@@ -174,7 +228,7 @@ def test_metrics_json_is_byte_identical_and_holds_the_headline(tmp_path):
     assert text == b["metrics.json"].read_bytes()
     doc = json.loads(text)
     cmp = doc["headline"]["s"]["budget_scale=1"]["comparisons"]["fixed_split"]
-    assert cmp["detected"] is False and cmp["mcnemar_p"] == 0.5
+    assert cmp["detected"] is False and (cmp["p_value"], cmp["test"]) == (0.5, "mcnemar")
     assert "select_ms" not in text.decode() and "4.00" not in text.decode()  # no timings
 
 
@@ -328,7 +382,8 @@ def test_verdict_lines_name_ties_pick_scale_one_and_summarise_the_run():
     n = 20
     rows = headline_rows(records_to_table(
         _traces({"exact": [True] * n, "fixed_split": [True] * 8 + [False] * 12}, suite="a")
-        + _traces({"exact": [True] * n, "adaptive_split": [True] * n}, suite="b")
+        + _traces({"exact": [True] * n, "learned_exact": [True] * n,
+                   "adaptive_split": [True] * n}, suite="b")
         + _traces({"exact": [True] * n, "fixed_split": [False] * n}, suite="b", scale=2.0)
         + _traces({"exact": [True]}, suite="c", scale=0.5)))
     lines = verdict_lines(rows)
@@ -338,7 +393,7 @@ def test_verdict_lines_name_ties_pick_scale_one_and_summarise_the_run():
     assert (b.suite, b.budget_scale, b.outcome, b.n, b.status, b.pair, b.points, b.rates,
             b.tied) == ("b", 1.0, "verified success", 20, "none", ("exact", "adaptive_split"),
                         (0, -16, 16), {"exact": 100, "adaptive_split": 100},
-                        ("exact", "adaptive_split"))
+                        ("exact", "learned_exact"))
     assert (c.suite, c.budget_scale, c.outcome, c.n, c.status, c.rates, c.tied) == (
         "c", 0.5, "verified success", 1, "alone", {"exact": 100}, ())
     assert read_verdict(lines[0]["text"]).tied == ()  # a tie is said only where there is one

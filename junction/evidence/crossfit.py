@@ -28,52 +28,16 @@ Strategies without a fold (no refit) are compared by ``junction.evidence.joint_s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from baycomp import CorrelatedTTest
-from scipy import stats
 
 from junction.evidence import verdicts
 from junction.evidence.joint_split import JOINT_SPLIT_PAIRS
+from junction.evidence.verdicts import corrected_cv_interval
 
 __all__ = ["corrected_cv_interval", "cross_fitted_verdicts", "cross_fitted_lines"]
-
-LEVEL = 0.95
-"""Interval level (two-sided)."""
-
-
-def corrected_cv_interval(a: Sequence[float], b: Sequence[float], runs: int,
-                          level: float = LEVEL) -> dict[str, float]:
-    """The corrected repeated cross-validation t-test on fold scores ``a`` and ``b`` (each
-    K · ``runs`` values, repetition-major): difference A − B, its ``level`` interval,
-    two-sided p, ``p_a_better`` and ``df`` (module docstring).
-
-    Raises ``ValueError`` for unequal lengths, fewer than two scores, a length that
-    ``runs`` does not divide, or a single fold per run (no correction is defined).
-    """
-    x, y = np.asarray(b, dtype=float), np.asarray(a, dtype=float)
-    if x.shape != y.shape or x.ndim != 1 or len(x) < 2:
-        raise ValueError(f"fold scores: need two equal-length vectors of at least 2 values, "
-                         f"got {len(a)} and {len(b)}")
-    if runs < 1 or len(x) % runs:
-        raise ValueError(f"fold scores: {len(x)} values do not divide into {runs} runs")
-    if len(x) // runs < 2:
-        raise ValueError("fold scores: the correction needs at least 2 folds per run")
-    mean, var, df = CorrelatedTTest.compute_statistics(x, y, runs)  # mean of y - x = A - B
-    mean, var = float(mean), float(var)
-    if var > 0:
-        scale = math.sqrt(var)
-        half = float(stats.t.ppf(0.5 + level / 2, df)) * scale
-        p = float(2 * stats.t.sf(abs(mean) / scale, df))
-        p_better = float(1 - stats.t.cdf(0, df, mean, scale))
-    else:  # every fold difference equal: no spread to estimate
-        half, p = 0.0, 1.0 if mean == 0 else 0.0
-        p_better = 1.0 if mean > 0 else (0.5 if mean == 0 else 0.0)
-    return {"difference": mean, "ci_low": mean - half, "ci_high": mean + half,
-            "p_value": p, "p_a_better": p_better, "df": int(df)}
 
 
 def _holds(by_rep: Mapping[int, tuple[list[bool], list[bool]]], difference: float) -> int:

@@ -29,24 +29,29 @@ def rounded(value: Any) -> Any:
     return value
 
 
+def _comparison(c: dict[str, Any]) -> dict[str, Any]:
+    """One headline comparison as ``metrics.json`` holds it (``test``: ``mcnemar`` or
+    ``corrected_cv``, with its repetitions, folds and P(A > B))."""
+    cmp = c["comparison"]
+    out = {"role": c["role"], "tasks": cmp.n, "rate_a": rounded(cmp.rate_a),
+           "rate_b": rounded(cmp.rate_b), "difference": rounded(cmp.difference),
+           "ci_low": rounded(cmp.ci_low), "ci_high": rounded(cmp.ci_high),
+           "p_value": rounded(cmp.p_value), "test": cmp.test, "detected": cmp.detected,
+           "decides": cmp.n >= verdicts.MIN_DECIDING_TASKS,
+           "identical_exposed_sets": c.get("identical_sets")}
+    if cmp.test == "corrected_cv":
+        out.update(repetitions=cmp.repetitions, folds=cmp.folds,
+                   p_a_better=rounded(cmp.p_a_better))
+    return out
+
+
 def _headline_document(headline: list[dict[str, Any]]) -> dict[str, Any]:
     """The headline as ``metrics.json`` holds it: suite -> scale -> best and comparisons."""
     out: dict[str, Any] = {}
     for h in headline:
         cell = out.setdefault(h["suite"], {})[f"budget_scale={h['budget_scale']:g}"] = {
-            "outcome": h["outcome"], "best": h["best"],
-            "comparisons": {
-                c["other"]: {
-                    "role": c["role"], "tasks": c["comparison"].n,
-                    "difference": rounded(c["comparison"].difference),
-                    "ci_low": rounded(c["comparison"].ci_low),
-                    "ci_high": rounded(c["comparison"].ci_high),
-                    "mcnemar_p": rounded(c["comparison"].p_value),
-                    "detected": c["comparison"].detected,
-                    "decides": c["comparison"].n >= verdicts.MIN_DECIDING_TASKS,
-                    "identical_exposed_sets": c.get("identical_sets"),
-                } for c in h["comparisons"]
-            },
+            "outcome": h["outcome"], "best": h["best"], "best_kind": h.get("best_kind"),
+            "comparisons": {c["other"]: _comparison(c) for c in h["comparisons"]},
         }
         if h.get("passed_over"):
             cell["passed_over"] = dict(sorted(h["passed_over"].items()))

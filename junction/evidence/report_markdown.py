@@ -18,7 +18,9 @@ from junction.candidates import DEFAULT_POOL_RULE, POOL_RULES
 from junction.evidence.agent_actions import action_lines
 from junction.evidence.crossfit import cross_fitted_lines
 from junction.evidence.joint_split import joint_split_lines
-from junction.evidence.verdict_text import agent_table_lines, comparison_lines, first_screen_lines
+from junction.evidence.losses import loss_lines
+from junction.evidence.verdict_text import (agent_table_lines, comparison_lines,
+                                            first_screen_lines, joint_against_split_lines)
 from junction.strategies.catalog import reference_strategies
 from junction.verifiers import verifier_meaning
 
@@ -91,6 +93,8 @@ class ReportSections:
     """``junction.evidence.crossfit.cross_fitted_verdicts``."""
     actions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """``junction.evidence.agent_actions.action_tables``."""
+    losses: list[dict[str, Any]] = field(default_factory=list)
+    """``junction.evidence.losses.loss_breakdown``."""
 
 
 def _calibration_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -272,16 +276,20 @@ def _agent_lines(params: dict[str, Any],
 
 
 REFERENCE_NOTE = ("References (bfcl_listed: the row's own listed functions, BFCL's setting; "
-                  "all_tools: the whole pool) sit outside the budget: they frame the "
-                  "strategies and are never named best. In each suite's table they follow "
+                  "all_tools: the whole pool; on τ-Knowledge gold_minimal: the cheapest set "
+                  "the verifier accepts where it fits the budget, the ceiling; "
+                  "gold_tools_only / gold_tools_documents: the coupling pair) are built from "
+                  "the task, not a strategy's view, and sit outside every comparison: they "
+                  "frame the strategies and are never named best. In each suite's table they follow "
                   "the strategies, below the *references* row.")
 """What the references are, said once per report."""
 
 
 def render_markdown(sections: ReportSections) -> str:
     """The Markdown report. First screen: the verdict line per suite, the run in one
-    sentence and the success-against-budget plot; then the run header, the full comparison
-    table, the agent outcome table, joint versus split, suites, one table per suite
+    sentence and the success-against-budget plot; then the run header, the best joint
+    against the best split per scale, the full comparison table, the agent outcome table,
+    joint versus split, where retrieval success is lost, suites, one table per suite
     (strategies, then references), learned calibration, cost and definitions."""
     run, summary, suites, headline = (sections.run, sections.summary, sections.suites,
                                       sections.headline)
@@ -312,12 +320,14 @@ def render_markdown(sections: ReportSections) -> str:
     lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")
     lines.append("")
     if headline is not None:
+        lines.extend(joint_against_split_lines(headline))
         lines.extend(comparison_lines(headline))
     lines.extend(agent_table_lines(sections.agent))
     lines.extend(agent_pair_lines(sections.agent_pairs))
     lines.extend(cross_fitted_lines(sections.cross_fitted))
     lines.extend(action_lines(sections.actions))
     lines.extend(joint_split_lines(sections.joint_split))
+    lines.extend(loss_lines(sections.losses, reference_strategies()))
     for name, reason in sorted((run.get("suites_skipped") or {}).items()):
         lines.append(f"- suite {name} was skipped: {reason}")
     if run.get("suites_skipped"):

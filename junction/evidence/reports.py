@@ -11,7 +11,7 @@ Each job has its module under ``junction.evidence``: ``summary`` (the trace rows
 summarised, in DuckDB), ``metrics_json`` (what ``metrics.json`` holds and its rounding),
 ``verdict_text`` (the headline in words), ``report_markdown`` (``report.md``), ``cost`` (the
 cost section), ``page`` (the HTML page), ``plots`` (the figures), ``calibration``,
-``joint_split`` and ``agent_tables`` (their analyses).
+``joint_split``, ``losses`` and ``agent_tables`` (their analyses).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from junction.evidence.cost import cost_lines
 from junction.evidence.crossfit import cross_fitted_verdicts
 from junction.evidence.agent_actions import action_tables
 from junction.evidence.joint_split import MEASURES, joint_split_verdicts
+from junction.evidence.losses import loss_breakdown, loss_document
 from junction.evidence.report_markdown import ReportSections, render_markdown
 from junction.evidence.metrics_json import metrics_document, rounded
 from junction.evidence.page import html_page
@@ -123,7 +124,7 @@ def report_sections(data: RunData) -> ReportSections:
         cost = cost_lines(every_trace, data.timings, con) if every_trace.num_rows else None
         times = plots.strategy_times(data.timings, con) if timed else []
     columns = [c for c in ("suite", "budget_scale", "strategy", "seed", "repetition", "fold",
-                           "task_id", *MEASURES) if c in traces.column_names]
+                           "task_id", "loss_cause", *MEASURES) if c in traces.column_names]
     verdict_rows = traces.select(columns).to_pylist() if traces.num_rows else []
     return ReportSections(
         run=run, suites=data.suites, summary=summary, headline=headline_rows(traces),
@@ -134,7 +135,7 @@ def report_sections(data: RunData) -> ReportSections:
         joint_split=joint_split_verdicts(verdict_rows), agent_pairs=agent_pairs(traces),
         fit=agent_fit(traces),
         cross_fitted=cross_fitted_verdicts(verdict_rows, _disputed(data.suites)),
-        actions=action_tables(traces))
+        actions=action_tables(traces), losses=loss_breakdown(verdict_rows))
 
 
 def _plot_note(summary: list[dict[str, Any]], run: dict[str, Any]) -> str:
@@ -161,6 +162,8 @@ def _metrics(sections: ReportSections) -> dict[str, Any]:
     if sections.agent_pairs:
         metrics["agent_pairs"] = [{k: rounded(v) for k, v in r.items()}
                                   for r in sections.agent_pairs]
+    if sections.losses:
+        metrics["loss_breakdown"] = loss_document(sections.losses)
     if any(sections.actions.values()):
         metrics["agent_actions"] = {name: [{k: rounded(v) for k, v in r.items()} for r in rows]
                                     for name, rows in sections.actions.items()}

@@ -69,24 +69,17 @@ def headline_rows(traces: pa.Table) -> list[dict[str, Any]]:
     concordant by construction: the same exposed set is the same prompt, hence the same
     greedy generation.
 
-    On a cross-fitted suite (rows with a ``repetition``) the headline pairs the tasks of
-    the suite's first repetition only: the repetitions evaluate the same tasks again, so
-    pooling them would count a task R times as if independent. The interval that counts
-    every repetition and the refits is ``junction.evidence.crossfit``'s.
+    On a cross-fitted suite every repetition's rows go in, with their ``fold``: a
+    comparison where either side is refitted per fold is the corrected repeated-CV one
+    (``verdicts.compare_strategies``), which counts each repetition and refit.
     """
     keys = ("suite", "budget_scale", "strategy", "seed", "task_id")
-    columns = [c for c in (*keys, *verdicts.PRIMARY_OUTCOMES) if c in traces.column_names]
+    columns = [c for c in (*keys, "fold", *verdicts.PRIMARY_OUTCOMES)
+               if c in traces.column_names]
     if traces.num_rows == 0:
         return []
     references = reference_strategies()
-    read = [*columns, "repetition"] if "repetition" in traces.column_names else columns
-    rows = [r for r in traces.select(read).to_pylist() if r["strategy"] not in references]
-    first: dict[str, int] = {}
-    for r in rows:
-        if r.get("repetition") is not None:
-            first[r["suite"]] = min(first.get(r["suite"], r["repetition"]), r["repetition"])
-    rows = [r for r in rows if r.get("repetition") is None
-            or r["repetition"] == first[r["suite"]]]
+    rows = [r for r in traces.select(columns).to_pylist() if r["strategy"] not in references]
     out = verdicts.headline(rows)
     exposed = {}
     if {"exposed_context_ids", "exposed_tool_ids"} <= set(traces.column_names):
@@ -103,6 +96,8 @@ def headline_rows(traces: pa.Table) -> list[dict[str, Any]]:
                               if k[:3] == (h["suite"], h["budget_scale"], name)
                               and v[0].get(h["outcome"]) is not None}
             shared = set(both[h["best"][0]]) & set(both[c["other"]])
+            if shared and c["comparison"].test == "corrected_cv":  # n counts tasks once
+                shared = {k for k in shared if k[0] == min(shared)[0]}
             c["identical_sets"] = sum(both[h["best"][0]][k][1] == both[c["other"]][k][1]
                                       for k in shared)
     return out

@@ -30,6 +30,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from junction.errors import TraceError
+from junction.evidence.losses import LOSS_CAUSES
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -42,7 +43,7 @@ __all__ = [
     "timings_to_table",
 ]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """2: ``selector`` added (the algorithm that produced the selection). 3: the agent outcome
 added (``executor``, ``agent_success``, ``agent_outcome``, ``agent_error_type``,
 ``agent_prompt_tokens``, ``agent_generated_tokens``, ``agent_model_sha256``,
@@ -56,7 +57,9 @@ cross-fitted suite; the fold on a learned strategy's traces there). 7: ``pool_ru
 (the candidate pools' rule, ``junction.candidates.POOL_RULES``; traces before it are BM25).
 8: ``agent_action_recall`` and ``agent_wrong_variant_calls`` added (a grader of gold
 actions, ``junction.agent.tau2_grading``; None elsewhere), and ``agent_outcome`` may be
-any grader's outcome (``junction.agent.graders.agent_outcomes``)."""
+any grader's outcome (``junction.agent.graders.agent_outcomes``). 9: ``loss_cause`` added
+(why the retrieval proxy failed, ``junction.evidence.losses.LOSS_CAUSES``; NULL on a
+success and where the verifier kind has no cheapest set)."""
 
 
 class CandidateRecord(BaseModel):
@@ -122,6 +125,9 @@ class TaskTraceRecord(BaseModel):
     success: bool
     """The retrieval proxy (``retrieval_success``): the suite's verifier on the exposed set."""
     failure_reason: str = ""
+    loss_cause: str | None = None
+    """Why ``success`` failed: a key of ``junction.evidence.losses.LOSS_CAUSES`` (the first
+    that holds); None on a success and where the verifier kind has no cheapest set."""
     executor: str = "toy"
     """``toy`` (the scripted executor, or no executor: the outcome depends on the exposed set
     only), ``llm`` (an embedded model acted: the ``agent_*`` fields are set) or ``remote``
@@ -198,6 +204,9 @@ class TaskTraceRecord(BaseModel):
             raise ValueError(f"{where}: a success carries no failure_reason")
         if not self.success and not self.failure_reason:
             raise ValueError(f"{where}: a failure needs a failure_reason")
+        if self.loss_cause is not None and (self.success or self.loss_cause not in LOSS_CAUSES):
+            raise ValueError(f"{where}: loss_cause {self.loss_cause!r} needs a failure and one "
+                             f"of {', '.join(LOSS_CAUSES)}")
         try:
             json.loads(self.extra_json, parse_constant=_refuse_constant)
         except (ValueError, TypeError) as exc:
@@ -258,6 +267,7 @@ TRACE_SCHEMA = pa.schema([
     ("tool_calls", pa.list_(_CALL)),
     ("success", pa.bool_()),
     ("failure_reason", pa.string()),
+    ("loss_cause", pa.string()),
     ("executor", pa.string()),
     ("agent_success", pa.bool_()),
     ("agent_outcome", pa.string()),

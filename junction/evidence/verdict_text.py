@@ -11,8 +11,8 @@ from junction.evidence import verdicts
 from junction.strategies.catalog import interaction_blind_strategies
 
 __all__ = ["AGENT_SAMPLE_THAT_DECIDES", "percent_text", "points_text", "agent_table_lines",
-           "comparison_lines", "first_screen_lines", "passed_over_sentence", "primary_scale",
-           "run_summary", "verdict_lines"]
+           "comparison_lines", "first_screen_lines", "joint_against_split_lines",
+           "passed_over_sentence", "primary_scale", "run_summary", "verdict_lines"]
 
 
 def percent_text(rate: float) -> str:
@@ -63,6 +63,10 @@ def verdict_lines(headline: list[dict[str, Any]]) -> list[dict[str, Any]]:
         rates = f"{best} {percent_text(cmp.rate_a)} against {c['other']} {percent_text(cmp.rate_b)}"
         if cmp.n < verdicts.MIN_DECIDING_TASKS:
             status, verdict = "too few", f"too few tasks to decide; {rates}, {points}"
+        elif cmp.detected and cmp.difference < 0:  # the better one named first
+            status, verdict = "detected", (
+                f"{c['other']} beats {best} by {points_text(-cmp.difference)} points "
+                f"[{points_text(-cmp.ci_high)}, {points_text(-cmp.ci_low)}] ({rates})")
         elif cmp.detected:
             status, verdict = "detected", f"{best} beats {c['other']} by {points} ({rates})"
         else:
@@ -72,8 +76,20 @@ def verdict_lines(headline: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({"suite": suite, "budget_scale": scale, "outcome": h["outcome"], "n": cmp.n,
                     "status": status, "passed_over": dict(h.get("passed_over", {})),
                     "text": f"**{suite}** (budget × {scale:g}, {words}, n = {cmp.n}): "
-                            f"{verdict}.{tie}"})
+                            f"{verdict}{_what(h, c)}.{tie}"})
     return out
+
+
+def _what(h: dict[str, Any], c: dict[str, Any]) -> str:
+    """What a headline comparison is, in words: "; best joint against best split,
+    corrected repeated-CV interval (3 × 5 folds)"; "" for a comparison of no named role."""
+    parts = []
+    if h.get("best_kind") == "joint" and c["role"] == "interaction-blind best":
+        parts.append("best joint against best split")
+    cmp = c["comparison"]
+    if cmp.test == "corrected_cv":
+        parts.append(f"corrected repeated-CV interval ({cmp.repetitions} × {cmp.folds} folds)")
+    return "; " + ", ".join(parts) if parts else ""
 
 
 def passed_over_sentence(lines: list[dict[str, Any]]) -> str | None:
@@ -148,21 +164,26 @@ def comparison_lines(headline: list[dict[str, Any]]) -> list[str]:
     if not headline:
         return lines + ["No task was evaluated.", ""]
     lines.append(
-        "Per suite: the best strategy by the primary outcome, compared with the best strategy "
-        "that ignores interactions "
+        "Per suite and budget scale: the best joint strategy (one that sees context–tool "
+        "interactions; the best of all where none ran) by the primary outcome, compared "
+        "with the best strategy that ignores interactions "
         f"({', '.join(interaction_blind_strategies())}) and with every other "
         "strategy, on the tasks both ran. The primary outcome is agent success where the "
         f"compared strategies share at least {verdicts.MIN_DECIDING_TASKS} tasks with an agent "
         "outcome, else verified success (see Definitions). Differences are in points "
-        "(percentage points of success rate), with Newcombe's paired-difference 95% score "
-        "interval (1998, method 10) and the exact McNemar test (two-sided binomial test on "
-        "the discordant pairs, scipy's `binomtest`). A difference counts only if its "
+        "(percentage points of success rate). Where either side is cross-fitted (refitted "
+        "per fold), the 95% interval and p are the corrected repeated cross-validation "
+        "t-test on the fold scores (Nadeau and Bengio 2003; baycomp's correlated t-test), a "
+        "side without a refit paired on each fold's tasks (test `corrected_cv`); otherwise "
+        "Newcombe's paired-difference 95% score interval (1998, method 10) and the exact "
+        "McNemar test (two-sided binomial test on the discordant pairs, scipy's "
+        "`binomtest`; test `mcnemar`). A difference counts only if its "
         f"interval excludes 0 and p < {verdicts.ALPHA:g}; otherwise it is \"no detectable "
         f"difference\"; on fewer than {verdicts.MIN_DECIDING_TASKS} shared tasks it is "
         "\"too few tasks to decide\".")
     lines += ["", "<!-- details -->", ""]
     lines.append("| suite | budget scale | outcome | best (rate) | compared with (rate) | tasks | "
-                 "difference, points | 95% CI | McNemar p | verdict |")
+                 "difference, points | 95% CI | p (test) | verdict |")
     lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for h in headline:
         best = " = ".join(h["best"])
@@ -177,11 +198,13 @@ def comparison_lines(headline: list[dict[str, Any]]) -> list[str]:
             verdict = ("difference" if cmp.detected else "no detectable difference")
             if cmp.n < verdicts.MIN_DECIDING_TASKS:
                 verdict += f"; {verdicts.too_few(cmp.n)}"
+            test = (f"corrected_cv, {cmp.repetitions} × {cmp.folds}"
+                    if cmp.test == "corrected_cv" else cmp.test)
             lines.append(
                 f"| {h['suite']} | {h['budget_scale']:g} | {h['outcome']} | {best} "
                 f"({percent_text(cmp.rate_a)}) | {c['other']}{tag} ({percent_text(cmp.rate_b)}) | "
                 f"{cmp.n} | {points_text(cmp.difference)} | [{points_text(cmp.ci_low)}, {points_text(cmp.ci_high)}] "
-                f"| {cmp.p_value:.2g} | {verdict} |")
+                f"| {cmp.p_value:.2g} ({test}) | {verdict} |")
     same = [f"{h['suite']} × {h['budget_scale']:g}, {h['best'][0]} against {c['other']}: "
             f"{c['identical_sets']} of {c['comparison'].n}"
             for h in headline for c in h["comparisons"] if c.get("identical_sets")]
@@ -191,6 +214,46 @@ def comparison_lines(headline: list[dict[str, Any]]) -> list[str]:
                      "same prompt: concordant by construction, so only the others can "
                      "differ): " + "; ".join(same) + ".")
     lines += ["", "<!-- /details -->", ""]
+    return lines
+
+
+def joint_against_split_lines(headline: list[dict[str, Any]]) -> list[str]:
+    """The best joint strategy against the best interaction-blind one at every suite and
+    budget scale where both ran (``verdicts.headline``'s first comparison, role
+    "interaction-blind best"): rates, tasks, difference with its 95% interval, p, the
+    test and the verdict. Empty where no cell has both."""
+    cells = [(h, h["comparisons"][0]) for h in headline
+             if h.get("best_kind") == "joint" and h["comparisons"]
+             and h["comparisons"][0]["role"] == "interaction-blind best"]
+    if not cells:
+        return []
+    lines = ["## Best joint against best split", "",
+             "At each budget scale, whichever joint strategy (one that sees context–tool "
+             "interactions) and whichever interaction-blind strategy scored best there; not "
+             "a fixed twin (the twins are compared in their own sections). The interval is "
+             "the corrected repeated-CV one where either side is cross-fitted "
+             "(`corrected_cv`), else Newcombe's with McNemar's p (`mcnemar`); see Full "
+             "comparison.", "",
+             "| suite | scale | outcome | best joint | rate | best split | rate | tasks | "
+             "difference [95% CI] | p | test | verdict |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for h, c in cells:
+        cmp = c["comparison"]
+        best = h["best"][0]
+        if cmp.n < verdicts.MIN_DECIDING_TASKS:
+            verdict = verdicts.too_few(cmp.n)
+        elif cmp.detected:
+            verdict = f"{best if cmp.difference > 0 else c['other']} is better"
+        else:
+            verdict = "no detectable difference"
+        test = (f"corrected_cv ({cmp.repetitions} × {cmp.folds})" if cmp.test == "corrected_cv"
+                else cmp.test)
+        lines.append(
+            f"| {h['suite']} | {h['budget_scale']:g} | {h['outcome']} | {best} | "
+            f"{percent_text(cmp.rate_a)} | {c['other']} | {percent_text(cmp.rate_b)} | "
+            f"{cmp.n} | {points_text(cmp.difference)} [{points_text(cmp.ci_low)}, "
+            f"{points_text(cmp.ci_high)}] | {cmp.p_value:.2g} | {test} | {verdict} |")
+    lines.append("")
     return lines
 
 

@@ -239,6 +239,13 @@ for _info in (
                  respects_budget=False, reads_task=True, reference_suites=("tau2-banking",),
                  default_scales=(1.0,), colour="darkgoldenrod", marker="2",
                  documents_twin="gold_tools_only"),
+    # τ-Knowledge's ceiling: the cheapest set the verifier accepts where it fits the budget,
+    # at every scale of the run; make bench-tau2 runs it.
+    StrategyInfo("gold_minimal", _M + "references:make_gold_minimal", "reference",
+                 "τ: the gold tools and the cheapest documents naming them, where they fit "
+                 "the budget (the ceiling)",
+                 respects_budget=False, reads_task=True, reference_suites=("tau2-banking",),
+                 colour="goldenrod", marker="*"),
     StrategyInfo("learned_exact", _M + "learned:make_learned_strategy", "learned",
                  "the exact joint selector on learned unaries and learned pairs",
                  sees_interactions=True, claims_optimal=True, needs_training=True,

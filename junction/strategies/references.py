@@ -12,6 +12,11 @@ is False; the report shows them apart and the headline never names one best):
   before it asks the question (``listed_context_ids``);
 - ``all_tools``: every tool of the task's pool (the row's functions and the distractors),
   no context;
+- ``gold_minimal``, the ceiling on τ-Knowledge: the cheapest set the task's verifier
+  accepts (``junction.verifiers.cheapest_success_set``: the gold tools and the cheapest
+  required documents naming them) where it fits the task's budget, and nothing where it
+  does not; so its retrieval success is the share of tasks a budgeted selector could win,
+  at every budget scale;
 - ``gold_tools_only`` and ``gold_tools_documents``, the coupling pair on τ-Knowledge: the
   same tools (the task's gold tools and their look-alike siblings,
   ``junction.agent.tau2_grading.siblings``), without and with the documents that name
@@ -34,9 +39,10 @@ from junction.select import Selection
 from junction.candidates import candidate_pools
 from junction.strategies.base import StrategyResult
 from junction.tasks import BenchmarkTask
+from junction.verifiers import cheapest_success_set
 
-__all__ = ["ReferenceStrategy", "gold_tools_and_siblings", "listed_context_ids",
-           "listed_tool_ids", "naming_documents"]
+__all__ = ["ReferenceStrategy", "gold_minimal_set", "gold_tools_and_siblings",
+           "listed_context_ids", "listed_tool_ids", "naming_documents"]
 
 
 def listed_tool_ids(task: BenchmarkTask) -> tuple[str, ...]:
@@ -129,3 +135,24 @@ def make_gold_tools_only() -> ReferenceStrategy:
 def make_gold_tools_documents() -> ReferenceStrategy:
     """``gold_tools_documents``: the same tools and the documents naming them."""
     return ReferenceStrategy("gold_tools_documents", gold_tools_and_siblings, naming_documents)
+
+
+def gold_minimal_set(task: BenchmarkTask) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(context ids, tool ids) of ``gold_minimal`` on ``task`` (its budget as evaluated):
+    the cheapest set its verifier accepts where that set fits the budget, else nothing.
+    Raises ``JunctionError`` naming the task when its verifier kind has no cheapest set
+    (``junction.verifiers.cheapest_success_set``)."""
+    cheapest = cheapest_success_set(task)
+    if cheapest is None:
+        raise JunctionError(f"task {task.task_id!r}: gold_minimal needs a verifier graded on "
+                            f"gold exposure, not {task.verifier.kind!r}")
+    contexts, tools = cheapest
+    fits = task.budget.check([task.context(c) for c in contexts],
+                             [task.tool(t) for t in tools]).fits
+    return (contexts, tools) if fits else ((), ())
+
+
+def make_gold_minimal() -> ReferenceStrategy:
+    """``gold_minimal``: the cheapest accepted set where it fits the budget (the ceiling)."""
+    return ReferenceStrategy("gold_minimal", lambda task: gold_minimal_set(task)[1],
+                             lambda task: gold_minimal_set(task)[0])
