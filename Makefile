@@ -75,18 +75,19 @@ bench-nightly: setup
 		--strategy bfcl_listed --strategy exact --strategy fixed_split --strategy judge_admission \
 		--strategy learned_exact --strategy learned_split
 
-# the τ-Knowledge study (issue 39): both learned strategies, the lexical joint one and every
-# split (the headline compares the best joint with the best split at each scale), and the
-# ceiling reference gold_minimal, every task, budget scales 0.5/1/2, the learned ones
+# the τ-Knowledge study: the learned strategies (learned_named: learned_exact on pools widened
+# by the documents that name a pooled tool), the lexical joint one and every split (the
+# headline compares the best joint with the best split at each scale), and the ceiling
+# reference gold_minimal, every task, budget scales 0.5/1/2, the learned ones
 # cross-fitted (5 folds) in TAU2_REPETITIONS fold draws (seeds 0..R-1; the others have no
 # refit and run once). Data: TAU2_DATA or $$JUNCTION_TAU2_DATA (a tau2-bench checkout). The
 # fixed run id lets a stopped run resume.
 TAU2_REPETITIONS ?= 3
 TAU2_RUN_ID ?= tau2-study-$(TAU2_REPETITIONS)
 bench-tau2: setup
-	$(VENV)/bin/junction bench --suite tau2-banking --strategy learned_exact \
-		--strategy learned_split --strategy exact --strategy adaptive_split \
-		--strategy fixed_split --strategy gold_minimal --full \
+	$(VENV)/bin/junction bench --suite tau2-banking --strategy learned_named \
+		--strategy learned_exact --strategy learned_split --strategy exact \
+		--strategy adaptive_split --strategy fixed_split --strategy gold_minimal --full \
 		--repetitions $(TAU2_REPETITIONS) --run-id $(TAU2_RUN_ID) --agent-size 0 \
 		$(if $(TAU2_DATA),--tau2-data $(TAU2_DATA),)
 

@@ -16,6 +16,11 @@ lanes make the candidate pools every strategy of a run sees:
 - ``bm25``: the BM25 lanes above (the default);
 - ``dense``: the dense lanes (``junction.dense``: MaxP cosine of the objective against each
   candidate's text, clipped at 0; a candidate at 0 is not a match);
+- ``bm25_named``: the BM25 lanes, and the context lane widened by every context, beyond
+  the BM25 top ``limit``, whose content names a pooled tool's id verbatim as a whole
+  identifier (``junction.text.names_id``), in BM25 order after the top ``limit``. A
+  document that says "use open_bank_account_4821" names its tool whatever the query's
+  words: the coupling is read from the view's own text, never from gold;
 - ``hybrid``: both, merged by reciprocal rank fusion (Cormack, Clarke & Büttcher 2009,
   "Reciprocal Rank Fusion outperforms Condorcet and individual Rank Learning Methods"):
   score = sum over the two lanes of 1 / (``RRF_K`` + rank), rank 1-based among that lane's
@@ -43,7 +48,7 @@ from pydantic import BaseModel, ConfigDict
 from junction.errors import UnknownNameError
 from junction.resources import ContextResource, ResourceKind, ToolResource
 from junction.tasks import RouterView
-from junction.text import lexical_tokens
+from junction.text import lexical_tokens, names_id
 
 # bm25s logs every index build at DEBUG; a benchmark builds thousands.
 logging.getLogger("bm25s").setLevel(logging.WARNING)
@@ -240,6 +245,8 @@ def reciprocal_rank_fusion(lanes: Sequence[Sequence[Candidate]], kind: ResourceK
 POOL_RULES: dict[str, str] = {
     "bm25": "BM25 lanes",
     "dense": "dense lanes (all-MiniLM-L6-v2, MaxP cosine)",
+    "bm25_named": "BM25 lanes; the context pool widened by every document naming a pooled "
+                  "tool's id",
     "hybrid": f"BM25 and dense lanes merged by reciprocal rank fusion (k = {RRF_K})",
 }
 """The pool rules: name -> what the candidate pools are (module docstring)."""
@@ -284,6 +291,8 @@ def _lanes(rule: str, query: str, contexts: Sequence[ContextResource],
     if rule == "bm25":
         return (LexicalContextCandidateGenerator().generate(query, contexts, context_limit),
                 LexicalToolCandidateGenerator().generate(query, tools, tool_limit))
+    if rule == "bm25_named":
+        return _named_lanes(query, contexts, tools, context_limit, tool_limit)
     if rule == "dense":
         return (DenseContextCandidateGenerator().generate(query, contexts, context_limit),
                 DenseToolCandidateGenerator().generate(query, tools, tool_limit))
@@ -291,6 +300,21 @@ def _lanes(rule: str, query: str, contexts: Sequence[ContextResource],
     dense = _lanes("dense", query, contexts, tools, None, None)
     return (reciprocal_rank_fusion([lexical[0], dense[0]], "context", context_limit),
             reciprocal_rank_fusion([lexical[1], dense[1]], "tool", tool_limit))
+
+
+def _named_lanes(query: str, contexts: Sequence[ContextResource],
+                 tools: Sequence[ToolResource], context_limit: int | None,
+                 tool_limit: int | None) -> tuple[list[Candidate], list[Candidate]]:
+    """``bm25_named`` (module docstring): the BM25 tool lane cut to ``tool_limit``; the
+    whole BM25 context lane kept where a candidate is in the top ``context_limit`` or its
+    content names a pooled tool, ranked again 0.. in the lane's order."""
+    every, pooled = _lanes("bm25", query, contexts, tools, None, tool_limit)
+    tool_ids = [c.resource_id for c in pooled]
+    content = {c.id: c.content for c in contexts}
+    kept = [c for c in every
+            if context_limit is None or c.rank < context_limit
+            or any(names_id(content[c.resource_id], t) for t in tool_ids)]
+    return ([c.model_copy(update={"rank": r}) for r, c in enumerate(kept)], pooled)
 
 
 def normalise_scores(candidates: Sequence[Candidate]) -> dict[str, float]:

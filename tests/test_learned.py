@@ -37,9 +37,10 @@ from junction.learned.grid import (
 from junction.learned.model import LearnedModelError, canonical_sha256
 from junction.learned.utility import clear_pool_cache
 from junction.select import AutoJointSelector
+from junction.evaluate import evaluate_batch
 from junction.evidence.store import TraceStore
 from junction.strategies import candidate_pools, make_strategy
-from junction.tasks import VerifierSpec
+from junction.tasks import GoldPair, VerifierSpec
 from junction.text import lexical_tokens
 from junction_datasets import (
     build_suite,
@@ -460,3 +461,104 @@ def test_a_small_search_stays_in_this_process_unless_workers_are_asked_for():
     assert auto.sha256 == spread.sha256
     shutdown_workers()
     assert grid._STARTED == []
+
+
+# --- the link features and the strategy-owned pool rule (learned_named) ------------------
+
+def test_link_features_by_hand():
+    """``LINK_FEATURES`` of each candidate: the best normalised score among the other
+    lane's pooled candidates it names or is named by, and log(1 + how many)."""
+    from junction.learned.features import LINK_FEATURES
+    from junction.resources import ContextResource, ToolResource
+    from junction.tasks import RouterView
+
+    view = RouterView(
+        task_id="t", suite="s", objective="open account card",
+        contexts=(ContextResource(id="d0", content="open account: use open_acc", token_cost=3),
+                  ContextResource(id="d1", content="card: lock_card or open_acc",
+                                  token_cost=3),
+                  ContextResource(id="d2", content="nothing", token_cost=3)),
+        tools=(ToolResource(id="open_acc", description="open account", schema_token_cost=3),
+               ToolResource(id="lock_card", description="card", schema_token_cost=3)))
+    pools = candidate_pools(view, None)
+    f = view_features(view, pools)
+    assert LINK_FEATURES == ("link_best", "link_count")
+    norm = {c.resource_id: c.score / max(x.score for x in lane)
+            for lane in (pools.contexts, pools.tools) for c in lane}
+    link = {r.id: row.tolist() for lane, rs in (("context", f.contexts), ("tool", f.tools))
+            for r, row in zip(rs, f.link[lane])}
+    assert link["d0"] == pytest.approx([norm["open_acc"], math.log(2)])
+    assert link["d1"] == pytest.approx([max(norm["open_acc"], norm["lock_card"]), math.log(3)])
+    assert link["d2"] == [0.0, 0.0]
+    assert link["open_acc"] == pytest.approx([max(norm["d0"], norm["d1"]), math.log(3)])
+    assert link["lock_card"] == pytest.approx([norm["d1"], math.log(2)])
+
+
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_gold_never_reaches_a_link_feature_or_a_named_pool(data):
+    """Property: on the τ fixture, redrawing a task's gold tools, documents, pairs and
+    verifier changes neither its ``bm25_named`` pools nor its link features nor a linked
+    model's probabilities and problem."""
+    tasks = _fixture_tasks()
+    model = _linked_fixture_model()
+    task = data.draw(st.sampled_from(tasks))
+    docs, tools = [c.id for c in task.contexts], [t.id for t in task.tools]
+    gold_t = tuple(data.draw(st.lists(st.sampled_from(tools), max_size=3, unique=True)))
+    gold_c = tuple(data.draw(st.lists(st.sampled_from(docs), max_size=3, unique=True)))
+    other = task.model_copy(update={
+        "gold_tool_ids": gold_t, "gold_context_ids": gold_c,
+        "gold_pairs": tuple(GoldPair(context_id=c, tool_id=t) for c in gold_c for t in gold_t),
+        "verifier": VerifierSpec(kind="tools_exposed"), "metadata": {"x": data.draw(st.text())}})
+    views = [t.router_view() for t in (task, other)]
+    pools = [candidate_pools(v, (3, None), "bm25_named") for v in views]
+    assert pools[0] == pools[1]
+    a, b = (view_features(v, p) for v, p in zip(views, pools))
+    assert all(np.array_equal(a.link[k], b.link[k]) for k in ("context", "tool"))
+    assert model.problem(views[0], pools[0]) == model.problem(views[1], pools[1])
+
+
+_LINKED: list = []
+
+
+def _linked_fixture_model():
+    """A linked model fitted on the τ fixture's tasks under ``bm25_named`` (once)."""
+    from junction.candidates import pool_rule
+
+    if not _LINKED:
+        with pool_rule("bm25_named"):
+            _LINKED.append(fit_learned_utility("tau2-banking", _fixture_tasks(), (3, None),
+                                               link=True))
+    return _LINKED[0]
+
+
+def test_a_linked_model_reads_the_link_columns_and_says_so():
+    model = _linked_fixture_model()
+    record = model.record()
+    assert record["link"] is True and record["pool_rule"] == "bm25_named"
+    assert record["context_model"]["features"][-2:] == ["link_best", "link_count"]
+    plain = fit_learned_utility("tau2-banking", _fixture_tasks(), (3, None))
+    assert "link" not in plain.record() and plain.sha256 != model.sha256
+
+
+def test_learned_named_ranks_and_fits_by_its_own_pool_rule():
+    """``learned_named`` widens its pools by ``bm25_named`` whatever the run's pool rule;
+    its model is fitted on that rule; its traces say so (``strategy_pool_rule``)."""
+    from junction.strategies.catalog import make_strategy
+    from junction.strategies.learned import TrainingSource
+
+    tasks = _fixture_tasks()
+    source = TrainingSource(family=lambda suite: "tau2-banking",
+                            tasks=lambda family: tasks[1:])
+    strategy = make_strategy("learned_named", training=source)
+    assert strategy.for_fold(None).pool == "bm25_named"
+    view = tasks[0].router_view()
+    result = strategy.select(view, (3, None))
+    assert result.pools == candidate_pools(view, (3, None), "bm25_named")
+    assert result.pools != candidate_pools(view, (3, None), "bm25")
+    assert result.extra["strategy_pool_rule"] == "bm25_named"
+    (model,) = strategy.artifacts()
+    assert model.record()["pool_rule"] == "bm25_named"
+    records, _ = evaluate_batch([tasks[0]], strategy, "learned_named", "r", 0, 1.0, (3, None))
+    assert [c.resource_id for c in records[0].context_candidates] == [
+        c.resource_id for c in result.pools.contexts]

@@ -232,3 +232,42 @@ def test_default_counter_holds_its_stated_bound_on_sentences_it_was_not_fitted_o
             assert HELD_OUT_SCRIPT_TOTAL[0] <= total <= HELD_OUT_SCRIPT_TOTAL[1], \
                 (language, total)
     assert not out_of_bound, out_of_bound
+
+
+def test_bm25_named_widens_the_context_pool_by_documents_naming_a_pooled_tool():
+    """``bm25_named``: the BM25 top-k contexts, then every other context that names a
+    pooled tool's id as a whole identifier, in BM25 order, ranked again from 0; a
+    document naming a tool outside the tool pool, or naming it inside a longer
+    identifier, is not added; the tool lane is BM25's."""
+    from junction.candidates import check_pool_rule
+    from junction.resources import ContextResource
+    from junction.tasks import RouterView
+
+    def doc(i, text):
+        return ContextResource(id=f"d{i}", content=text, token_cost=5)
+
+    def tool(name, text):
+        return ToolResource(id=name, description=text, schema_token_cost=5)
+
+    view = RouterView(
+        task_id="t", suite="s", objective="open a savings account",
+        contexts=(doc(0, "open a savings account today"), doc(1, "savings account rates"),
+                  doc(2, "call open_account_4821 for this"),
+                  doc(3, "fees apply; see close_account_9"),
+                  doc(4, "open_account_48210 is another id"),
+                  doc(5, "nothing relevant here")),
+        tools=(tool("open_account_4821", "open an account"),
+               tool("close_account_9", "close something unrelated zz")))
+    assert check_pool_rule("bm25_named") == "bm25_named"
+    plain = candidate_pools(view, (2, 1), "bm25")
+    named = candidate_pools(view, (2, 1), "bm25_named")
+    assert [c.resource_id for c in plain.contexts] == ["d0", "d1"]
+    assert named.tools == plain.tools == candidate_pools(view, (None, 1), "bm25").tools
+    assert [c.resource_id for c in plain.tools] == ["open_account_4821"]
+    assert [c.resource_id for c in named.contexts] == ["d0", "d1", "d2"]
+    assert [c.rank for c in named.contexts] == [0, 1, 2]
+    whole = {c.resource_id: c.score for c in candidate_pools(view, None, "bm25").contexts}
+    assert all(c.score == whole[c.resource_id] for c in named.contexts)
+    both = candidate_pools(view, (2, None), "bm25_named")
+    assert {c.resource_id for c in both.contexts} == {"d0", "d1", "d2", "d3"}
+    assert candidate_pools(view, None, "bm25_named") == candidate_pools(view, None, "bm25")

@@ -60,9 +60,10 @@ import numpy as np
 from junction.candidates import Candidate, CandidatePools
 from junction.resources import ContextResource, SourceKind, ToolResource
 from junction.tasks import BenchmarkTask, RouterView
-from junction.text import lexical_tokens
+from junction.text import _identifiers, lexical_tokens, names_id
 
 __all__ = [
+    "LINK_FEATURES",
     "PAIR_FEATURES",
     "UNARY_FEATURES",
     "VIEW_CACHE_SIZE",
@@ -86,6 +87,12 @@ UNARY_FEATURES = (
 )
 """Unary feature names, in column order (``judge`` is appended when judge scores are used)."""
 
+LINK_FEATURES = ("link_best", "link_count")
+"""Link unary features (a ``learned_linked`` model appends them to ``UNARY_FEATURES``), read
+from which pooled candidates of the other lane a candidate is named by or names
+(``junction.text.names_id``): ``link_best``, the best normalised lane score among them
+(0 when none); ``link_count``, log(1 + how many there are)."""
+
 PAIR_FEATURES = ("logit_context", "logit_tool", "normalised_context", "normalised_tool",
                  "tool_terms_in_context", "pair_prior", "id_named")
 """Pair feature names, in column order."""
@@ -97,7 +104,6 @@ family's training part."""
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[_.\-\s/]+")
-_IDENTIFIER = re.compile(r"[A-Za-z0-9_]+")
 
 
 @functools.lru_cache(maxsize=65536)
@@ -115,23 +121,6 @@ def name_terms(tool_id: str) -> set[str]:
 def _token_set(text: str) -> frozenset[str]:
     """The distinct ``lexical_tokens`` of ``text`` (memoised: documents recur across tasks)."""
     return frozenset(lexical_tokens(text))
-
-
-@functools.lru_cache(maxsize=16384)
-def _identifiers(text: str) -> frozenset[str]:
-    """The maximal runs of ``[A-Za-z0-9_]`` in ``text``."""
-    return frozenset(_IDENTIFIER.findall(text))
-
-
-def names_id(text: str, resource_id: str) -> bool:
-    """Whether ``text`` names ``resource_id`` verbatim as a whole identifier: not preceded
-    or followed by a letter, digit or ``_`` (``tau2_banking.names_tool``'s rule). An id made
-    of those characters only is looked up among the text's maximal runs of them (the
-    same answer as the regular expression, without one search per pair)."""
-    if _IDENTIFIER.fullmatch(resource_id):
-        return resource_id in _identifiers(text)
-    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(resource_id)}(?![A-Za-z0-9_])",
-                     text) is not None
 
 
 def _schema_params(tool: ToolResource) -> int:
@@ -175,7 +164,9 @@ class ViewFeatures:
       major, both in rank order (n_contexts * n_tools);
     - ``pair_static``: (n_contexts, n_tools, 3) floats, the model-free pair columns
       ``normalised_context``, ``normalised_tool``, ``tool_terms_in_context``;
-    - ``pair_named``: (n_contexts, n_tools) floats, ``id_named`` (1.0 / 0.0).
+    - ``pair_named``: (n_contexts, n_tools) floats, ``id_named`` (1.0 / 0.0);
+    - ``link``: ``{"context": (n_contexts, 2), "tool": (n_tools, 2)}`` floats, columns
+      ``LINK_FEATURES``.
 
     Arrays and the ``unary`` mapping are read-only: a ``ViewFeatures`` is shared through the
     process cache.
@@ -187,6 +178,7 @@ class ViewFeatures:
     pair_keys: tuple[tuple[str, str], ...]
     pair_static: np.ndarray
     pair_named: np.ndarray
+    link: Mapping[str, np.ndarray]
 
     @property
     def context_ids(self) -> tuple[str, ...]:
@@ -265,10 +257,25 @@ def _compute_view_features(view: RouterView, pools: CandidatePools) -> ViewFeatu
         tokens = _token_set(c.content)
         static[i, :, 2] = [len(ts & tokens) / len(ts) if ts else 0.0 for ts in terms]
         named[i, :] = [1.0 if names_id(c.content, t.id) else 0.0 for t in tools]
-    for array in (*unary.values(), static, named):
+    link = {"context": _link_rows(named, norm_t), "tool": _link_rows(named.T, norm_c)}
+    for array in (*unary.values(), static, named, *link.values()):
         array.setflags(write=False)
     keys = tuple((c.id, t.id) for c in contexts for t in tools)
-    return ViewFeatures(contexts, tools, MappingProxyType(unary), keys, static, named)
+    return ViewFeatures(contexts, tools, MappingProxyType(unary), keys, static, named,
+                        MappingProxyType(link))
+
+
+def _link_rows(named: np.ndarray, partner_norm: Sequence[float]) -> np.ndarray:
+    """``LINK_FEATURES`` per row of ``named`` (rows: this lane; columns: the other lane's
+    pooled candidates, 1.0 where the pair names one another), from the partners'
+    normalised scores."""
+    out = np.zeros((named.shape[0], len(LINK_FEATURES)))
+    norm = np.asarray(partner_norm, dtype=float)
+    for i in range(named.shape[0]):
+        hit = named[i] > 0
+        if hit.any():
+            out[i] = (float(norm[hit].max()), math.log1p(int(hit.sum())))
+    return out
 
 
 _VIEW_CACHE: OrderedDict[tuple, ViewFeatures] = OrderedDict()

@@ -52,6 +52,7 @@ import numpy as np
 from junction.agent.execution import execute
 from junction.verifiers import verify
 from junction.learned.features import (
+    LINK_FEATURES,
     PAIR_FEATURES,
     UNARY_FEATURES,
     PairPrior,
@@ -126,6 +127,14 @@ class LearnedUtility:
     training: dict[str, Any] = field(default_factory=dict)
     pool_rule: str = DEFAULT_POOL_RULE
     """The pool rule the model was fitted on (``junction.candidates.POOL_RULES``)."""
+    link: bool = False
+    """Whether the lane models read ``LINK_FEATURES`` after ``UNARY_FEATURES``."""
+
+    def _lane_matrix(self, features: ViewFeatures, lane: str) -> np.ndarray:
+        """The lane's feature rows the lane model reads."""
+        if not self.link:
+            return features.unary[lane]
+        return np.hstack([features.unary[lane], features.link[lane]])
 
     def probabilities(self, view: RouterView, pools: CandidatePools) -> dict[str, float]:
         """Resource id -> calibrated p(gold) for every candidate of the pools."""
@@ -134,7 +143,7 @@ class LearnedUtility:
     def _probabilities(self, features: ViewFeatures) -> dict[str, float]:
         out: dict[str, float] = {}
         for lane, resources in (("context", features.contexts), ("tool", features.tools)):
-            for r, p in zip(resources, self.lanes[lane].predict(features.unary[lane])):
+            for r, p in zip(resources, self.lanes[lane].predict(self._lane_matrix(features, lane))):
                 out[r.id] = float(p)
         return out
 
@@ -200,6 +209,7 @@ class LearnedUtility:
             "versions": {p: importlib.metadata.version(p) for p in ("scikit-learn", "numpy")},
             # only when not the default, so a BM25 model's record (and sha256) is as before
             **({} if self.pool_rule == DEFAULT_POOL_RULE else {"pool_rule": self.pool_rule}),
+            **({"link": True} if self.link else {}),
         }
 
     @cached_property
@@ -267,9 +277,11 @@ def _pair_labels(task: BenchmarkTask, features: ViewFeatures) -> np.ndarray:
 
 
 def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit: int | None,
-                        seed: int = 0, workers: int | None = None) -> LearnedUtility:
+                        seed: int = 0, workers: int | None = None,
+                        link: bool = False) -> LearnedUtility:
     """Fit the family's models, lam and tau on training ``tasks`` (module docstring).
 
+    ``link``: the lane models also read ``LINK_FEATURES`` (``learned_linked``).
     ``workers``: processes the λ × τ search's exact selections run on (None:
     ``grid.fit_workers()`` for a search of at least ``SPREAD_MIN_PROBLEMS`` large problems,
     else 1; 1: this process only); the fitted model is the same for any value.
@@ -282,13 +294,14 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     views = [v for v, _, _ in prepared]
     pools = [p for _, p, _ in prepared]
     features = [f for _, _, f in prepared]
-    width = len(UNARY_FEATURES)
+    names = (*UNARY_FEATURES, *(LINK_FEATURES if link else ()))
+    shell = LearnedUtility(family, pool_limit, seed, {}, None, PairPrior({}), link=link)
     lanes: dict[str, ProbabilityModel] = {}
     for lane in ("context", "tool"):
-        X = _stack([f.unary[lane] for f in features], width)
+        X = _stack([shell._lane_matrix(f, lane) for f in features], len(names))
         y = np.concatenate([candidate_labels(t, p)[lane] for t, p in zip(tasks, pools)]
                            or [np.zeros(0, dtype=int)])
-        lanes[lane] = fit_probability_model(X, y, UNARY_FEATURES, seed)
+        lanes[lane] = fit_probability_model(X, y, names, seed)
     counts: Counter[str] = Counter()
     seen: Counter[str] = Counter()
     for t, p in zip(tasks, pools):
@@ -298,7 +311,7 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                 counts[c.resource_id] += c.resource_id in t.gold_tool_ids
     prior = PairPrior({k: (counts[k], seen[k]) for k in sorted(seen)})
     model = LearnedUtility(family, pool_limit, seed, lanes, None, prior,
-                           pool_rule=current_pool_rule())
+                           pool_rule=current_pool_rule(), link=link)
     # p(gold) depends on the lane models only: once per task
     probabilities = [model._probabilities(f) for f in features]
     # the pair model: label = both members gold (a task's gold pairs where it has them)

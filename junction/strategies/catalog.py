@@ -251,6 +251,13 @@ for _info in (
                  sees_interactions=True, claims_optimal=True, needs_training=True,
                  options=(("joint", True),), split_twin="learned_split",
                  colour="tab:purple", marker="v"),
+    StrategyInfo("learned_named", _M + "learned:make_learned_strategy", "learned",
+                 "the exact joint selector on learned unaries and learned pairs, over the "
+                 "run's lanes with every document naming a pooled tool added (pool rule "
+                 "bm25_named, whatever the run's)",
+                 sees_interactions=True, claims_optimal=True, needs_training=True,
+                 options=(("joint", True), ("pool", "bm25_named")),
+                 colour="magenta", marker="X"),
     StrategyInfo("learned_split", _M + "learned:make_learned_strategy", "learned",
                  "the adaptive split on the same learned unaries",
                  ranks_apart=True, needs_training=True, options=(("joint", False),),

@@ -37,7 +37,7 @@ from junction.errors import JunctionError
 from junction.learned.crossfit import CrossFitFold
 from junction.learned.utility import LearnedUtility, fit_learned_utility
 from junction.select import AdaptiveSplitBaseline, AutoJointSelector, JointProblem, Selector
-from junction.candidates import candidate_pools, current_pool_rule
+from junction.candidates import candidate_pools, check_pool_rule, current_pool_rule, pool_rule
 from junction.strategies.base import StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
@@ -75,18 +75,26 @@ class LearnedStrategy:
 
     def __init__(self, joint: bool, training: TrainingSource | None = None,
                  seed: int = 0, fold: CrossFitFold | None = None,
-                 _used: dict[tuple[Any, ...], LearnedUtility] | None = None) -> None:
+                 _used: dict[tuple[Any, ...], LearnedUtility] | None = None,
+                 pool: str | None = None, link: bool = False) -> None:
         self.joint = joint
+        self.link = link
         self.training = training
         self.seed = seed
         self.fold = fold
+        self.pool = None if pool is None else check_pool_rule(pool)
         self.selector: Selector = AutoJointSelector() if joint else AdaptiveSplitBaseline()
         self._used: dict[tuple[Any, ...], LearnedUtility] = {} if _used is None else _used
 
     def for_fold(self, fold: CrossFitFold | None) -> LearnedStrategy:
         """This strategy bound to one cross-fitting ``fold`` (None: unbound); the bound one
         shares this one's record of the models used (``artifacts``)."""
-        return LearnedStrategy(self.joint, self.training, self.seed, fold, self._used)
+        return LearnedStrategy(self.joint, self.training, self.seed, fold, self._used,
+                               self.pool, self.link)
+
+    def _rule(self) -> str:
+        """The pool rule this strategy ranks and fits by: its own, else the run's."""
+        return self.pool or current_pool_rule()
 
     def _training_tasks(self, family: str) -> tuple[list[BenchmarkTask], frozenset[str]]:
         """(training tasks, held-out task ids) for ``family`` and this strategy's fold."""
@@ -108,11 +116,13 @@ class LearnedStrategy:
         if self.training is None:
             raise ValueError("a learned strategy made without a training source has no model")
         fold = self.fold if self.training.is_cross_fitted(family) else None
-        key = (self.training, family, pool_limit, self.seed, fold, current_pool_rule())
+        key = (self.training, family, pool_limit, self.seed, fold, self._rule(), self.link)
         with _FITTED_LOCK:
             if key not in _FITTED:
                 tasks, _ = self._training_tasks(family)
-                _FITTED[key] = fit_learned_utility(family, tasks, pool_limit, self.seed)
+                with pool_rule(self._rule()):
+                    _FITTED[key] = fit_learned_utility(family, tasks, pool_limit, self.seed,
+                                                       link=self.link)
             self._used[key] = _FITTED[key]
             return _FITTED[key]
 
@@ -123,7 +133,7 @@ class LearnedStrategy:
 
     def select(self, view: RouterView, pool_limit: int | None) -> StrategyResult:
         """The selection on the family's learned utilities (module docstring)."""
-        pools = candidate_pools(view, pool_limit)
+        pools = candidate_pools(view, pool_limit, self._rule())
         family = self.training.family(view.suite) if self.training is not None else None
         if family is None:
             problem = joint_problem(view, pools)
@@ -150,6 +160,8 @@ class LearnedStrategy:
             "learned_lambda": model.lam, "learned_pairs": len(problem.interactions),
             "learned_p": {rid: round(v, 6) for rid, v in sorted(p.items())},
         })
+        if self.pool is not None:
+            extra["strategy_pool_rule"] = self.pool
         return StrategyResult(self.selector.select(problem), pools, extra)
 
 
@@ -165,6 +177,11 @@ def _family_tasks(training: TrainingSource, family: str) -> list[BenchmarkTask]:
     return _ALL_TASKS[key]
 
 
-def make_learned_strategy(joint: bool, training: TrainingSource | None = None) -> LearnedStrategy:
-    """``learned_exact`` (``joint=True``) or ``learned_split`` (``joint=False``)."""
-    return LearnedStrategy(joint, training)
+def make_learned_strategy(joint: bool, training: TrainingSource | None = None,
+                          pool: str | None = None, link: bool = False) -> LearnedStrategy:
+    """``learned_exact`` (``joint=True``) or ``learned_split`` (``joint=False``); with
+    ``pool`` (a pool rule, ``junction.candidates.POOL_RULES``) the strategy ranks its
+    candidates and fits its model by that rule whatever the run's; with ``link`` its lane
+    models also read ``junction.learned.features.LINK_FEATURES``. Raises
+    ``UnknownNameError`` for an unknown pool rule."""
+    return LearnedStrategy(joint, training, pool=pool, link=link)

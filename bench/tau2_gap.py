@@ -1,0 +1,175 @@
+"""τ-Knowledge: what moves retrieval success toward the ceiling, against the strongest split.
+
+Each candidate change is a catalogued pool rule (``junction.candidates.POOL_RULES``) or
+strategy; this script runs them side by side in one process, through the code a
+``junction bench`` run uses (``junction.evaluate.evaluate_batch``,
+``LearnedStrategy.for_fold``, ``junction.evidence.verdicts.compare_strategies``):
+
+- every (strategy, pool rule) given, on every task of the suite, at budget scales 0.5, 1
+  and 2; a learned strategy cross-fitted (K folds) in each fold draw of ``--draws`` (the
+  draw's seed: ``junction.learned.crossfit.fold_assignment``), one model per fold shared
+  by the three scales; a strategy without a refit once per task;
+- per scale, each column's retrieval success and its failed evaluations by cause
+  (``junction.evidence.losses``), and the gold_minimal ceiling;
+- per scale, each joint column against the strongest interaction-blind column of the
+  whole table (highest rate at that scale, whichever pool rule it ran under): the
+  corrected repeated-CV interval where a side is cross-fitted (``compare_strategies``).
+
+Choosing among changes on draws 0-2 and then reading the chosen one's verdict on other
+draws (``--draws 3,4,5``) without retuning is how a change chosen by luck shows.
+
+Usage: ``python bench/tau2_gap.py [--tau2-data PATH] [--draws 0,1,2] [--folds 5]
+[--column learned_exact@bm25_named ...] [--json out.json]``; a column is
+``strategy@pool_rule``, a learned one optionally ``learned_exact+link@...`` (its lane
+models also read ``LINK_FEATURES``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+
+from junction.candidates import pool_rule
+from junction.evaluate import evaluate_batch
+from junction.evidence.verdicts import compare_strategies
+from junction.learned.crossfit import DEFAULT_FOLDS, CrossFitFold, fold_assignment
+from junction.strategies.catalog import interaction_blind_strategies, make_strategy
+from junction.strategies.learned import LearnedStrategy, TrainingSource
+from junction_datasets import tau2_banking as tb
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from tau2_anchors import data_arguments  # noqa: E402
+
+SCALES = (0.5, 1.0, 2.0)
+DEFAULT_COLUMNS = ("fixed_split@bm25", "adaptive_split@bm25", "exact@bm25",
+                   "learned_exact@bm25", "fixed_split@bm25_named",
+                   "adaptive_split@bm25_named", "exact@bm25_named",
+                   "learned_exact@bm25_named")
+
+
+def _rows(records, column: str, seed: int, fold: int | None) -> list[dict]:
+    return [{"suite": tb.SUITE, "budget_scale": r.budget_scale, "strategy": column,
+             "seed": seed, "fold": fold, "task_id": r.task_id, "success": r.success,
+             "loss_cause": r.loss_cause} for r in records]
+
+
+def run_column(tasks, column: str, draws: list[int], folds: int) -> tuple[list[dict], list]:
+    """Trace rows of one ``strategy@pool`` column; for a learned one also each fit's
+    (seconds, λ, τ)."""
+    name, pool = column.split("@")
+    name, *flags = name.split("+")
+    rows, fits = [], []
+    if name not in ("learned_exact", "learned_split"):
+        strategy = make_strategy(name)
+        for scale in SCALES:
+            records, _ = evaluate_batch(tasks, strategy, name, "gap", 0, scale, tb.POOL_LIMIT,
+                                        pool=pool)
+            rows += _rows(records, column, 0, None)
+        return rows, fits
+    source = TrainingSource(family=lambda suite: tb.SUITE, tasks=lambda family: [],
+                            all_tasks=lambda family: tasks, cross_fitted=lambda family: True)
+    ids = [t.task_id for t in tasks]
+    for draw in draws:
+        assignment = fold_assignment(ids, folds, draw)
+        for fold in range(folds):
+            strategy = LearnedStrategy(name == "learned_exact", source, seed=0,
+                                       link="link" in flags).for_fold(
+                CrossFitFold(draw, fold, folds))
+            part = [t for t in tasks if assignment[t.task_id] == fold]
+            t0 = time.perf_counter()
+            with pool_rule(pool):
+                model = strategy.model(tb.SUITE, tb.POOL_LIMIT)
+            fits.append((time.perf_counter() - t0, model.lam, model.tau))
+            for scale in SCALES:
+                records, _ = evaluate_batch(part, strategy, name, "gap", draw, scale,
+                                            tb.POOL_LIMIT, repetition=draw, fold=fold,
+                                            pool=pool)
+                rows += _rows(records, column, draw, fold)
+        print(f"  {column}: draw {draw} done", file=sys.stderr, flush=True)
+    return rows, fits
+
+
+def _rate(rows, column: str, scale: float) -> float:
+    got = [r["success"] for r in rows if r["strategy"] == column and r["budget_scale"] == scale]
+    return sum(got) / len(got) if got else float("nan")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--draws", default="0,1,2", help="fold-draw seeds, comma-separated")
+    parser.add_argument("--folds", type=int, default=DEFAULT_FOLDS)
+    parser.add_argument("--column", action="append", help="strategy@pool_rule (repeatable)")
+    parser.add_argument("--json", default=None, help="also write rows and figures here")
+    args = data_arguments(parser.description, argv, parser)
+    if args is None:
+        return 2
+    draws = [int(d) for d in args.draws.split(",")]
+    columns = args.column or list(DEFAULT_COLUMNS)
+    wall0 = time.perf_counter()
+    tasks = tb.banking_suite(split="all").tasks
+    rows: list[dict] = []
+    fit_lines = []
+    for column in columns:
+        t0 = time.perf_counter()
+        got, fits = run_column(tasks, column, draws, args.folds)
+        rows += got
+        line = f"{column}: {time.perf_counter() - t0:.0f} s"
+        if fits:
+            chosen = Counter((f[1], f[2]) for f in fits)
+            line += (f"; {len(fits)} fits, {sum(f[0] for f in fits) / len(fits):.1f} s mean; "
+                     "(λ, τ) " + ", ".join(f"({a:g}, {b:g}) ×{n}"
+                                           for (a, b), n in sorted(chosen.items())))
+        fit_lines.append(line)
+    ceiling = make_strategy("gold_minimal")
+    for scale in SCALES:
+        records, _ = evaluate_batch(tasks, ceiling, "gold_minimal", "gap", 0, scale, tb.POOL_LIMIT)
+        rows += _rows(records, "gold_minimal@-", 0, None)
+    blind = [c for c in columns
+             if c.split("@")[0].split("+")[0] in interaction_blind_strategies()]
+    joint = [c for c in columns if c not in blind]
+    print(f"τ-Knowledge, {len(tasks)} tasks, draws {args.draws} × K = {args.folds}; "
+          "retrieval success (failed evaluations by cause)")
+    causes = ("gold_does_not_fit", "tool_not_in_pool", "tool_not_selected",
+              "document_not_in_pool", "document_not_selected")
+    print(f"{'column':34s} " + " ".join(f"{f'scale {s:g}':>7s}" for s in SCALES)
+          + "   scale-1 failures: fit/tool pool/tool sel/doc pool/doc sel")
+    figures: dict = {"rates": {}, "verdicts": [], "fits": fit_lines}
+    for column in [*columns, "gold_minimal@-"]:
+        rates = [_rate(rows, column, s) for s in SCALES]
+        figures["rates"][column] = dict(zip(map(str, SCALES), rates))
+        lost = Counter(r["loss_cause"] for r in rows
+                       if r["strategy"] == column and r["budget_scale"] == 1.0
+                       and not r["success"])
+        print(f"{column:34s} " + " ".join(f"{x:7.3f}" for x in rates)
+              + "   " + "/".join(str(lost.get(c, 0)) for c in causes))
+    print("each joint column against the strongest split at that scale, points [95%]:")
+    for scale in SCALES:
+        best = max(blind, key=lambda c: (_rate(rows, c, scale), c))
+        cell = [r for r in rows if r["budget_scale"] == scale]
+        for column in joint:
+            cmp = compare_strategies(cell, column, best)
+            if cmp is None:
+                continue
+            figures["verdicts"].append({"scale": scale, "a": column, "b": best,
+                                        **{k: getattr(cmp, k) for k in (
+                                            "rate_a", "rate_b", "difference", "ci_low",
+                                            "ci_high", "p_value", "test")}})
+            print(f"  scale {scale:g}: {column:30s} {cmp.rate_a:.3f} vs {best:26s} "
+                  f"{cmp.rate_b:.3f}: {100 * cmp.difference:+5.1f} "
+                  f"[{100 * cmp.ci_low:+5.1f}, {100 * cmp.ci_high:+5.1f}] p {cmp.p_value:.3g} "
+                  f"({cmp.test})")
+    print("columns:")
+    for line in fit_lines:
+        print("  " + line)
+    print(f"wall {time.perf_counter() - wall0:.0f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({**figures, "rows": rows}, f, indent=1, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
