@@ -21,7 +21,7 @@ draws (``--draws 3,4,5``) without retuning is how a change chosen by luck shows.
 Usage: ``python bench/tau2_gap.py [--tau2-data PATH] [--draws 0,1,2] [--folds 5]
 [--column learned_exact@bm25_named ...] [--json out.json]``; a column is
 ``strategy@pool_rule``, a learned one optionally ``learned_exact+link@...`` (its lane
-models also read ``LINK_FEATURES``).
+models also read ``LINK_FEATURES``) or ``learned_exact+weight@...`` (``WEIGHT_GRIDS``).
 """
 
 from __future__ import annotations
@@ -44,6 +44,11 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from tau2_anchors import data_arguments  # noqa: E402
 
 SCALES = (0.5, 1.0, 2.0)
+WEIGHT_GRIDS = (("lambdas", (0.0, 0.25, 1.0)), ("taus", (0.005, 0.01, 0.02, 0.05)),
+                ("pair_weights", (1.0, 2.0, 4.0, 8.0)))
+"""``+weight``: the pair weight searched with lam and tau, on lam and tau grids cut to
+the values the 30 fits of ``learned_exact@bm25_named`` on draws 0-2 chose from (lam 0 or
+1, tau 0.005-0.02), so the search stays as large as the default one (48 points, not 54)."""
 DEFAULT_COLUMNS = ("fixed_split@bm25", "adaptive_split@bm25", "exact@bm25",
                    "learned_exact@bm25", "fixed_split@bm25_named",
                    "adaptive_split@bm25_named", "exact@bm25_named",
@@ -76,7 +81,9 @@ def run_column(tasks, column: str, draws: list[int], folds: int) -> tuple[list[d
         assignment = fold_assignment(ids, folds, draw)
         for fold in range(folds):
             strategy = LearnedStrategy(name == "learned_exact", source, seed=0,
-                                       link="link" in flags).for_fold(
+                                       link="link" in flags,
+                                       grids=WEIGHT_GRIDS if "weight" in flags else ()
+                                       ).for_fold(
                 CrossFitFold(draw, fold, folds))
             part = [t for t in tasks if assignment[t.task_id] == fold]
             t0 = time.perf_counter()

@@ -562,3 +562,32 @@ def test_learned_named_ranks_and_fits_by_its_own_pool_rule():
     records, _ = evaluate_batch([tasks[0]], strategy, "learned_named", "r", 0, 1.0, (3, None))
     assert [c.resource_id for c in records[0].context_candidates] == [
         c.resource_id for c in result.pools.contexts]
+
+
+def test_a_pair_weight_grid_is_searched_recorded_and_applied():
+    """With a ``pair_weights`` grid the fit chooses the weight with lam and tau by training
+    success, records the grids and the choice, and the model's interactions are the
+    unweighted model's times that weight; on the default grids nothing of this is in the
+    record."""
+    from junction.candidates import pool_rule
+
+    tasks = _fixture_tasks()
+    with pool_rule("bm25_named"):
+        one = fit_learned_utility("tau2-banking", tasks[1:], (3, None), lambdas=(0.0,),
+                                  taus=(0.01,))
+        weighted = fit_learned_utility("tau2-banking", tasks[1:], (3, None), lambdas=(0.0,),
+                                       taus=(0.01,), pair_weights=(1.0, 3.0))
+    record = weighted.record()
+    assert record["grids"] == {"lambda": [0.0], "tau": [0.01], "pair_weight": [1.0, 3.0]}
+    assert record["pair_weight"] == weighted.pair_weight in (1.0, 3.0)
+    assert [row["pair_weight"] for row in record["search"]] == [1.0, 3.0]
+    best = max(record["search"], key=lambda row: row["training_success"])
+    assert weighted.pair_weight == best["pair_weight"]
+    view = tasks[0].router_view()
+    pools = candidate_pools(view, (3, None), "bm25_named")
+    a, _ = one.problem(view, pools)
+    b, _ = weighted.problem(view, pools)
+    assert a.interactions and b.interactions.keys() == a.interactions.keys()
+    assert all(b.interactions[k] == pytest.approx(weighted.pair_weight * a.interactions[k],
+                                                  abs=1e-8) for k in a.interactions)
+    assert "grids" not in fit_learned_utility("tau2-banking", tasks[1:], 8).record()

@@ -129,6 +129,11 @@ class LearnedUtility:
     """The pool rule the model was fitted on (``junction.candidates.POOL_RULES``)."""
     link: bool = False
     """Whether the lane models read ``LINK_FEATURES`` after ``UNARY_FEATURES``."""
+    pair_weight: float = 1.0
+    """The factor every kept interaction is multiplied by (chosen with lam and tau when the
+    fit is given a ``pair_weights`` grid; 1.0 otherwise)."""
+    grids: dict[str, Any] | None = None
+    """The grids searched, where not the defaults (``fit_learned_utility``)."""
 
     def _lane_matrix(self, features: ViewFeatures, lane: str) -> np.ndarray:
         """The lane's feature rows the lane model reads."""
@@ -159,12 +164,17 @@ class LearnedUtility:
         return p_pair - p_c.reshape(n_c, 1) * p_t.reshape(1, n_t)
 
     @staticmethod
-    def _kept(features: ViewFeatures, w: np.ndarray, tau: float) -> dict[tuple[str, str], float]:
-        """The pairs with |w| ≥ tau, rounded to 9 decimals, in ``pair_keys`` order."""
+    def _kept(features: ViewFeatures, w: np.ndarray, tau: float,
+              weight: float = 1.0) -> dict[tuple[str, str], float]:
+        """The pairs with |w| ≥ tau, times ``weight``, rounded to 9 decimals, in
+        ``pair_keys`` order."""
         rows, cols = np.nonzero(np.abs(w) >= tau)
         n_t = len(features.tools)
         keys = features.pair_keys
-        return {keys[i * n_t + j]: round(float(w[i, j]), 9)
+        if weight == 1.0:
+            return {keys[i * n_t + j]: round(float(w[i, j]), 9)
+                    for i, j in zip(rows.tolist(), cols.tolist())}
+        return {keys[i * n_t + j]: round(weight * float(w[i, j]), 9)
                 for i, j in zip(rows.tolist(), cols.tolist())}
 
     def interactions(self, view: RouterView, pools: CandidatePools,
@@ -179,7 +189,7 @@ class LearnedUtility:
                       p: Mapping[str, float]) -> dict[tuple[str, str], float]:
         if self.pair is None or not features.contexts or not features.tools:
             return {}
-        return self._kept(features, self._pair_weights(features, p), self.tau)
+        return self._kept(features, self._pair_weights(features, p), self.tau, self.pair_weight)
 
     def problem(self, view: RouterView, pools: CandidatePools, pairs: bool = True,
                 lam: float | None = None, p: dict[str, float] | None = None,
@@ -210,6 +220,7 @@ class LearnedUtility:
             # only when not the default, so a BM25 model's record (and sha256) is as before
             **({} if self.pool_rule == DEFAULT_POOL_RULE else {"pool_rule": self.pool_rule}),
             **({"link": True} if self.link else {}),
+            **({"pair_weight": self.pair_weight, "grids": self.grids} if self.grids else {}),
         }
 
     @cached_property
@@ -278,10 +289,16 @@ def _pair_labels(task: BenchmarkTask, features: ViewFeatures) -> np.ndarray:
 
 def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit: int | None,
                         seed: int = 0, workers: int | None = None,
-                        link: bool = False) -> LearnedUtility:
+                        link: bool = False, lambdas: Sequence[float] | None = None,
+                        taus: Sequence[float] | None = None,
+                        pair_weights: Sequence[float] = (1.0,)) -> LearnedUtility:
     """Fit the family's models, lam and tau on training ``tasks`` (module docstring).
 
-    ``link``: the lane models also read ``LINK_FEATURES`` (``learned_linked``).
+    ``link``: the lane models also read ``LINK_FEATURES``. ``lambdas``, ``taus``: the grids
+    searched (None: ``LAMBDA_GRID``, ``TAU_GRID``); ``pair_weights``: factors the kept
+    interactions are multiplied by, searched with them (ties keep the earlier value of
+    each grid, tau first, then the weight, then lam). A model fitted on other grids than
+    the defaults records them (``record()["grids"]``) and the weight chosen.
     ``workers``: processes the λ × τ search's exact selections run on (None:
     ``grid.fit_workers()`` for a search of at least ``SPREAD_MIN_PROBLEMS`` large problems,
     else 1; 1: this process only); the fitted model is the same for any value.
@@ -325,32 +342,42 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     if int(labels.sum()) >= 2:
         model.pair = fit_probability_model(_stack(pair_rows, len(PAIR_FEATURES)), labels,
                                            PAIR_FEATURES, seed)
-    taus = TAU_GRID if model.pair is not None else (math.inf,)
+    lambda_grid = tuple(LAMBDA_GRID if lambdas is None else lambdas)
+    tau_grid = tuple(TAU_GRID if taus is None else taus)
+    weight_grid = tuple(pair_weights)
+    if (lambda_grid, tau_grid, weight_grid) != (tuple(LAMBDA_GRID), tuple(TAU_GRID), (1.0,)):
+        model.grids = {"lambda": list(lambda_grid), "tau": list(tau_grid),
+                       "pair_weight": list(weight_grid)}
+    taus = tau_grid if model.pair is not None else (math.inf,)
+    if model.pair is None:
+        weight_grid = (1.0,)
     # w(c, t) depends on the models only: once per task (None: no pairs to weigh)
     weights = [model._pair_weights(f, pr)
                if model.pair is not None and p.contexts and p.tools else None
                for p, f, pr in zip(pools, features, probabilities)]
     unaries = [[_unary(pr, {r.id: r.token_cost for r in (*f.contexts, *f.tools)},
-                       v.budget.max_tokens, lam) for lam in LAMBDA_GRID]
+                       v.budget.max_tokens, lam) for lam in lambda_grid]
                for v, f, pr in zip(views, features, probabilities)]
     # per task: its distinct (unaries, interactions) over the grid, in grid order, and
     # each grid point's index among them
     variants: list[list[Variant]] = [[] for _ in tasks]
     index: list[dict[tuple, int]] = [{} for _ in tasks]
-    grid: list[tuple[float, float, list[int]]] = []
+    grid: list[tuple[float, float, float, list[int]]] = []
     for tau in taus:
-        kept = [{} if w is None else model._kept(f, w, tau) for f, w in zip(features, weights)]
-        kept_key = [tuple(k.items()) for k in kept]
-        for li, lam in enumerate(LAMBDA_GRID):
-            at = []
-            for i in range(len(tasks)):
-                unary = unaries[i][li]
-                key = (tuple(unary.items()), kept_key[i])
-                if key not in index[i]:
-                    index[i][key] = len(variants[i])
-                    variants[i].append((unary, kept[i]))
-                at.append(index[i][key])
-            grid.append((tau, lam, at))
+        for weight in weight_grid:
+            kept = [{} if w is None else model._kept(f, w, tau, weight)
+                    for f, w in zip(features, weights)]
+            kept_key = [tuple(k.items()) for k in kept]
+            for li, lam in enumerate(lambda_grid):
+                at = []
+                for i in range(len(tasks)):
+                    unary = unaries[i][li]
+                    key = (tuple(unary.items()), kept_key[i])
+                    if key not in index[i]:
+                        index[i][key] = len(variants[i])
+                        variants[i].append((unary, kept[i]))
+                    at.append(index[i][key])
+                grid.append((tau, weight, lam, at))
     jobs = [(f.contexts, f.tools, v.budget, vs) for f, v, vs in zip(features, views, variants)]
     if workers is None:  # spread only a search with problems for the branch and cut
         large = sum(len(vs) for f, vs in zip(features, variants)
@@ -365,20 +392,21 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
             if (cs, ts) not in verdict:
                 verdict[(cs, ts)] = verify(t, execute(t, list(cs), list(ts))).success
         success.append([verdict[sel] for sel in sels])
-    best: tuple[float, float, float] | None = None
-    for tau, lam, at in grid:
+    best: tuple[float, float, float, float] | None = None
+    for tau, weight, lam, at in grid:
         per_suite: dict[str, list[bool]] = {}
         for i, t in enumerate(tasks):
             per_suite.setdefault(t.suite, []).append(success[i][at[i]])
         score = float(np.mean([np.mean(s) for s in per_suite.values()]))
         model.search.append({"lambda": lam, "tau": None if math.isinf(tau) else tau,
+                             **({"pair_weight": weight} if model.grids else {}),
                              "training_success": round(score, 6),
                              "by_suite": {k: round(float(np.mean(v)), 6)
                                           for k, v in sorted(per_suite.items())}})
         if best is None or score > best[0] + 1e-12:
-            best = (score, lam, tau)
+            best = (score, lam, tau, weight)
     assert best is not None
-    model.lam, model.tau = best[1], best[2]
+    model.lam, model.tau, model.pair_weight = best[1], best[2], best[3]
     model.training = {
         "n_tasks": len(tasks),
         "suites": dict(sorted(Counter(t.suite for t in tasks).items())),

@@ -252,8 +252,8 @@ for _info in (
                  options=(("joint", True),), split_twin="learned_split",
                  colour="tab:purple", marker="v"),
     StrategyInfo("learned_named", _M + "learned:make_learned_strategy", "learned",
-                 "the exact joint selector on learned unaries and learned pairs, over the "
-                 "run's lanes with every document naming a pooled tool added (pool rule "
+                 "the exact joint selector on learned unaries and learned pairs, over its "
+                 "own pools: BM25 with every document naming a pooled tool added (pool rule "
                  "bm25_named, whatever the run's)",
                  sees_interactions=True, claims_optimal=True, needs_training=True,
                  options=(("joint", True), ("pool", "bm25_named")),

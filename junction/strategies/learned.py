@@ -76,9 +76,11 @@ class LearnedStrategy:
     def __init__(self, joint: bool, training: TrainingSource | None = None,
                  seed: int = 0, fold: CrossFitFold | None = None,
                  _used: dict[tuple[Any, ...], LearnedUtility] | None = None,
-                 pool: str | None = None, link: bool = False) -> None:
+                 pool: str | None = None, link: bool = False,
+                 grids: tuple[tuple[str, tuple[float, ...]], ...] = ()) -> None:
         self.joint = joint
         self.link = link
+        self.grids = grids
         self.training = training
         self.seed = seed
         self.fold = fold
@@ -90,7 +92,7 @@ class LearnedStrategy:
         """This strategy bound to one cross-fitting ``fold`` (None: unbound); the bound one
         shares this one's record of the models used (``artifacts``)."""
         return LearnedStrategy(self.joint, self.training, self.seed, fold, self._used,
-                               self.pool, self.link)
+                               self.pool, self.link, self.grids)
 
     def _rule(self) -> str:
         """The pool rule this strategy ranks and fits by: its own, else the run's."""
@@ -116,13 +118,14 @@ class LearnedStrategy:
         if self.training is None:
             raise ValueError("a learned strategy made without a training source has no model")
         fold = self.fold if self.training.is_cross_fitted(family) else None
-        key = (self.training, family, pool_limit, self.seed, fold, self._rule(), self.link)
+        key = (self.training, family, pool_limit, self.seed, fold, self._rule(), self.link,
+               self.grids)
         with _FITTED_LOCK:
             if key not in _FITTED:
                 tasks, _ = self._training_tasks(family)
                 with pool_rule(self._rule()):
                     _FITTED[key] = fit_learned_utility(family, tasks, pool_limit, self.seed,
-                                                       link=self.link)
+                                                       link=self.link, **dict(self.grids))
             self._used[key] = _FITTED[key]
             return _FITTED[key]
 
@@ -158,6 +161,7 @@ class LearnedStrategy:
         extra.update({
             "learned_model": model.sha256, "learned_family": family,
             "learned_lambda": model.lam, "learned_pairs": len(problem.interactions),
+            **({"learned_pair_weight": model.pair_weight} if model.grids else {}),
             "learned_p": {rid: round(v, 6) for rid, v in sorted(p.items())},
         })
         if self.pool is not None:
@@ -178,10 +182,13 @@ def _family_tasks(training: TrainingSource, family: str) -> list[BenchmarkTask]:
 
 
 def make_learned_strategy(joint: bool, training: TrainingSource | None = None,
-                          pool: str | None = None, link: bool = False) -> LearnedStrategy:
+                          pool: str | None = None, link: bool = False,
+                          grids: tuple[tuple[str, tuple[float, ...]], ...] = (),
+                          ) -> LearnedStrategy:
     """``learned_exact`` (``joint=True``) or ``learned_split`` (``joint=False``); with
     ``pool`` (a pool rule, ``junction.candidates.POOL_RULES``) the strategy ranks its
     candidates and fits its model by that rule whatever the run's; with ``link`` its lane
-    models also read ``junction.learned.features.LINK_FEATURES``. Raises
-    ``UnknownNameError`` for an unknown pool rule."""
-    return LearnedStrategy(joint, training, pool=pool, link=link)
+    models also read ``junction.learned.features.LINK_FEATURES``; ``grids``: (name, values)
+    of ``fit_learned_utility``'s ``lambdas``, ``taus``, ``pair_weights`` (the fit's
+    defaults where absent). Raises ``UnknownNameError`` for an unknown pool rule."""
+    return LearnedStrategy(joint, training, pool=pool, link=link, grids=grids)
