@@ -91,7 +91,7 @@ bench-tau2: setup
 		--repetitions $(TAU2_REPETITIONS) --run-id $(TAU2_RUN_ID) --agent-size 0 \
 		$(if $(TAU2_DATA),--tau2-data $(TAU2_DATA),)
 
-# the agent on τ-Knowledge (issue 42): the first BENCH_TAU2_AGENT_TASKS tasks (id order), the
+# the agent on τ-Knowledge: the first BENCH_TAU2_AGENT_TASKS tasks (id order), the
 # two learned strategies cross-fitted in one fold draw, the two lexical ones and the coupling
 # pair (gold_tools_only / gold_tools_documents), budget scale 1, the agent on every task that
 # has a gold agent action (11 of the first 16). 16 from the measured cost per generation

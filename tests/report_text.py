@@ -1,4 +1,4 @@
-"""Reading report text by its structure, not its wording (issue 43).
+"""Reading report text by its structure, not its wording.
 
 A test that pins a report sentence word for word fails on every rewording and says nothing
 more than one that reads the sentence's numbers. These helpers read what a line *says*: a

@@ -1,6 +1,6 @@
-"""Issue 13, hardening: a read-only SQL surface, one-line errors, one writer per run id,
-robust run metadata, concurrent runs on a fresh Prefect home. Each test is one bullet of the
-issue's "Why" (the exit code, the one line, and for sql that nothing changed on disk)."""
+"""Hardening: a read-only SQL surface, one-line errors, one writer per run id, robust run
+metadata, concurrent runs on a fresh Prefect home. Each test checks what a user sees (the
+exit code, the one line, and for sql that nothing changed on disk)."""
 
 from __future__ import annotations
 

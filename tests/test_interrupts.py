@@ -1,12 +1,12 @@
 """Ctrl-C and a busy run id, as a user meets them at the command line.
 
 One real `junction bench` (72 units) is interrupted with SIGINT once it has written a few
-units; the asserts on that one run: it exits within 10 s (the issue's bound) with status
+units; the asserts on that one run: it exits within 10 s with status
 130 and one stderr line saying how far it got and how to resume; runs/<run_id>.json says
 ``interrupted``; every Parquet file under the traces root reads whole and no temporary
 file is left; the printed resume command, run as printed, completes the run with every
 (task, strategy, budget scale) exactly once (DuckDB over the Parquet traces). A second
-writer of a held run id is refused in under 2 s (the issue's bound), before anything
+writer of a held run id is refused in under 2 s, before anything
 loads. ``flows.cli_run.resume_command`` is checked on its own.
 """
 
@@ -196,7 +196,7 @@ os._exit(0)
 
 
 def test_a_unit_thread_sees_the_signal_before_pythons_handler_runs():
-    # the CI failure this answers: 5 units written after the signal where at most the 4 in
+    # what this guards: 5 units written after the signal where at most the 4 in
     # flight may finish; a unit had started in the milliseconds before the main thread ran
     # Python's handler. Here the signal reaches a worker thread while the main thread is
     # blocked in join(), so Python's handler cannot have run when the thread asks; before,

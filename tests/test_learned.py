@@ -1,5 +1,5 @@
-"""Learned utility (issue 16): the split, no leakage, calibration, determinism, strategies;
-the fit's caches (issue 39): cached features equal fresh ones, keys never read gold."""
+"""Learned utility: the split, no leakage, calibration, determinism, strategies; the fit's
+caches: cached features equal fresh ones, keys never read gold."""
 
 from __future__ import annotations
 
@@ -242,7 +242,7 @@ def test_pair_model_where_training_has_gold_pairs():
     assert alone.interactions == {} and alone.unary == joint.unary
 
 
-# --- the fit's caches (issue 39) ---------------------------------------------------------
+# --- the fit's caches ---------------------------------------------------------------------
 
 _TAU2_FIXTURE = Path(__file__).resolve().parent / "data" / "tau2_fixture"
 

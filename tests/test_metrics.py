@@ -87,7 +87,7 @@ def test_summary_aggregates_each_metric_as_the_catalog_says():
 
 def test_report_table_and_diff_rows_are_todays_columns():
     # the columns these had before the catalog, spelled out once here to pin them (and
-    # since issue 18 tokens_used, a page strategy's admitted tokens, and context_precision,
+    # tokens_used, a page strategy's admitted tokens, and context_precision,
     # the precision of sub-task admission)
     assert [m.column for m in METRICS if m.report_table] == [
         "success_rate", "agent_success_rate", "agent_prompt_tokens", "context_recall",

@@ -1,4 +1,4 @@
-"""Quadratic-knapsack bounds of the branch and cut (issue 19): product rows and probing.
+"""Quadratic-knapsack bounds of the branch and cut: product rows and probing.
 
 - ``model.product_rows`` holds at every set that fits (the rows are valid): checked on
   every subset of drawn instances, with y the products x_c x_t.

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 __all__ = ["DEFAULT_FOLDS", "MIN_FOLDS", "CrossFitFold", "fold_assignment", "held_out"]
 
 DEFAULT_FOLDS = 5
-"""K: the issue's default (and the common 5-fold choice): each fit sees 80% of the tasks,
+"""K: the common 5-fold choice: each fit sees 80% of the tasks,
 and the corrected t-test's test/train ratio is 1/4."""
 
 MIN_FOLDS = 2

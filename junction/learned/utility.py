@@ -96,9 +96,8 @@ schema that costs a fifth of the budget must have p(gold) > 0.2 to be exposed.""
 
 TAU_GRID = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 """Interaction thresholds |w| tried on training when a pair model exists, smallest first (a
-tie keeps the smaller, i.e. more pairs). 0.005 and 0.01 were added below 0.02 (issue 39):
-the fit picked 0.02, then the grid's smallest, so the search did not show whether a
-smaller threshold does better."""
+tie keeps the smaller, i.e. more pairs). The grid reaches below 0.02 to 0.005, so that a
+fit choosing its smallest value would show that a smaller threshold does better."""
 
 SPREAD_MIN_PROBLEMS = 200
 """A fit with ``workers=None`` runs its search on worker processes only when at least this

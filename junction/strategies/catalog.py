@@ -228,7 +228,7 @@ for _info in (
                  "every tool of the task's pool", respects_budget=False, reads_task=True,
                  default_scales=(1.0,),
                  colour="tab:gray", marker="+"),
-    # τ-Knowledge's coupling pair (issue 42): the same tools without and with the documents
+    # τ-Knowledge's coupling pair: the same tools without and with the documents
     # naming them; make bench-tau2-agent runs them.
     StrategyInfo("gold_tools_only", _M + "references:make_gold_tools_only", "reference",
                  "τ: the gold tools and their look-alike siblings, no document",
