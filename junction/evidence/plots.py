@@ -93,7 +93,14 @@ def success_figure(summary: Sequence[Mapping[str, Any]]) -> tuple[Any, list[dict
     strategies = _order({r["strategy"] for r in summary})
     cols = max(1, min(3, len(suites)))
     nrows = max(1, math.ceil(len(suites) / cols))
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows + 0.6),
+    # at least 6.4 inches wide, so a one-panel figure's legend takes two or three columns
+    # and leaves the panel its height; taller by the legend's rows
+    width = max(4.2 * cols, 6.4)
+    names = [strategy_label(s) for s in strategies]
+    entry = LEGEND_CHAR_IN * max((len(n) for n in names), default=1) + LEGEND_MARK_IN
+    legend_rows = math.ceil(len(names) / max(1, min(len(names), int(width // entry)))) \
+        if names else 0
+    fig, axes = plt.subplots(nrows, cols, figsize=(width, 3.2 * nrows + 0.6 + 0.2 * legend_rows),
                              squeeze=False, sharey=True)
     offsets = {s: (i - (len(strategies) - 1) / 2) * 0.015 for i, s in enumerate(strategies)}
     lines: list[dict[str, Any]] = []
