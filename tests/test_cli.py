@@ -245,7 +245,10 @@ def test_models_check_dense_and_a_bad_pool_rule_is_one_line(cli_env):
     assert "90868376 bytes" in checked.stdout and "sha256 53aa51172d14" in checked.stdout
     bad = run(cli_env, "bench", "--suite", "coupling", "--pool", "sparse")
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1
-    assert "unknown pool rule 'sparse'; pool rules: bm25, dense, hybrid" in bad.stderr
+    from junction.candidates import POOL_RULES
+
+    assert f"unknown pool rule 'sparse'; pool rules: {', '.join(POOL_RULES)}" in bad.stderr
+    assert "bm25_named" in POOL_RULES
 
 
 def test_serve_without_a_server_is_one_line(cli_env):
