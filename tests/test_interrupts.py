@@ -180,6 +180,7 @@ def worker(key):
 
 seen["before"] = interrupts.stop_requested()
 interrupts.arm("t", "junction bench --run-id t", grace_s=3600)
+interrupts.track(done=0, total=4)  # under way: the first signal waits out the grace period
 seen["armed"] = interrupts.stop_requested()
 thread = threading.Thread(target=worker, args=("in_the_thread",))
 thread.start()
