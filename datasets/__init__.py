@@ -23,9 +23,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
-from junction.errors import UnknownNameError
-from junction.tasks import BenchmarkTask
-
 from junction_datasets import bfcl as _bfcl
 from junction_datasets import tau2_banking as _tau2
 from junction_datasets.registry import (
@@ -39,10 +36,27 @@ from junction_datasets.registry import (
 )
 from junction_datasets.toy import coupling_suite, synthetic_suite
 
-__all__ = ["SuiteBuild", "SuiteInfo", "SUITES", "build_suite", "get_suite", "suite_names", "register_suite",
-           "CALIBRATION_SUITE", "CALIBRATION_SEED", "CALIBRATION_SIZE", "calibration_tasks",
-           "TRAINING_SEED", "family_training_tasks", "family_all_tasks", "suite_family",
-           "training_source"]
+from junction.errors import UnknownNameError
+from junction.tasks import BenchmarkTask
+
+__all__ = [
+    "CALIBRATION_SEED",
+    "CALIBRATION_SIZE",
+    "CALIBRATION_SUITE",
+    "SUITES",
+    "TRAINING_SEED",
+    "SuiteBuild",
+    "SuiteInfo",
+    "build_suite",
+    "calibration_tasks",
+    "family_all_tasks",
+    "family_training_tasks",
+    "get_suite",
+    "register_suite",
+    "suite_family",
+    "suite_names",
+    "training_source",
+]
 
 CALIBRATION_SUITE = "synthetic"
 CALIBRATION_SEED = 1
@@ -149,8 +163,8 @@ def family_all_tasks(family: str,
                      data_folders: Mapping[str, str] | None = None) -> list[BenchmarkTask]:
     """Every task of a cross-fitted ``family`` (``SuiteInfo.cross_fit``: split ``"all"``,
     ``TRAINING_SEED``; ``data_folders`` as in ``build_suite``), which cross-fitting deals
-    into folds (``junction.learned.crossfit``); ``UnknownNameError`` for a family with no cross-fitted
-    suite."""
+    into folds (``junction.learned.crossfit``); ``UnknownNameError`` for a family with no
+    cross-fitted suite."""
     names = [n for n in suite_names() if SUITES[n].family == family and SUITES[n].cross_fit]
     if not names:
         crossed = sorted({i.family for i in SUITES.values() if i.family and i.cross_fit})

@@ -22,16 +22,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from junction_datasets.registry import SuiteBuild
 from pydantic import ValidationError
 
-from junction.pages.chunking import ChunkingError, chunk_page
 from junction.errors import DatasetError
-from junction.text import binary_offset
+from junction.pages.chunking import ChunkingError, chunk_page
 from junction.tasks import BenchmarkTask
+from junction.text import binary_offset
 
-from junction_datasets.registry import SuiteBuild
-
-__all__ = ["load_suite_file", "expand_html_contexts", "MAX_LINE_BYTES", "CONTEXT_FORMATS"]
+__all__ = ["CONTEXT_FORMATS", "MAX_LINE_BYTES", "expand_html_contexts", "load_suite_file"]
 
 CONTEXT_FORMATS = ("text", "html")
 """Values of a context's ``format`` field in a suite file."""

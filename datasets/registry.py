@@ -13,8 +13,15 @@ from dataclasses import dataclass, field
 from junction.errors import UnknownNameError
 from junction.tasks import BenchmarkTask
 
-__all__ = ["SuiteBuild", "SuiteInfo", "SUITES", "build_suite", "get_suite", "register_suite",
-           "suite_names"]
+__all__ = [
+    "SUITES",
+    "SuiteBuild",
+    "SuiteInfo",
+    "build_suite",
+    "get_suite",
+    "register_suite",
+    "suite_names",
+]
 
 
 @dataclass(frozen=True)

@@ -56,13 +56,32 @@ from junction.resources import ContextResource, SourceKind, ToolResource
 from junction.tasks import BenchmarkTask, GoldPair, Interaction, VerifierSpec
 from junction.tokens import DEFAULT_TOKEN_COUNTER, TokenCounter
 
-__all__ = ["SUITE", "DATA_ENV", "MAX_TOKENS", "CONTEXT_POOL", "TOOL_POOL", "POOL_LIMIT",
-           "NAMED_PAIR_WEIGHT", "DEFAULT_SIZE", "TASK_FILES", "DISPUTED_TASKS", "AgentTool", "Tau2Data", "data_folder", "unavailable_reason",
-           "load_data", "parse_agent_tools", "resolve_gold", "names_tool", "banking_suite"]
+__all__ = [
+    "CONTEXT_POOL",
+    "DATA_ENV",
+    "DEFAULT_SIZE",
+    "DISPUTED_TASKS",
+    "MAX_TOKENS",
+    "NAMED_PAIR_WEIGHT",
+    "POOL_LIMIT",
+    "SUITE",
+    "TASK_FILES",
+    "TOOL_POOL",
+    "AgentTool",
+    "Tau2Data",
+    "banking_suite",
+    "data_folder",
+    "load_data",
+    "names_tool",
+    "parse_agent_tools",
+    "resolve_gold",
+    "unavailable_reason",
+]
 
 SUITE = "tau2-banking"
 TASK_FILES = "task_*.json"
-"""The runtime task files in ``tasks/`` (tau2-bench ``data/tau2/domains/banking_knowledge/tasks/``)."""
+"""The runtime task files in ``tasks/`` (tau2-bench
+``data/tau2/domains/banking_knowledge/tasks/``)."""
 
 DATA_ENV = "JUNCTION_TAU2_DATA"
 """Environment variable naming the data folder (the CLI's ``--tau2-data`` sets it)."""
@@ -156,13 +175,13 @@ def unavailable_reason(data: str | os.PathLike[str] | None = None) -> str | None
         return (f"{SUITE}: no data (set {DATA_ENV} or pass --tau2-data to a clone of "
                 "https://github.com/sierra-research/tau2-bench)")
     try:
-        data = load_data(root)
+        loaded = load_data(root)
     except DatasetError as exc:
         return str(exc)
-    skipped = Counter(_skip_reason(raw, data.documents)[0] for raw in data.tasks)
+    skipped = Counter(_skip_reason(raw, loaded.documents)[0] for raw in loaded.tasks)
     if None in skipped:
         return None
-    return _no_task_line(data.task_source, skipped)
+    return _no_task_line(loaded.task_source, skipped)
 
 
 def _skip_reason(raw: dict[str, Any], documents: Mapping[str, Any]) -> tuple[str | None,
@@ -179,7 +198,8 @@ def _skip_reason(raw: dict[str, Any], documents: Mapping[str, Any]) -> tuple[str
     return None, None
 
 
-def _no_task_line(source: Path, skipped: Mapping[str | None, int]) -> str:
+def _no_task_line(source: Path,
+                  skipped: Mapping[str, int] | Mapping[str | None, int]) -> str:
     return (f"{source}: no task could be loaded (skipped: "
             + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items()) if k) + ")")
 
@@ -328,7 +348,8 @@ def parse_agent_tools(source: str, filename: str = "tools.py",
     try:
         module = ast.parse(source, filename=filename)
     except SyntaxError as exc:
-        raise DatasetError(f"{filename}: not parseable Python ({exc.msg}, line {exc.lineno})")
+        raise DatasetError(
+            f"{filename}: not parseable Python ({exc.msg}, line {exc.lineno})") from None
     classes = [n for n in module.body if isinstance(n, ast.ClassDef) and n.name == class_name]
     if not classes:
         raise DatasetError(f"{filename}: no class {class_name}")
@@ -344,8 +365,10 @@ def parse_agent_tools(source: str, filename: str = "tools.py",
                   if a.arg not in ("self", "cls")]
         positional = [*node.args.posonlyargs, *node.args.args]
         n_default = len(node.args.defaults)
-        defaulted = {a.arg for a in positional[len(positional) - n_default:]} if n_default else set()
-        defaulted |= {a.arg for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults)
+        defaulted = ({a.arg for a in positional[len(positional) - n_default:]}
+                     if n_default else set())
+        defaulted |= {a.arg for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults,
+                                            strict=True)
                       if d is not None}
         names = [a.arg for a in params]
         for arg in doc_args:

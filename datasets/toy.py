@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import random
+from typing import cast
 
 from junction.budget import Budget
 from junction.resources import ContextResource, SourceKind, ToolResource
 from junction.tasks import BenchmarkTask, Interaction, VerifierSpec
 
-__all__ = ["coupling_task", "coupling_suite", "synthetic_suite"]
+__all__ = ["coupling_suite", "coupling_task", "synthetic_suite"]
 
 _POLICY = (
     "Contractor reimbursement policy. Contractors are not employees and are never paid "
@@ -167,24 +168,25 @@ def synthetic_suite(
             )
             for i in range(n_contexts)
         )
-        tools = []
+        tool_list: list[ToolResource] = []
         for j in range(n_tools):
             props = {
                 f"arg_{k}": {"type": rng.choice(["string", "number", "boolean"]),
                              "description": _text(rng, topics, rng.randint(2, 8))}
                 for k in range(rng.randint(1, 5))
             }
-            tools.append(ToolResource.from_schema(
+            tool_list.append(ToolResource.from_schema(
                 f"tool-{j:03d}",
                 _text(rng, topics, rng.randint(5, 20)),
                 {"type": "object", "properties": props},
                 estimated_latency_ms=round(rng.uniform(*tool_latency_ms), 1),
                 estimated_cost_usd=round(rng.uniform(*tool_cost_usd), 5),
             ))
-        tools = tuple(tools)
+        tools = tuple(tool_list)
         gold_c = contexts[rng.randrange(n_contexts)].id
         gold_t, decoy_t = (tools[j].id for j in rng.sample(range(n_tools), 2))
-        unary = {r.id: round(rng.random(), 4) for r in (*contexts, *tools)}
+        resources: tuple[ContextResource | ToolResource, ...] = (*contexts, *tools)
+        unary = {r.id: round(rng.random(), 4) for r in resources}
         unary[decoy_t] = round(rng.uniform(0.9, 1.0), 4)
         pairs: dict[tuple[str, str], float] = {}
         for c in contexts:
@@ -197,8 +199,9 @@ def synthetic_suite(
             pairs.pop(key, None)
         pairs[(gold_c, gold_t)] = round(rng.uniform(1.0, 1.5), 4)
         pairs[(gold_c, decoy_t)] = round(-rng.uniform(1.0, 1.5), 4)
-        by_id = {r.id: r for r in (*contexts, *tools)}
-        gc, gt = by_id[gold_c], by_id[gold_t]
+        by_id = {r.id: r for r in resources}
+        gc = cast(ContextResource, by_id[gold_c])  # gold_c is a context's id
+        gt = cast(ToolResource, by_id[gold_t])  # gold_t is a tool's id
         total_tokens = sum(r.token_cost for r in by_id.values())
         budget = Budget(
             max_tokens=max(gc.token_cost + gt.token_cost, math.floor(tightness * total_tokens)),

@@ -22,12 +22,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from junction_datasets import SUITES, SuiteBuild, SuiteInfo, build_suite, family_all_tasks
+from junction_datasets.jsonl import load_suite_file
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from flows import interrupts, run_log, server
 from flows.interrupts import RunInterrupted
@@ -40,13 +42,20 @@ from junction.errors import JunctionError, UnknownNameError
 from junction.evidence.reports import write_report
 from junction.evidence.store import TraceStore, check_name
 from junction.evidence.warehouse import Warehouse
-from junction.strategies import strategy_info
 from junction.learned.crossfit import fold_assignment
-from junction_datasets import SUITES, SuiteBuild, SuiteInfo, build_suite, family_all_tasks
-from junction_datasets.jsonl import load_suite_file
+from junction.strategies import strategy_info
 
-__all__ = ["benchmark", "run_benchmark", "run_prepared", "task_runner", "load_suites",
-           "plan_units", "Unit", "RunPlan", "UnitFailedError"]
+__all__ = [
+    "RunPlan",
+    "Unit",
+    "UnitFailedError",
+    "benchmark",
+    "load_suites",
+    "plan_units",
+    "run_benchmark",
+    "run_prepared",
+    "task_runner",
+]
 
 _PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("junction_progress",
                                                                      default=None)
@@ -73,7 +82,7 @@ def _io_error(task_obj, task_run, state) -> bool:
         state.result()
     except OSError:
         return True
-    except Exception:  # noqa: BLE001 - anything else is not retried
+    except Exception:
         return False
     return False
 
@@ -155,9 +164,11 @@ def load_suites(plan: RunPlan) -> list[LoadedSuite]:
     for name in plan.suites:
         for seed in plan.seeds:
             def sample(c: int, name: str = name, seed: int = seed) -> list:
-                return load_suite(name, seed, c, plan.data_folders).tasks
+                sampled: SuiteBuild = load_suite(name, seed, c, plan.data_folders)
+                return sampled.tasks
 
-            built = load_suite(name, seed, plan.suite_size(name), plan.data_folders)
+            built: SuiteBuild = load_suite(name, seed, plan.suite_size(name),
+                                           plan.data_folders)
             info = SUITES[name]
             key = name if len(plan.seeds) == 1 else f"{name}@seed={seed}"
             runs = {c: capped(built.tasks, c, sample) for c in caps}
@@ -271,7 +282,8 @@ def plan_units(plan: RunPlan, suites: list[LoadedSuite]) -> list[Unit]:
                 continue  # no refit: another repetition would repeat the same selections
             groups: list[tuple[int | None, list]] = [(None, tasks)]
             if repetition is not None and learned:
-                groups = [(f, [t for t in tasks if suite.folds[t.task_id] == f])
+                folds = cast("dict[str, int]", suite.folds)  # set: cross-fitted, learned
+                groups = [(f, [t for t in tasks if folds[t.task_id] == f])
                           for f in range(plan.folds)]
             for scale in step.scales:
                 for fold, group in groups:
@@ -361,7 +373,11 @@ def _submit(plan: RunPlan, run_id: str, units: list[Unit]) -> list[dict[str, Any
                                   unit.scale, unit.name, unit.suite.info.pool_limit,
                                   tuple(unit.agent_ids), unit.repetition, unit.fold)
             future = run_unit.submit(spec, TaskBatch(unit.tasks))
-            future.add_done_callback(lambda f, u=unit: finished.put((f, u)))
+
+            def on_done(f: Any, u: Unit = unit) -> None:
+                finished.put((f, u))
+
+            future.add_done_callback(on_done)
             in_flight += 1
         if not in_flight:
             break
@@ -389,7 +405,7 @@ def _unit_result(future, unit: Unit) -> dict[str, Any]:
     """The unit's result, or ``UnitFailedError`` naming it if it raised."""
     try:
         return future.result()
-    except Exception as exc:  # noqa: BLE001 - named below, traceback kept as the cause
+    except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else ""
         raise UnitFailedError(f"unit {unit.suite.name}/{unit.strategy}/{unit.name} failed: "
                               f"{type(exc).__name__}: {first}".rstrip(": ")) from exc
@@ -398,7 +414,7 @@ def _unit_result(future, unit: Unit) -> dict[str, Any]:
 # --------------------------------------------------------------------------- running it
 
 def task_runner(runner: str = "thread", workers: int | None = None,
-                dask_address: str | None = None):
+                dask_address: str | None = None) -> TaskRunner[Any]:
     """The Prefect task runner for ``runner``: a thread pool, or Dask (a scheduler at
     ``dask_address``, else a ``LocalCluster`` of ``workers`` processes the runner starts and
     stops). ``local_dask_cluster`` makes the cluster a command line uses instead."""
@@ -482,7 +498,8 @@ def run_prepared(plan: RunPlan, run_id: str,
             from prefect_dask import DaskTaskRunner
 
             cluster = local_dask_cluster(plan.workers)  # a command line's: quiet on Ctrl-C
-            runner = DaskTaskRunner(address=cluster.scheduler_address)
+            # prefect_dask's class subclasses a bare TaskRunner (its default future type)
+            runner = cast("TaskRunner[Any]", DaskTaskRunner(address=cluster.scheduler_address))
         else:
             runner = task_runner(plan.runner, plan.workers, plan.dask_address)
         return benchmark.with_options(task_runner=runner)(plan, run_id, write_reports)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -40,9 +40,10 @@ app.command("bench")(bench)
 
 def _demo_coupling_result() -> dict:
     from junction_datasets.toy import coupling_task
+
     from junction.agent.execution import execute
-    from junction.verifiers import verify
     from junction.strategies import make_strategy, strategies_where
+    from junction.verifiers import verify
 
     task = coupling_task()
     view = task.router_view()
@@ -118,7 +119,8 @@ def runs(warehouse: str = WAREHOUSE_OPTION) -> None:
         raise JunctionError("no runs yet; run `junction bench` first")
     rows = []
     for m in metas:
-        params = m.get("params") if isinstance(m.get("params"), dict) else {}
+        raw_params = m.get("params")
+        params = raw_params if isinstance(raw_params, dict) else {}
         commit = str(m.get("git_commit") or "?")[:10] + ("+" if m.get("git_dirty") else "")
         status = str(m.get("status") or "?") + (f" ({m['problem']})" if m.get("problem") else "")
         rows.append((m["run_id"], commit, status, str(m.get("started_at") or ""),
@@ -143,7 +145,7 @@ def report(
     typer.echo(f"report: {paths['report.md']}")
 
 
-class DiffFormat(str, Enum):
+class DiffFormat(StrEnum):
     table = "table"
     json = "json"
     markdown = "markdown"
@@ -161,8 +163,15 @@ def diff(
 ) -> None:
     """What both runs share, then per suite and strategy each metric before, after, change
     and a paired 95% CI (binary metrics: McNemar/Newcombe, as the report's headline)."""
-    from junction.evidence.diff import check_comparable, diff_page, diff_runs, format_row, resolve_run, \
-        run_scope, scope_lines
+    from junction.evidence.diff import (
+        check_comparable,
+        diff_page,
+        diff_runs,
+        format_row,
+        resolve_run,
+        run_scope,
+        scope_lines,
+    )
     from junction.evidence.store import TraceStore
 
     store = TraceStore(warehouse or warehouse_root())
@@ -206,7 +215,7 @@ def diff(
     typer.echo(summary if changed else summary + " (--changed shows only those)")
 
 
-class SqlFormat(str, Enum):
+class SqlFormat(StrEnum):
     table = "table"
     csv = "csv"
     json = "json"
@@ -214,7 +223,8 @@ class SqlFormat(str, Enum):
 
 @app.command()
 def sql(
-    query: str = typer.Argument(..., help="SQL over the views traces, timings, runs, strategy_summary."),
+    query: str = typer.Argument(..., help="SQL over the views traces, timings, runs, "
+                                          "strategy_summary."),
     fmt: SqlFormat = typer.Option(SqlFormat.table, "--format"),
     warehouse: str = WAREHOUSE_OPTION,
 ) -> None:
@@ -265,7 +275,8 @@ def _nested_as_json(table):
     for i, field in enumerate(table.schema):
         if pa.types.is_nested(field.type):
             texts = [None if v is None else _cell_text(v) for v in table.column(i).to_pylist()]
-            table = table.set_column(i, pa.field(field.name, pa.string()), pa.array(texts, pa.string()))
+            table = table.set_column(i, pa.field(field.name, pa.string()),
+                                     pa.array(texts, pa.string()))
     return table
 
 
@@ -273,18 +284,22 @@ def _nested_as_json(table):
 def serve(
     cron: str = typer.Option(..., "--cron", help='Cron schedule, e.g. "0 3 * * *".'),
     name: str = typer.Option("junction-scheduled", "--name", help="Deployment name."),
-    suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
-    strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: the catalog's default plan, `junction strategies`)."),
+    suite: list[str] = typer.Option(None, "--suite",
+                                    help="Suite name (repeatable; default: all)."),
+    strategy: list[str] = typer.Option(None, "--strategy",
+                                       help="Strategy (repeatable; default: the catalog's "
+                                            "default plan, `junction strategies`)."),
 ) -> None:
-    """Serve the benchmark flow on a cron schedule (needs `prefect server start`; see docs/usage.md)."""
+    """Serve the benchmark flow on a cron schedule (needs `prefect server start`; \
+see docs/usage.md)."""
     from prefect.client.schemas.schedules import CronSchedule
     from prefect.settings import PREFECT_API_URL
 
     try:
         CronSchedule(cron=cron)
     except ValueError as exc:
-        errors = getattr(exc, "errors", lambda: [{"msg": str(exc)}])()
-        raise JunctionError(f"invalid --cron {cron!r}: {errors[0]['msg']}") from None
+        message = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
+        raise JunctionError(f"invalid --cron {cron!r}: {message}") from None
     if not PREFECT_API_URL.value():
         raise JunctionError("scheduled runs need a Prefect server: run `prefect server start` "
                             "and set PREFECT_API_URL=http://127.0.0.1:4200/api (see docs/usage.md)")
@@ -324,11 +339,12 @@ def main() -> None:
 def _from_ctrl_c(exc: BaseException) -> bool:
     """Whether a KeyboardInterrupt is among ``exc``'s causes and contexts."""
     seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
             return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
     return False
 
 

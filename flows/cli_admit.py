@@ -4,11 +4,12 @@ Reads a local file or standard input (``-``); nothing is fetched. The page is ch
 (``junction.pages.chunking.chunk_page``), every chunk is judged against the query by the judge
 the benchmark uses (``flows.cli_judge._load``: the embedded default model, or ``--model``),
 reading the chunk's heading path then its text, and the best chunks are admitted whole,
-top-K inside the token budget (``junction.pages.chunk_admission.admit_chunks``, the page strategies' rule; defaults 5 chunks
-within 2,048 tokens: docs/suites.md, "Pages"). Explore mode keeps each chunk's score against the
-query; ``--exploit --original TASK`` scores each chunk against both and keeps the minimum
-(``junction.pages.admission.exploit_scores``). A degenerate batch (every score within the
-judge's noise floor) admits nothing. Scores are cached in ``state_dir()/judge_scores.sqlite``.
+top-K inside the token budget (``junction.pages.chunk_admission.admit_chunks``, the page
+strategies' rule; defaults 5 chunks within 2,048 tokens: docs/suites.md, "Pages"). Explore
+mode keeps each chunk's score against the query; ``--exploit --original TASK`` scores each
+chunk against both and keeps the minimum (``junction.pages.admission.exploit_scores``). A
+degenerate batch (every score within the judge's noise floor) admits nothing. Scores are
+cached in ``state_dir()/judge_scores.sqlite``.
 
 Output: each admitted chunk's rank, score (logits), tokens and heading path, then its
 verbatim text; then the best rejected chunks and why (``top_k`` or ``budget``); ``--json``
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import cast
 
 import typer
 
@@ -91,11 +93,11 @@ def admit(
 ) -> None:
     """Admit the best chunks of an HTML page for a query, verbatim, top-K within a budget."""
     from flows.cli_judge import _load
-    from junction.pages.chunk_admission import ScoredChunk, admit_chunks
-    from junction.pages.chunking import DEFAULT_MAX_CHUNK_TOKENS, chunk_document, chunk_page
     from junction.errors import JunctionError
     from junction.judge import RETRIEVAL_INSTRUCTION
     from junction.judge.session import judge_session
+    from junction.pages.chunk_admission import ScoredChunk, admit_chunks
+    from junction.pages.chunking import DEFAULT_MAX_CHUNK_TOKENS, chunk_document, chunk_page
     from junction.strategies.page_admission import judge_page_documents
 
     require_text(query, "--query")
@@ -118,7 +120,8 @@ def admit(
     judged = judge_page_documents(judge, cache, query,
                                   [chunk_document(c) for c in chunked.chunks],
                                   RETRIEVAL_INSTRUCTION, floor, original if exploit else None)
-    scored = [ScoredChunk(c, s) for c, s in zip(chunked.chunks, judged.scores) if s is not None]
+    scored = [ScoredChunk(c, s) for c, s in zip(chunked.chunks, judged.scores, strict=True)
+              if s is not None]
     admitted = [] if judged.degenerate else admit_chunks(scored, top_k, budget, tie_logits=floor)
     taken = {a.chunk.index for a in admitted}
     ranked = sorted(scored, key=lambda s: (-s.score, s.chunk.index))
@@ -128,8 +131,9 @@ def admit(
     def sides(index: int) -> dict:
         if not exploit:
             return {}
-        return {"query_score": round(judged.query_scores[index], 4),
-                "original_score": round(judged.original_scores[index], 4)}
+        # only scored chunks come here: both sides scored them
+        return {"query_score": round(cast(float, judged.query_scores[index]), 4),
+                "original_score": round(cast(float, judged.original_scores[index]), 4)}
 
     def why(item) -> str:
         if judged.degenerate:

@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
 from flows.cli_text import echo, json_text, require_text, require_text_content
+
+if TYPE_CHECKING:
+    from junction.pages.admission import ScoredResource
 
 judge_app = typer.Typer(no_args_is_help=True, help="The yes/no judge (admission lane).")
 
@@ -110,11 +114,11 @@ def score(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Ask the judge directly: each document's score (logits), rank, ties, cuts, skips."""
-    from junction.pages.admission import tie_groups
     from junction.errors import JunctionError
     from junction.judge import RETRIEVAL_INSTRUCTION, RerankInstruction
     from junction.judge.cache import judge_documents
     from junction.judge.noise import noise_floor
+    from junction.pages.admission import tie_groups
 
     require_text(query, "QUERY")
     require_text_content(query, "QUERY")
@@ -137,19 +141,22 @@ def score(
         def __init__(self, i: int) -> None:
             self.score, self.resource_id = batch.scores[i], f"{i:06d}"
 
-    groups = tie_groups([_Item(i) for i in scored], floor)
-    rank, tie_of = {}, {}
+    # tie_groups reads only .score and .resource_id of its items
+    groups = tie_groups(cast("list[ScoredResource]", [_Item(i) for i in scored]), floor)
+    rank: dict[int, int] = {}
+    tie_of: dict[int, list[int]] = {}
     for group in groups:
         members = [int(item.resource_id) for item in group]
         for item in group:
             i = int(item.resource_id)
             rank[i] = len(rank) + 1
             tie_of[i] = [m for m in members if m != i]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i, doc in enumerate(documents):
         cut = batch.truncations.get(i)
+        doc_score = batch.scores[i]
         rows.append({"index": i, "document": doc, "status": batch.statuses[i],
-                     "score": None if batch.scores[i] is None else round(batch.scores[i], 4),
+                     "score": None if doc_score is None else round(doc_score, 4),
                      "rank": rank.get(i), "tied_with": tie_of.get(i, []),
                      "truncated": None if cut is None else {"original_tokens": cut[0],
                                                              "kept_tokens": cut[1]}})

@@ -10,6 +10,7 @@ loads against its pin, and a probe sentence's vector against the pinned one.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import typer
 
@@ -37,7 +38,7 @@ def assemble(names: list[str] | None = typer.Argument(None, help="Model names (d
 def check_dense() -> None:
     """Check the dense embedder: every file it loads against its pinned sha256 (the weights
     also by size), then the vector it gives a probe sentence against the pinned vector."""
-    from junction.dense import DENSE_MODEL, _EMBEDDER, check_probe, dense_model_files
+    from junction.dense import _EMBEDDER, DENSE_MODEL, check_probe, dense_model_files
 
     folder, digests = dense_model_files()
     cosine = check_probe(_EMBEDDER._load())
@@ -54,7 +55,7 @@ def list_models(as_json: bool = typer.Option(False, "--json", help="Print JSON."
     from junction.environment import state_dir
     from junction.models import DEFAULT_MODEL, EMBEDDED_MODELS
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for m in EMBEDDED_MODELS.values():
         installed = all(importlib.util.find_spec(p) is not None for p in m.packages)
         target = state_dir() / "models" / m.filename

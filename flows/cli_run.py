@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -23,7 +23,7 @@ from flows.cli_text import echo
 from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError
 
-__all__ = ["bench", "resume_command", "warehouse_root", "reports_root", "WAREHOUSE_OPTION"]
+__all__ = ["WAREHOUSE_OPTION", "bench", "reports_root", "resume_command", "warehouse_root"]
 
 _STOP_DRAIN_S = 5.0
 """Seconds Prefect's event and log workers get to send what they hold at the end of a run
@@ -42,7 +42,7 @@ WAREHOUSE_OPTION = typer.Option(None, "--warehouse", help="Traces root: a folder
                                 "URL (default: $JUNCTION_WAREHOUSE or ./warehouse).")
 
 
-class Runner(str, Enum):
+class Runner(StrEnum):
     thread = "thread"
     dask = "dask"
 
@@ -85,7 +85,9 @@ def _agent_model(value: str | None) -> str | None:
 
 def bench(
     suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
-    strategy: list[str] = typer.Option(None, "--strategy", help="Strategy (repeatable; default: the catalog's default plan, `junction strategies`)."),
+    strategy: list[str] = typer.Option(None, "--strategy",
+                                       help="Strategy (repeatable; default: the catalog's "
+                                            "default plan, `junction strategies`)."),
     seed: list[int] = typer.Option(None, "--seed", help="Suite seed (repeatable; default 0). "
                                    "On a cross-fitted suite (tau2-banking) each seed is one "
                                    "repetition: its own draw of the folds."),
@@ -103,14 +105,17 @@ def bench(
              "rank fusion) or bm25_named (BM25, the documents naming a pooled tool added)."),
     budget_scale: list[float] = typer.Option(
         None, "--budget-scale", help="Token-budget multiplier (repeatable; default 0.5, 1, 2)."),
-    size: int = typer.Option(None, "--size", min=1, help="Tasks per suite (default: each suite's default size)."),
+    size: int = typer.Option(None, "--size", min=1,
+                             help="Tasks per suite (default: each suite's default size)."),
     full: bool = typer.Option(False, "--full", help="Every task of every suite (no subsampling)."),
     batch_size: int = typer.Option(100, "--batch-size", min=1, help="Tasks per work unit."),
     run_id: str = typer.Option(None, "--run-id", help="Name the run; if a run of this id "
                                "exists, complete it (same parameters only)."),
     runner: Runner = typer.Option(Runner.thread, "--runner", help="Task runner."),
-    workers: int = typer.Option(None, "--workers", min=1, help="Workers (threads or Dask processes)."),
-    dask_address: str = typer.Option(None, "--dask-address", help="Existing Dask scheduler address."),
+    workers: int = typer.Option(None, "--workers", min=1,
+                                help="Workers (threads or Dask processes)."),
+    dask_address: str = typer.Option(None, "--dask-address",
+                                     help="Existing Dask scheduler address."),
     suite_file: list[Path] = typer.Option(None, "--suite-file",
                                           help="JSON Lines suite file (repeatable)."),
     strategy_size: list[str] = typer.Option(
@@ -146,10 +151,22 @@ def bench(
     agent_concurrency: int = typer.Option(
         1, "--agent-concurrency", min=1, metavar="N",
         help="Requests in flight to --agent-url at once."),
-    agent_context_tokens: int = typer.Option(None, "--agent-context-tokens", metavar="N", help="The --agent-url server's context window in tokens (default: as the server reports it)."),
-    agent_timeout: float = typer.Option(None, "--agent-timeout", metavar="S", help="Seconds one generation on the --agent-url server may take (default 600)."),
-    agent_check_timeout: float = typer.Option(None, "--agent-check-timeout", metavar="S", help="Seconds each check of the --agent-url server before the run (its model list, its window) may take (default 10, one retry)."),
-    agent_threads: int = typer.Option(None, "--agent-threads", metavar="N", min=1, help="llama.cpp threads of the embedded agent (default: the CPUs shared among the unit workers: 1 with 2 workers on 2 cores, 2 with --workers 1). The same answers on any count."),
+    agent_context_tokens: int = typer.Option(
+        None, "--agent-context-tokens", metavar="N",
+        help="The --agent-url server's context window in tokens (default: as the server "
+             "reports it)."),
+    agent_timeout: float = typer.Option(
+        None, "--agent-timeout", metavar="S",
+        help="Seconds one generation on the --agent-url server may take (default 600)."),
+    agent_check_timeout: float = typer.Option(
+        None, "--agent-check-timeout", metavar="S",
+        help="Seconds each check of the --agent-url server before the run (its model list, "
+             "its window) may take (default 10, one retry)."),
+    agent_threads: int = typer.Option(
+        None, "--agent-threads", metavar="N", min=1,
+        help="llama.cpp threads of the embedded agent (default: the CPUs shared among the "
+             "unit workers: 1 with 2 workers on 2 cores, 2 with --workers 1). The same "
+             "answers on any count."),
     tau2_data: Path = typer.Option(
         None, "--tau2-data", metavar="PATH",
         help="tau2-bench checkout or banking_knowledge folder for the tau2-banking suite "
@@ -172,10 +189,10 @@ def bench(
 
         check_run_free(Path(output_root), run_id)
     from junction_datasets.jsonl import load_suite_file
+    from junction_datasets.tau2_banking import SUITE as TAU2_SUITE
 
     from flows.plan import RunPlan, prepare_run, unreadable_named_folders
     from junction.evidence.store import TraceStore
-    from junction_datasets.tau2_banking import SUITE as TAU2_SUITE
 
     if repetitions is not None and seed:
         raise JunctionError("--repetitions R means seeds 0..R-1; give it or --seed, not both")
@@ -217,8 +234,9 @@ def bench(
 
 def _run_with_progress(plan, run_id: str) -> dict:
     """Run a prepared plan (its run lock held) with a progress bar of units."""
-    import flows.benchmark as fb
     from rich.progress import Progress
+
+    import flows.benchmark as fb
 
     with Progress(transient=False) as progress:
         bar = progress.add_task("benchmark units", total=None)
@@ -247,7 +265,7 @@ def _run(plan, run_id: str) -> dict:
     except interrupts.RunInterrupted:
         interrupts.exit_now(drain_s=1.0)
         raise  # not reached: exit_now ends the process
-    except Exception as exc:  # noqa: BLE001 - after a Ctrl-C a fault is the interruption's
+    except Exception as exc:
         if not interrupts.stop_requested():
             return _fault(exc, log, run_id)
         run_log.log_exception("after the interrupt", exc)

@@ -45,9 +45,23 @@ from typing import Any
 
 from junction.errors import JunctionError
 
-__all__ = ["RunInterrupted", "arm", "disarm", "reinstall", "stop_requested", "track",
-           "unit_write", "abandonable", "mark_interrupted", "exit_now", "end_descendants",
-           "on_exit", "armed", "resume_command", "EXIT_STATUS"]
+__all__ = [
+    "EXIT_STATUS",
+    "RunInterrupted",
+    "abandonable",
+    "arm",
+    "armed",
+    "disarm",
+    "end_descendants",
+    "exit_now",
+    "mark_interrupted",
+    "on_exit",
+    "reinstall",
+    "resume_command",
+    "stop_requested",
+    "track",
+    "unit_write",
+]
 
 EXIT_STATUS = 130
 """128 + SIGINT: what a shell reports for a process that Ctrl-C ended."""

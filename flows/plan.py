@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from junction_datasets import SUITES, get_suite, suite_names
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from flows.unit import AgentSpec, StrictInt, UnitSpec
@@ -32,15 +33,31 @@ from junction.evidence.store import TraceStore, check_name
 from junction.learned.crossfit import DEFAULT_FOLDS, MIN_FOLDS
 from junction.sqlite_cache import check_caches
 from junction.strategies import STRATEGIES, default_strategies, strategy_info
-from junction_datasets import SUITES, get_suite, suite_names
 
-__all__ = ["RunPlan", "StrategyStep", "DEFAULT_BUDGET_SCALES", "DEFAULT_STRATEGY_SIZE",
-           "DEFAULT_STRATEGY_SCALES", "DEFAULT_AGENT_SIZE",
-           "default_agent_strategies",
-           "AGENT_SCALE", "DEFAULT_BATCH_SIZE", "DEFAULT_WAREHOUSE", "DEFAULT_REPORTS",
-           "MAX_SEED", "RUNNERS", "default_suites", "skipped_default_suites",
-           "unreadable_named_folders", "new_run_id",
-           "params_hash", "check_writable", "check_resume", "check_folds", "prepare_run"]
+__all__ = [
+    "AGENT_SCALE",
+    "DEFAULT_AGENT_SIZE",
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_BUDGET_SCALES",
+    "DEFAULT_REPORTS",
+    "DEFAULT_STRATEGY_SCALES",
+    "DEFAULT_STRATEGY_SIZE",
+    "DEFAULT_WAREHOUSE",
+    "MAX_SEED",
+    "RUNNERS",
+    "RunPlan",
+    "StrategyStep",
+    "check_folds",
+    "check_resume",
+    "check_writable",
+    "default_agent_strategies",
+    "default_suites",
+    "new_run_id",
+    "params_hash",
+    "prepare_run",
+    "skipped_default_suites",
+    "unreadable_named_folders",
+]
 
 DEFAULT_BUDGET_SCALES = (0.5, 1.0, 2.0)
 """The budget grid (× each task's own budget) when no scale is given: half, the task's own
@@ -161,10 +178,10 @@ class StrategyStep(BaseModel):
 def default_agent_threads(workers: int | None) -> int:
     """llama.cpp threads of the embedded agent when the plan gives none: the CPUs this
     process may use, shared among the run's unit workers (``workers``; None: the thread
-    runner's default of 4, ``flows.benchmark.task_runner``), at least 1. One agent thread per core runs beside a
-    busy worker on each core; with one worker the agent has every core (prompt evaluation
-    is about twice as fast on two threads as on one here: bench/README.md, "The agent
-    near the hardware")."""
+    runner's default of 4, ``flows.benchmark.task_runner``), at least 1. One agent thread
+    per core runs beside a busy worker on each core; with one worker the agent has every
+    core (prompt evaluation is about twice as fast on two threads as on one here:
+    bench/README.md, "The agent near the hardware")."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
         os.cpu_count() or 1)
     return max(1, cpus // max(1, workers if workers is not None else 4))
@@ -189,8 +206,9 @@ class RunPlan(BaseModel):
     - ``batch_size``: tasks per work unit; ``output_root``/``reports_root``: traces and
       reports; ``runner``/``workers``/``dask_address``: the task runner
     - ``suite_files``: JSON Lines suite files (``junction_datasets.jsonl``), sorted
-    - ``agent_size``: tasks per suite the agent acts on (a suite an agent grader grades) (None given: 1, or every task
-      with ``full`` (stored None), or 0 with an explicit ``size``); ``agent_model``: a GGUF
+    - ``agent_size``: tasks per suite the agent acts on (a suite an agent grader grades)
+      (None given: 1, or every task with ``full`` (stored None), or 0 with an explicit
+      ``size``); ``agent_model``: a GGUF
       path or embedded model name (None: the default), or with ``agent_url`` (an
       OpenAI-compatible base URL) the server's model id; ``agent_concurrency``: requests in
       flight to that server; ``agent_context_tokens``: its context window in tokens (None:
@@ -214,7 +232,8 @@ class RunPlan(BaseModel):
       built), for the run's suites only; the flow hands it to every suite build and learned
       fit, in this process or a worker. A folder given for a suite the default plan then
       leaves out because that folder cannot be read is refused (its reason, one line). In
-      ``params`` only when not empty; never in ``metrics.json`` (a machine path, ``junction.evidence.params.MACHINE_PATH_PARAMS``)
+      ``params`` only when not empty; never in ``metrics.json`` (a machine path,
+      ``junction.evidence.params.MACHINE_PATH_PARAMS``)
 
     Raises ``UnknownNameError`` (suite, strategy, runner, pool rule) or ``JunctionError`` naming the
     field and its value for a plan that cannot run (a suite whose data is absent, a seed
@@ -271,7 +290,7 @@ class RunPlan(BaseModel):
         """The default plan: what a field left None (or absent) means."""
         if not isinstance(given, dict):
             return given
-        p = {k: v for k, v in given.items()}
+        p = dict(given)
         size, full = p.get("size"), bool(p.get("full", False))
         suite_files = sorted(p.get("suite_files") or [])
         strategies = sorted(p.get("strategies") or default_strategies())
@@ -410,9 +429,9 @@ class RunPlan(BaseModel):
         """The parameters a run records in run.json (``params``), as plain JSON values;
         ``agent_context_tokens`` only when given, ``agent_strategies`` only when it leaves
         a strategy out, ``data_folders`` only when not empty, ``folds`` only when not
-        ``DEFAULT_FOLDS`` (run.json's ``cross_fit`` records the folds of every cross-fitted run) and ``pool`` only when
-        not ``DEFAULT_POOL_RULE``, so a plan from before they existed keeps its
-        ``params_hash`` (a resumed run)."""
+        ``DEFAULT_FOLDS`` (run.json's ``cross_fit`` records the folds of every cross-fitted
+        run) and ``pool`` only when not ``DEFAULT_POOL_RULE``, so a plan from before they
+        existed keeps its ``params_hash`` (a resumed run)."""
         exclude = set()
         if not self.data_folders:
             exclude.add("data_folders")

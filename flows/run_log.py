@@ -17,10 +17,12 @@ import os
 import sys
 import threading
 from pathlib import Path
+from types import TracebackType
+from typing import cast
 
 from junction.environment import state_dir
 
-__all__ = ["log_path", "route_to", "route_worker", "log_exception", "LOG_ENV"]
+__all__ = ["LOG_ENV", "log_exception", "log_path", "route_to", "route_worker"]
 
 LOG_ENV = "JUNCTION_RUN_LOG"
 """The environment variable ``route_to`` sets to the log's path, so a worker process started
@@ -61,9 +63,13 @@ def route_to(path: Path) -> None:
     logging.getLogger().addHandler(handler)
 
     def excepthook(args: threading.ExceptHookArgs) -> None:
+        # a thread's uncaught exception always has its value (``sys.exc_info()``)
+        exc_info = cast(
+            "tuple[type[BaseException], BaseException, TracebackType | None]",
+            (args.exc_type, args.exc_value, args.exc_traceback))
         logging.getLogger(_LOGGER).error(
             "uncaught exception in thread %s", getattr(args.thread, "name", "?"),
-            exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
+            exc_info=exc_info)
 
     threading.excepthook = excepthook
 

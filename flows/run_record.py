@@ -1,6 +1,7 @@
 """A run's record, ``runs/<run_id>.json``: written ``running`` when the flow starts and
-``completed`` when every unit is done and the report written (``flows.benchmark``; ``interrupted`` and ``failed``
-are written where the run stops: ``flows.interrupts``, the flow's own handler).
+``completed`` when every unit is done and the report written (``flows.benchmark``;
+``interrupted`` and ``failed`` are written where the run stops: ``flows.interrupts``, the
+flow's own handler).
 
 The record names the plan (``params``, its hash), the code (git commit, a dirty flag) and
 the packages' versions, so a report says what produced it; a run the command line started
@@ -21,7 +22,7 @@ from flows.sampling import LoadedSuite, suite_summary
 from junction.environment import PROJECT_ROOT
 from junction.evidence.store import TraceStore
 
-__all__ = ["start_run", "finish_run"]
+__all__ = ["finish_run", "start_run"]
 
 _PACKAGES = ("junction", "prefect", "duckdb", "pyarrow", "pydantic", "bm25s", "scipy",
              "numpy", "llama_cpp_python", "ir_measures", "bfcl-eval")

@@ -22,8 +22,9 @@ __all__ = ["LoadedSuite", "agent_gradable", "agent_sample", "capped", "is_bfcl",
 @dataclass(frozen=True)
 class LoadedSuite:
     """One built suite of a run: ``key`` names it in the report (``name@seed=N`` when a run
-    has several seeds), ``sampling`` says how it was sampled, ``capped`` maps each task cap of the plan to the tasks a capped
-    strategy runs, ``agent_ids`` are the ids of the tasks the agent acts on."""
+    has several seeds), ``sampling`` says how it was sampled, ``capped`` maps each task cap
+    of the plan to the tasks a capped strategy runs, ``agent_ids`` are the ids of the tasks
+    the agent acts on."""
 
     key: str
     name: str

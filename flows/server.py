@@ -48,8 +48,18 @@ import psutil
 
 from junction.environment import state_dir
 
-__all__ = ["start", "stop", "watch", "server_pid", "send_stderr_to", "api_url",
-           "in_thread_without_sigint", "stderr_to", "copy_template", "save_template"]
+__all__ = [
+    "api_url",
+    "copy_template",
+    "in_thread_without_sigint",
+    "save_template",
+    "send_stderr_to",
+    "server_pid",
+    "start",
+    "stderr_to",
+    "stop",
+    "watch",
+]
 
 _WATCH_INTERVAL_S = 0.2
 _stopping = threading.Event()
@@ -268,7 +278,7 @@ def _in_thread_without_sigint(fn: Callable[[], None]) -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+        except BaseException as exc:
             failure.append(exc)
 
     thread = threading.Thread(target=context.run, args=(body,), name="junction-server-start",

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from junction.candidates import DEFAULT_POOL_RULE
 
-__all__ = ["AgentSpec", "UnitSpec", "StrictInt"]
+__all__ = ["AgentSpec", "StrictInt", "UnitSpec"]
 
 StrictInt = Annotated[int, Strict()]
 """An int field that refuses a bool, a float or a numeric string (pydantic strict mode)."""

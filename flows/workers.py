@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
+
+from junction_datasets import calibration_tasks, training_source
 
 from flows import interrupts, run_log
 from flows.unit import AgentSpec, UnitSpec
@@ -19,9 +21,8 @@ from junction.evaluate import evaluate_batch
 from junction.evidence.store import TraceStore
 from junction.learned.crossfit import CrossFitFold
 from junction.strategies import make_strategy, strategy_info
-from junction_datasets import calibration_tasks, training_source
 
-__all__ = ["run_unit_now", "agent_executor", "strategy_instance"]
+__all__ = ["agent_executor", "run_unit_now", "strategy_instance"]
 
 _STRATEGIES: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[Any, threading.Lock]] = {}
 _LOCK = threading.Lock()
@@ -38,21 +39,26 @@ def agent_executor(spec: AgentSpec):
     listed or no window is known; ``spec.timeout_s``: seconds one generation may take,
     ``spec.check_timeout_s``: each of those checks, None: ``RemoteAgentConfig``'s;
     ``spec.threads``: the embedded agent's llama.cpp threads)."""
-    from junction.agent.llm import AgentConfig, LlamaAgent, LLMExecutor
     from junction.agent.generations import AgentCache
+    from junction.agent.llm import AgentConfig, LlamaAgent, LLMExecutor
     from junction.environment import state_dir
     from junction.models import file_sha256, resolve_model_path
 
     with _LOCK:
         if spec not in _AGENTS:
             if spec.url is not None:
-                from junction.agent.remote import (RemoteAgent, RemoteAgentConfig,
-                                                   RemoteExecutor, RemoteGenerationCache)
+                from junction.agent.remote import (
+                    RemoteAgent,
+                    RemoteAgentConfig,
+                    RemoteExecutor,
+                    RemoteGenerationCache,
+                )
 
-                limits = {name: float(value) for name, value in (
+                limits: dict[str, Any] = {name: float(value) for name, value in (
                     ("timeout_s", spec.timeout_s), ("check_timeout_s", spec.check_timeout_s))
                     if value is not None}
-                remote = RemoteAgent(spec.url, spec.model, RemoteAgentConfig(
+                # a plan refuses --agent-url without --agent-model (RunPlan's checks)
+                remote = RemoteAgent(spec.url, cast(str, spec.model), RemoteAgentConfig(
                     concurrency=spec.concurrency, context_tokens=spec.context_tokens,
                     **limits))
                 remote.check_model()
@@ -126,8 +132,8 @@ def run_unit_now(spec: UnitSpec, tasks: list) -> dict[str, Any]:
         if not allowed:
             return {"unit": spec.unit, "cancelled": True}
         store.write_unit(spec.run_id, spec.suite, spec.strategy, spec.unit, records, timings)
-        learned = [store.write_learned_model(m.family, m.sha256, m.record())
-                   for m in strategy_fn.artifacts()]
+        learned_files = [store.write_learned_model(m.family, m.sha256, m.record())
+                         for m in strategy_fn.artifacts()]
     return {"unit": spec.unit, "skipped": False, "tasks": len(tasks),
             "successes": sum(r.success for r in records),
-            "learned_models": [p.rsplit("/", 1)[-1] for p in learned]}
+            "learned_models": [p.rsplit("/", 1)[-1] for p in learned_files]}

@@ -47,6 +47,7 @@ _EXPORTS = {
 
 
 __all__ = [
+    "DEFAULT_TOKEN_COUNTER",
     "AdaptiveSplitBaseline",
     "AutoJointSelector",
     "BenchmarkTask",
@@ -57,7 +58,6 @@ __all__ = [
     "Candidate",
     "CombinatorialJointSelector",
     "ContextResource",
-    "DEFAULT_TOKEN_COUNTER",
     "EnumerationJointSelector",
     "ExecutionResult",
     "FixedSplitBaseline",

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from junction.resources import ContextResource, ToolResource
 
-__all__ = ["Budget", "BudgetUsage", "BudgetCheck", "float_total"]
+__all__ = ["Budget", "BudgetCheck", "BudgetUsage", "float_total"]
 
 
 def float_total(values: Iterable[float]) -> float:
@@ -112,4 +112,4 @@ class Budget(BaseModel):
         """This budget with ``max_tokens`` multiplied by ``factor`` (floored), other limits kept."""
         if self.max_tokens is None:
             return self
-        return self.model_copy(update={"max_tokens": int(math.floor(self.max_tokens * factor))})
+        return self.model_copy(update={"max_tokens": math.floor(self.max_tokens * factor)})

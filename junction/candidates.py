@@ -54,24 +54,25 @@ from junction.text import lexical_tokens, names_id
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 __all__ = [
-    "Candidate",
-    "CandidatePools",
     "DEFAULT_POOL_RULE",
     "POOL_RULES",
     "RRF_K",
+    "Candidate",
+    "CandidatePools",
+    "DenseContextCandidateGenerator",
+    "DenseToolCandidateGenerator",
+    "LexicalContextCandidateGenerator",
+    "LexicalToolCandidateGenerator",
+    "PoolLimit",
     "bm25_scores",
     "candidate_pools",
     "check_pool_rule",
     "context_text",
     "current_pool_rule",
-    "DenseContextCandidateGenerator",
-    "DenseToolCandidateGenerator",
+    "normalise_scores",
     "pool_rule",
     "reciprocal_rank_fusion",
     "tool_text",
-    "LexicalContextCandidateGenerator",
-    "LexicalToolCandidateGenerator",
-    "normalise_scores",
 ]
 
 
@@ -251,6 +252,10 @@ POOL_RULES: dict[str, str] = {
 }
 """The pool rules: name -> what the candidate pools are (module docstring)."""
 
+PoolLimit = int | tuple[int | None, int | None] | None
+"""Candidates kept per lane: one limit for both lanes, a pair ``(contexts, tools)``, or
+None (the whole lane)."""
+
 DEFAULT_POOL_RULE = "bm25"
 """The default pool rule: the BM25 lanes every earlier run used."""
 
@@ -337,8 +342,7 @@ class CandidatePools:
     tools: list[Candidate]
 
 
-def candidate_pools(view: RouterView,
-                    pool_limit: int | tuple[int | None, int | None] | None,
+def candidate_pools(view: RouterView, pool_limit: PoolLimit,
                     rule: str | None = None) -> CandidatePools:
     """Rank the view's contexts and tools against its objective; keep ``pool_limit`` each
     (a pair: ``(context limit, tool limit)``; None: the whole lane). ``rule``: a pool rule

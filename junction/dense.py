@@ -49,19 +49,19 @@ from junction.errors import JunctionError
 from junction.sqlite_cache import open_wal
 
 __all__ = [
-    "DENSE_MODEL",
     "DENSE_CACHE_NAME",
+    "DENSE_MODEL",
+    "PASSAGE_WORDS",
     "PROBE",
     "PROBE_MIN_COSINE",
+    "DenseError",
+    "DenseModel",
     "check_probe",
+    "dense_model_dir",
     "dense_model_files",
     "dense_model_key",
-    "DenseModel",
-    "DenseError",
-    "PASSAGE_WORDS",
-    "dense_model_dir",
-    "embed_texts",
     "dense_scores",
+    "embed_texts",
     "passages",
 ]
 
@@ -175,7 +175,7 @@ def dense_model_files(model: DenseModel = DENSE_MODEL) -> tuple[Path, dict[str, 
                          f"the pinned {model.size}; reinstall {model.pip}")
     digests = {model.weights: file_sha256_of(
         weights, state_dir() / "models" / f"{model.name}.sha256")}
-    for name, pinned in model.files:
+    for name, _ in model.files:
         digests[name] = hashlib.sha256((folder / name).read_bytes()).hexdigest()
     for name, pinned in ((model.weights, model.sha256), *model.files):
         if digests[name] != pinned:
@@ -281,7 +281,7 @@ class _Embedder:
                         vector = np.frombuffer(blob, dtype=np.float32)
                         if vector.shape == (DENSE_MODEL.dim,):
                             self._memory[key] = vector
-            todo = {k: t for k, t in zip(keys, texts) if k not in self._memory}
+            todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._memory}
             if todo:
                 order = sorted(todo)  # the batches do not depend on the caller's order
                 vectors = self._load().encode(
@@ -291,12 +291,12 @@ class _Embedder:
                 db.execute("BEGIN IMMEDIATE")
                 try:
                     db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)",
-                                   [(k, v.tobytes()) for k, v in zip(order, vectors)])
+                                   [(k, v.tobytes()) for k, v in zip(order, vectors, strict=True)])
                     db.execute("COMMIT")
                 except BaseException:
                     db.execute("ROLLBACK")
                     raise
-                self._memory.update(zip(order, vectors))
+                self._memory.update(zip(order, vectors, strict=True))
             return np.stack([self._memory[k] for k in keys]) if keys else np.zeros(
                 (0, DENSE_MODEL.dim), dtype=np.float32)
 

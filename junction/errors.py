@@ -6,11 +6,11 @@ Every error names the file, field or id involved, so a user can act on the messa
 from __future__ import annotations
 
 __all__ = [
+    "DatasetError",
     "JunctionError",
     "SelectionError",
-    "UnknownNameError",
     "TraceError",
-    "DatasetError",
+    "UnknownNameError",
 ]
 
 
@@ -23,7 +23,8 @@ class SelectionError(JunctionError):
 
 
 class UnknownNameError(JunctionError, KeyError):
-    """A suite, strategy, run or other registry name is unknown; the message lists the valid ones."""
+    """A suite, strategy, run or other registry name is unknown; the message lists the valid
+    ones."""
 
     def __str__(self) -> str:  # KeyError quotes its message; we want it plain.
         return str(self.args[0]) if self.args else ""

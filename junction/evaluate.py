@@ -12,11 +12,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from junction.evidence import metrics as catalog
-from junction.candidates import DEFAULT_POOL_RULE, Candidate, pool_rule
 from junction.agent.execution import ExecutionResult, Executor, execute
-from junction.verifiers import verify
 from junction.agent.graders import gradable, grade_agent
+from junction.candidates import DEFAULT_POOL_RULE, Candidate, PoolLimit, pool_rule
+from junction.evidence import metrics as catalog
 from junction.evidence.losses import loss_cause
 from junction.evidence.metrics import (
     LaneRanking,
@@ -25,11 +24,12 @@ from junction.evidence.metrics import (
     set_precision,
     set_recall,
 )
+from junction.evidence.traces import CandidateRecord, TaskTraceRecord, ToolCallRecord
 from junction.strategies import STRATEGIES, Strategy
 from junction.tasks import BenchmarkTask
-from junction.evidence.traces import CandidateRecord, TaskTraceRecord, ToolCallRecord
+from junction.verifiers import verify
 
-__all__ = ["scale_budget", "evaluate_batch"]
+__all__ = ["evaluate_batch", "scale_budget"]
 
 
 def scale_budget(task: BenchmarkTask, scale: float) -> BenchmarkTask:
@@ -50,16 +50,16 @@ def _finite_json(value: Any) -> str:
 
 def _agent_fields(name: str, execution: ExecutionResult, grade: Any) -> dict[str, Any]:
     """The trace's agent columns (deterministic: no wall time, no cache flag)."""
-    return dict(executor=name, agent_success=grade.success, agent_outcome=grade.outcome,
-                agent_error_type=grade.error_type,
-                agent_prompt_tokens=execution.prompt_tokens,
-                agent_generated_tokens=execution.generated_tokens,
-                agent_model_sha256=execution.model_sha256,
-                agent_prompt_sha256=execution.prompt_sha256, agent_output=execution.text,
-                agent_remote=execution.remote,
-                agent_dropped_context_ids=execution.dropped_context_ids,
-                agent_action_recall=grade.action_recall,
-                agent_wrong_variant_calls=grade.wrong_variant_calls)
+    return {"executor": name, "agent_success": grade.success, "agent_outcome": grade.outcome,
+                "agent_error_type": grade.error_type,
+                "agent_prompt_tokens": execution.prompt_tokens,
+                "agent_generated_tokens": execution.generated_tokens,
+                "agent_model_sha256": execution.model_sha256,
+                "agent_prompt_sha256": execution.prompt_sha256, "agent_output": execution.text,
+                "agent_remote": execution.remote,
+                "agent_dropped_context_ids": execution.dropped_context_ids,
+                "agent_action_recall": grade.action_recall,
+                "agent_wrong_variant_calls": grade.wrong_variant_calls}
 
 
 def _run_agent(agent: Executor, jobs: list[tuple[BenchmarkTask, Any]]) -> list[ExecutionResult]:
@@ -83,7 +83,7 @@ def evaluate_batch(
     run_id: str,
     seed: int,
     budget_scale: float,
-    pool_limit: int | None,
+    pool_limit: PoolLimit,
     agent: Executor | None = None,
     agent_task_ids: frozenset[str] | set[str] = frozenset(),
     repetition: int | None = None,
@@ -96,9 +96,10 @@ def evaluate_batch(
     BFCL suites) for every task. On the tasks named in ``agent_task_ids`` that a grader of
     ``junction.agent.graders`` grades, ``agent`` (a model ``Executor``) also acts on the
     exposed set and the grader (BFCL's checker, tau2's action check) gives
-    ``agent_success``; its calls are the trace's ``tool_calls``. A strategy whose catalog record ``reads_task`` (a reference) is given the task, not
-    the router view. ``repetition`` and ``fold`` are recorded on every trace (a
-    cross-fitted suite's repetition, and the fold of a learned strategy bound to it).
+    ``agent_success``; its calls are the trace's ``tool_calls``. A strategy whose catalog
+    record ``reads_task`` (a reference) is given the task, not the router view.
+    ``repetition`` and ``fold`` are recorded on every trace (a cross-fitted suite's
+    repetition, and the fold of a learned strategy bound to it).
     ``pool`` is the pool rule (``junction.candidates.POOL_RULES``) every selection of the
     batch ranks its candidates by, recorded on every trace (``pool_rule``). A failed
     retrieval proxy gets its ``loss_cause`` (``junction.evidence.losses.loss_cause``, from
@@ -132,19 +133,22 @@ def evaluate_batch(
                       (time.perf_counter() - t1) * 1000))
     acting = [i for i, (task, *_) in enumerate(steps)
               if agent is not None and task.task_id in agent_task_ids and gradable(task)]
-    agent_runs = dict(zip(acting, _run_agent(agent, [(steps[i][0], steps[i][1].selection)
-                                                     for i in acting]) if acting else []))
+    agent_runs: dict[int, ExecutionResult] = {}
+    if agent is not None and acting:
+        executions = _run_agent(agent, [(steps[i][0], steps[i][1].selection) for i in acting])
+        agent_runs = dict(zip(acting, executions, strict=True))
     for i, (task, result, execution, outcome, select_ms, execute_ms) in enumerate(steps):
         sel = result.selection
         agent_fields: dict[str, Any] = {}
         agent_timing: dict[str, Any] = {"agent_ms": None, "agent_cached": None}
-        if i in agent_runs:
+        if agent is not None and i in agent_runs:
             execution = agent_runs[i]
             grade = grade_agent(task, execution)
             agent_fields = _agent_fields(agent.name, execution, grade)
             agent_timing = {"agent_ms": execution.wall_ms, "agent_cached": execution.cached}
             execute_ms += execution.wall_ms or 0.0
-        costs = {r.id: r.token_cost for r in (*task.contexts, *task.tools)}
+        costs = ({c.id: c.token_cost for c in task.contexts}
+                 | {t.id: t.token_cost for t in task.tools})
         ctx_c = tuple(CandidateRecord(resource_id=c.resource_id, score=c.score, rank=c.rank,
                                       token_cost=costs[c.resource_id])
                       for c in result.pools.contexts)
@@ -182,7 +186,8 @@ def evaluate_batch(
             pair_coverage=pair_coverage(sel.context_ids, sel.tool_ids,
                                         task.gold_context_ids, task.gold_tool_ids,
                                         [(p.context_id, p.tool_id) for p in task.gold_pairs]),
-            budget_use=(None if not b.max_tokens else (context_tokens + tool_tokens) / b.max_tokens),
+            budget_use=(None if not b.max_tokens
+                        else (context_tokens + tool_tokens) / b.max_tokens),
             extra_json=_finite_json(result.extra),
         ))
         # lane metrics rank the matches only: a candidate at score 0 is no retrieval
@@ -200,7 +205,7 @@ def evaluate_batch(
     for i, row in enumerate(partial):
         keys = {"context": f"{2 * i}:c", "tool": f"{2 * i + 1}:t"}
         for m in catalog.METRICS:
-            if m.lane is not None:
+            if m.lane is not None and m.measure is not None:
                 row[m.name] = ranking[keys[m.lane]][m.measure]
         records.append(TaskTraceRecord(**row))
     return records, timings

@@ -31,9 +31,9 @@ from junction.environment import state_dir
 from junction.errors import JunctionError, UnknownNameError
 
 __all__ = [
-    "EmbeddedModel",
-    "EMBEDDED_MODELS",
     "DEFAULT_MODEL",
+    "EMBEDDED_MODELS",
+    "EmbeddedModel",
     "ModelError",
     "embedded_model_path",
     "file_sha256",

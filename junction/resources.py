@@ -8,20 +8,28 @@ whose message names the field and the value.
 from __future__ import annotations
 
 import math
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from junction.tokens import DEFAULT_TOKEN_COUNTER, TokenCounter, render_tool_schema
 
-__all__ = ["SourceKind", "ContextResource", "ToolResource", "ResourceKind", "check_finite",
-           "check_text", "MAX_ID_CHARS", "MAX_TEXT_CHARS"]
+__all__ = [
+    "MAX_ID_CHARS",
+    "MAX_TEXT_CHARS",
+    "ContextResource",
+    "ResourceKind",
+    "SourceKind",
+    "ToolResource",
+    "check_finite",
+    "check_text",
+]
 
 ResourceKind = Literal["context", "tool"]
 
 
-class SourceKind(str, Enum):
+class SourceKind(StrEnum):
     """Where a context came from."""
 
     POLICY = "policy"

@@ -14,7 +14,7 @@ from junction.budget import Budget
 from junction.resources import ContextResource, ToolResource, check_finite, check_text
 from junction.verifiers import VERIFIERS, verifier_names
 
-__all__ = ["Interaction", "GoldPair", "VerifierSpec", "BenchmarkTask", "RouterView"]
+__all__ = ["BenchmarkTask", "GoldPair", "Interaction", "RouterView", "VerifierSpec"]
 
 
 class Interaction(BaseModel):
@@ -88,7 +88,8 @@ class _TaskBase(BaseModel):
     def _consistent(self) -> _TaskBase:
         check_finite(self.initial_state, "initial_state")
         ids: set[str] = set()
-        for resource in (*self.contexts, *self.tools):
+        resources: tuple[ContextResource | ToolResource, ...] = (*self.contexts, *self.tools)
+        for resource in resources:
             if resource.id in ids:
                 raise ValueError(f"task {self.task_id!r}: duplicate resource id {resource.id!r}")
             ids.add(resource.id)
@@ -154,7 +155,8 @@ class BenchmarkTask(_TaskBase):
             if rid not in tool_ids:
                 raise ValueError(f"task {self.task_id!r}: gold tool {rid!r} is not a tool")
         for pair in self.gold_pairs:
-            if pair.context_id not in self.gold_context_ids or pair.tool_id not in self.gold_tool_ids:
+            if (pair.context_id not in self.gold_context_ids
+                    or pair.tool_id not in self.gold_tool_ids):
                 raise ValueError(f"task {self.task_id!r}: gold pair ({pair.context_id!r}, "
                                  f"{pair.tool_id!r}) is not a gold context and a gold tool")
         check_finite(self.metadata, "metadata")

@@ -15,7 +15,6 @@ import functools
 import re
 import unicodedata
 
-
 __all__ = ["CJK_CHARS", "SENTENCE_END", "THAI_CHARS", "binary_offset", "lexical_tokens",
            "names_id"]
 

@@ -38,12 +38,17 @@ import json
 import math
 import re
 from fractions import Fraction
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from junction.text import CJK_CHARS, THAI_CHARS
 
-__all__ = ["TokenCounter", "ApproxTokenCounter", "DEFAULT_TOKEN_COUNTER", "SCRIPT_RANGES",
-           "render_tool_schema"]
+__all__ = [
+    "DEFAULT_TOKEN_COUNTER",
+    "SCRIPT_RANGES",
+    "ApproxTokenCounter",
+    "TokenCounter",
+    "render_tool_schema",
+]
 
 SCRIPT_RANGES: dict[str, str] = {
     "cjk": CJK_CHARS,
@@ -89,7 +94,8 @@ class ApproxTokenCounter:
 
     def count(self, text: str) -> int:
         """Tokens of ``text``: each run costs ceil(rate · length), rates per script above."""
-        return sum(math.ceil(len(m.group()) * _RATES[m.lastgroup])
+        # every alternative of ``_RUN`` is a named group, so a match always has ``lastgroup``
+        return sum(math.ceil(len(m.group()) * _RATES[cast(str, m.lastgroup)])
                    for m in _RUN.finditer(text))
 
 

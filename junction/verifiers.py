@@ -29,12 +29,25 @@ from pydantic import BaseModel, ConfigDict
 
 from junction.errors import UnknownNameError
 
-__all__ = ["Grades", "VERIFIERS", "Outcome", "VerifierInfo", "cheapest_success_set",
-           "normalise_answer",
-           "register_verifier", "verify", "verify_context_answer", "verify_contexts_exact",
-           "verify_no_tools", "verify_tools_exposed", "verify_tools_with_documents",
-           "verify_toy", "verifier_info",
-           "verifier_meaning", "verifier_names"]
+__all__ = [
+    "VERIFIERS",
+    "Grades",
+    "Outcome",
+    "VerifierInfo",
+    "cheapest_success_set",
+    "normalise_answer",
+    "register_verifier",
+    "verifier_info",
+    "verifier_meaning",
+    "verifier_names",
+    "verify",
+    "verify_context_answer",
+    "verify_contexts_exact",
+    "verify_no_tools",
+    "verify_tools_exposed",
+    "verify_tools_with_documents",
+    "verify_toy",
+]
 
 Grades = Literal["exposure", "calls"]
 """``exposure``: the outcome is a function of the exposed set alone (the toy executor makes

@@ -58,23 +58,6 @@ from junction_datasets.bfcl.build import (
     DEFAULT_SIZE,
     POOL_LIMIT,
 )
-from junction_datasets.split import SPLITS, TRAIN_FRACTION, split_of
-from junction_datasets.bfcl.rows import (
-    BFCL_VERSION,
-    BfclCategory,
-    BfclFunction,
-    BfclRow,
-    gold_function_names,
-    load_category,
-)
-from junction_datasets.bfcl.schemas import bfcl_to_json_schema
-from junction_datasets.bfcl.tools import (
-    irrelevance_suite,
-    live_multiple_suite,
-    multiple_suite,
-    parallel_multiple_suite,
-    tool_suite,
-)
 from junction_datasets.bfcl.memory import (
     match_source_turns,
     memory_suite,
@@ -86,39 +69,56 @@ from junction_datasets.bfcl.pages import (
     memory_pages_suite,
     scenario_page_html,
 )
+from junction_datasets.bfcl.rows import (
+    BFCL_VERSION,
+    BfclCategory,
+    BfclFunction,
+    BfclRow,
+    gold_function_names,
+    load_category,
+)
+from junction_datasets.bfcl.schemas import bfcl_to_json_schema
 from junction_datasets.bfcl.subtasks import (
     SUBTASK_KINDS,
     subtask_suite,
 )
+from junction_datasets.bfcl.tools import (
+    irrelevance_suite,
+    live_multiple_suite,
+    multiple_suite,
+    parallel_multiple_suite,
+    tool_suite,
+)
+from junction_datasets.split import SPLITS, TRAIN_FRACTION, split_of
 
 __all__ = [
     "BFCL_VERSION",
     "DEFAULT_MAX_TOKENS",
-    "DEFAULT_POOL_SIZE",
     "DEFAULT_MEMORY_POOL_SIZE",
+    "DEFAULT_POOL_SIZE",
     "DEFAULT_SIZE",
-    "POOL_LIMIT",
-    "SPLITS",
-    "TRAIN_FRACTION",
-    "split_of",
-    "BfclFunction",
-    "BfclRow",
-    "BfclCategory",
-    "bfcl_to_json_schema",
-    "gold_function_names",
-    "load_category",
-    "match_source_turns",
-    "tool_suite",
-    "multiple_suite",
-    "live_multiple_suite",
-    "parallel_multiple_suite",
-    "irrelevance_suite",
-    "memory_suite",
-    "memory_pages_suite",
-    "scenario_page_html",
     "PAGE_CHUNK_TOKENS",
     "PAGE_POOL_LIMIT",
     "PAGE_TOP_K",
+    "POOL_LIMIT",
+    "SPLITS",
     "SUBTASK_KINDS",
+    "TRAIN_FRACTION",
+    "BfclCategory",
+    "BfclFunction",
+    "BfclRow",
+    "bfcl_to_json_schema",
+    "gold_function_names",
+    "irrelevance_suite",
+    "live_multiple_suite",
+    "load_category",
+    "match_source_turns",
+    "memory_pages_suite",
+    "memory_suite",
+    "multiple_suite",
+    "parallel_multiple_suite",
+    "scenario_page_html",
+    "split_of",
     "subtask_suite",
+    "tool_suite",
 ]

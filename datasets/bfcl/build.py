@@ -13,17 +13,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from junction_datasets.bfcl.rows import (
-    BFCL_VERSION,
     _PREFIX,
+    BFCL_VERSION,
     BfclCategory,
     BfclFunction,
     BfclRow,
     _Skip,
 )
 from junction_datasets.registry import SuiteBuild
-from junction.tasks import BenchmarkTask
 from junction_datasets.split import SPLITS, split_of
 
+from junction.tasks import BenchmarkTask
 
 DEFAULT_MAX_TOKENS = 1024
 """Visible-token budget of every BFCL task (contexts + tool schemas). A BFCL schema costs

@@ -5,33 +5,33 @@ See the package docstring (``junction_datasets.bfcl``) for the data format.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
-
-from junction_datasets.registry import SuiteBuild
-from junction.budget import Budget
-from junction.errors import DatasetError
-from junction.verifiers import normalise_answer
-from junction.resources import ContextResource, SourceKind
-from junction.tasks import BenchmarkTask, VerifierSpec
-
 import junction_datasets.bfcl.rows as rows
 from junction_datasets.bfcl.build import (
+    _MEMORY_APIS,
     DEFAULT_MAX_TOKENS,
     DEFAULT_MEMORY_BACKEND,
     DEFAULT_MEMORY_POOL_SIZE,
-    _MEMORY_APIS,
     _build,
     _distractors,
 )
-from junction_datasets.bfcl.rows import BfclFunction, BfclRow, _Skip, _read_jsonl, load_category
+from junction_datasets.bfcl.rows import BfclFunction, BfclRow, _read_jsonl, _Skip, load_category
 from junction_datasets.bfcl.schemas import bfcl_to_json_schema
 from junction_datasets.bfcl.tools import (
     _ToolCache,
 )
+from junction_datasets.registry import SuiteBuild
+
+from junction.budget import Budget
+from junction.errors import DatasetError
+from junction.resources import ContextResource, SourceKind
+from junction.tasks import BenchmarkTask, VerifierSpec
+from junction.verifiers import normalise_answer
 
 # --------------------------------------------------------------------------- memory
 
@@ -78,10 +78,10 @@ def match_source_turns(source: str, turns: Sequence[str]) -> tuple[list[int], st
         if hits:
             return hits, rule
     source_words = _words(source)
-    bigrams = set(zip(source_words, source_words[1:]))
+    bigrams = set(itertools.pairwise(source_words))
     if not bigrams:
         return [], "none"
-    coverage = [len(bigrams & set(zip(w, w[1:]))) / len(bigrams) for w in words]
+    coverage = [len(bigrams & set(itertools.pairwise(w))) / len(bigrams) for w in words]
     best = max(coverage, default=0.0)
     if best >= _FUZZY_MIN_COVERAGE and coverage.count(best) == 1:
         return [coverage.index(best)], "fuzzy"

@@ -8,22 +8,21 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-
+from junction_datasets.bfcl.build import DEFAULT_MAX_TOKENS, _build
+from junction_datasets.bfcl.memory import (
+    _memory_answer,
+    _scenario_conversations,
+    match_source_turns,
+)
+from junction_datasets.bfcl.rows import BfclRow, _Skip, load_category
 from junction_datasets.registry import SuiteBuild
+
 from junction.budget import Budget
-from junction.pages.chunking import Chunk, chunk_page
 from junction.errors import DatasetError
-from junction.verifiers import normalise_answer
+from junction.pages.chunking import Chunk, chunk_page
 from junction.resources import ContextResource, SourceKind
 from junction.tasks import BenchmarkTask, VerifierSpec
-
-from junction_datasets.bfcl.build import DEFAULT_MAX_TOKENS, _build
-from junction_datasets.bfcl.rows import BfclRow, _Skip, load_category
-from junction_datasets.bfcl.memory import (
-    match_source_turns,
-    _scenario_conversations,
-    _memory_answer,
-)
+from junction.verifiers import normalise_answer
 
 # --------------------------------------------------------------------------- memory pages
 

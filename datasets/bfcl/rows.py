@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from junction_datasets.bfcl.schemas import bfcl_to_json_schema
+
 from junction.errors import DatasetError
 from junction.resources import ToolResource
 

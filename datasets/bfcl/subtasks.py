@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import re
 
-
-from junction_datasets.registry import SuiteBuild
-from junction.budget import Budget
-from junction.verifiers import normalise_answer
-from junction.resources import ContextResource
-from junction.tasks import BenchmarkTask, VerifierSpec
-
 from junction_datasets.bfcl.build import _build, _rng
 from junction_datasets.bfcl.rows import BfclRow, _Skip, load_category
+from junction_datasets.registry import SuiteBuild
+
+from junction.budget import Budget
+from junction.resources import ContextResource
+from junction.tasks import BenchmarkTask, VerifierSpec
+from junction.verifiers import normalise_answer
 
 # --------------------------------------------------------------------------- sub-tasks
 

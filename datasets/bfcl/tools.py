@@ -8,13 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
-from junction_datasets.registry import SuiteBuild
-from junction.budget import Budget
-from junction.resources import ToolResource
-from junction.tasks import BenchmarkTask, VerifierSpec
-
 from junction_datasets.bfcl.build import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_POOL_SIZE,
@@ -22,6 +15,12 @@ from junction_datasets.bfcl.build import (
     _distractors,
 )
 from junction_datasets.bfcl.rows import BfclFunction, BfclRow, _Skip, load_category
+from junction_datasets.registry import SuiteBuild
+from pydantic import ValidationError
+
+from junction.budget import Budget
+from junction.resources import ToolResource
+from junction.tasks import BenchmarkTask, VerifierSpec
 
 # --------------------------------------------------------------------------- tool suites
 

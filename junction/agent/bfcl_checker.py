@@ -44,10 +44,10 @@ from typing import Any
 from junction.errors import JunctionError
 
 __all__ = [
-    "BfclImportError",
     "CHECKER_IMPORTS",
     "DECODER_FUNCTIONS",
     "STAND_IN_MODEL",
+    "BfclImportError",
     "DecodeError",
     "check_answer",
     "check_calls",
@@ -106,7 +106,7 @@ def _install_model_config_stand_in() -> None:
     if _MODEL_CONFIG in sys.modules:
         return
     module = types.ModuleType(_MODEL_CONFIG, "Junction's stand-in (junction.agent.bfcl_checker)")
-    module.MODEL_CONFIG_MAPPING = _StandInMapping()
+    vars(module)["MODEL_CONFIG_MAPPING"] = _StandInMapping()  # a module attribute
     sys.modules[_MODEL_CONFIG] = module
 
 
@@ -188,7 +188,7 @@ def decode_calls(text: str) -> list[dict[str, dict[str, Any]]]:
     ns = _bfcl_functions()
     try:
         calls = ns["default_decode_ast_prompting"](text, ns["ReturnFormat"].PYTHON, False)
-    except Exception as exc:  # noqa: BLE001 - BFCL raises SyntaxError, AssertionError, ...
+    except Exception as exc:
         raise DecodeError(f"{type(exc).__name__}: {exc}") from exc
     if not isinstance(calls, list) or not all(
             isinstance(c, dict) and len(c) == 1 and isinstance(next(iter(c.values())), dict)

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from junction.tasks import BenchmarkTask
 from junction.verifiers import verifier_info
 
-__all__ = ["ToolCall", "ExecutionResult", "Executor", "ToyExecutor", "execute"]
+__all__ = ["ExecutionResult", "Executor", "ToolCall", "ToyExecutor", "execute"]
 
 
 class ToolCall(BaseModel):
@@ -82,7 +82,8 @@ class Executor(Protocol):
         ...
 
 
-def execute(task: BenchmarkTask, context_ids: Iterable[str], tool_ids: Iterable[str]) -> ExecutionResult:
+def execute(task: BenchmarkTask, context_ids: Iterable[str],
+            tool_ids: Iterable[str]) -> ExecutionResult:
     """Run the toy agent on an exposed set (ids not in the task raise ``KeyError``)."""
     cs = tuple(sorted(context_ids))
     ts = tuple(sorted(tool_ids))
@@ -99,11 +100,14 @@ def execute(task: BenchmarkTask, context_ids: Iterable[str], tool_ids: Iterable[
             fallback = step.get("fallback")
             informed = all(r in exposed_c for r in requires)
             if tool in exposed_t and informed:
-                calls.append(ToolCall(index=len(calls), tool_id=tool, arguments={"informed": True}))
+                calls.append(ToolCall(index=len(calls), tool_id=tool,
+                                      arguments={"informed": True}))
             elif fallback is not None and fallback in exposed_t:
-                calls.append(ToolCall(index=len(calls), tool_id=fallback, arguments={"informed": False}))
+                calls.append(ToolCall(index=len(calls), tool_id=fallback,
+                                      arguments={"informed": False}))
             elif tool in exposed_t:
-                calls.append(ToolCall(index=len(calls), tool_id=tool, arguments={"informed": False}))
+                calls.append(ToolCall(index=len(calls), tool_id=tool,
+                                      arguments={"informed": False}))
     return ExecutionResult(context_ids=cs, tool_ids=ts, tool_calls=tuple(calls))
 
 

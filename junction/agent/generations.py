@@ -21,13 +21,19 @@ from typing import Any, Protocol
 
 from junction.agent.execution import ExecutionResult, ToolCall
 from junction.agent.grading import json_safe
-from junction.agent.prompt import (BFCL_LAYOUT, AgentError, AgentPrompt, fit_prompt,
-                                   parse_output)
+from junction.agent.prompt import BFCL_LAYOUT, AgentError, AgentPrompt, fit_prompt, parse_output
 from junction.sqlite_cache import open_wal
 from junction.tasks import BenchmarkTask, RouterView
 
-__all__ = ["AGENT_CACHE_NAME", "AgentCache", "CachedExecutor", "EMBEDDED_GENERATIONS",
-           "GenerationAgent", "Generation", "GenerationTable"]
+__all__ = [
+    "AGENT_CACHE_NAME",
+    "EMBEDDED_GENERATIONS",
+    "AgentCache",
+    "CachedExecutor",
+    "Generation",
+    "GenerationAgent",
+    "GenerationTable",
+]
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,17 @@ from typing import Any
 from junction.agent.prompt import PromptLayout
 from junction.errors import UnknownNameError
 
-__all__ = ["AGENT_GRADERS", "GraderInfo", "agent_outcomes", "grade_agent", "gradable",
-           "grader_for", "grader_info", "prompt_layout", "register_grader"]
+__all__ = [
+    "AGENT_GRADERS",
+    "GraderInfo",
+    "agent_outcomes",
+    "gradable",
+    "grade_agent",
+    "grader_for",
+    "grader_info",
+    "prompt_layout",
+    "register_grader",
+]
 
 
 def _load(ref: str | Callable[..., Any]) -> Callable[..., Any]:

@@ -94,7 +94,7 @@ _BACK = {"object": "dict", "number": "float"}
 def _back(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
-    out = {}
+    out: dict[Any, Any] = {}
     for key, value in schema.items():
         if key == "type" and isinstance(value, str):
             out[key] = _BACK.get(value, value)

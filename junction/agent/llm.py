@@ -21,11 +21,15 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from junction.agent.generations import EMBEDDED_GENERATIONS, AgentCache, CachedExecutor, Generation
 from junction.agent.prompt import AgentError, AgentPrompt, prompt_limit
 
-__all__ = ["AgentConfig", "LlamaAgent", "LLMExecutor"]
+if TYPE_CHECKING:
+    from llama_cpp.llama_types import ChatCompletionRequestMessage, CreateChatCompletionResponse
+
+__all__ = ["AgentConfig", "LLMExecutor", "LlamaAgent"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,11 @@ class AgentConfig:
         fields = {k: v for k, v in asdict(self).items() if k != "n_threads"}
         return json.dumps(fields, sort_keys=True)
 
+
+def _chat_messages(prompt: AgentPrompt) -> list[ChatCompletionRequestMessage]:
+    """A copy of the prompt's messages for llama-cpp-python (``role`` system or user and
+    ``content``, the shape its chat message types describe)."""
+    return cast("list[ChatCompletionRequestMessage]", [dict(m) for m in prompt.messages])
 
 
 class LlamaAgent:
@@ -103,7 +112,7 @@ class LlamaAgent:
         without a template (llama-cpp-python then picks another chat format)."""
         if self._formatter is None:
             return None
-        result = self._formatter(messages=[dict(m) for m in prompt.messages])
+        result = self._formatter(messages=_chat_messages(prompt))
         return self._llm.tokenize(result.prompt.encode("utf-8"),
                                   add_bos=not result.added_special, special=True)
 
@@ -148,10 +157,11 @@ class LlamaAgent:
         with self._lock:  # the clock starts once the model is ours: waiting is not its time
             t0 = time.perf_counter()
             self._keep_aligned_prefix(self.prompt_token_ids(prompt))
-            out = self._llm.create_chat_completion(
-                messages=[dict(m) for m in prompt.messages], temperature=cfg.temperature,
-                top_k=cfg.top_k, top_p=1.0, min_p=0.0, repeat_penalty=1.0, seed=cfg.seed,
-                max_tokens=cfg.max_tokens)
+            out = cast("CreateChatCompletionResponse",  # not streamed: one response
+                       self._llm.create_chat_completion(
+                           messages=_chat_messages(prompt), temperature=cfg.temperature,
+                           top_k=cfg.top_k, top_p=1.0, min_p=0.0, repeat_penalty=1.0,
+                           seed=cfg.seed, max_tokens=cfg.max_tokens))
             wall_ms = (time.perf_counter() - t0) * 1000
         usage = out["usage"]
         return Generation(out["choices"][0]["message"]["content"] or "",

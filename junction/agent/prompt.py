@@ -31,9 +31,19 @@ from junction.agent.bfcl_checker import DecodeError, decode_calls, system_prompt
 from junction.errors import JunctionError
 from junction.tasks import RouterView
 
-__all__ = ["AgentError", "AgentPrompt", "BFCL_LAYOUT", "DOCUMENTS_HEADER", "LEFT_OUT_NOTE",
-           "PromptLayout", "QUESTION_RESERVE", "fit_prompt", "parse_output", "prompt_limit",
-           "render_prompt"]
+__all__ = [
+    "BFCL_LAYOUT",
+    "DOCUMENTS_HEADER",
+    "LEFT_OUT_NOTE",
+    "QUESTION_RESERVE",
+    "AgentError",
+    "AgentPrompt",
+    "PromptLayout",
+    "fit_prompt",
+    "parse_output",
+    "prompt_limit",
+    "render_prompt",
+]
 
 DOCUMENTS_HEADER = ("Here are documents that may help. If they answer the question, reply "
                     "with the answer in plain text instead of a function call.")
@@ -111,7 +121,8 @@ def render_prompt(view: RouterView, context_ids: Iterable[str],
     system = system_prompt(tools)
     contexts = [view.context(c) for c in sorted(context_ids)]
     if contexts or left_out:
-        header = layout.documents_header + ("\n" + LEFT_OUT_NOTE.format(n=left_out) if left_out else "")
+        header = layout.documents_header + ("\n" + LEFT_OUT_NOTE.format(n=left_out)
+                                            if left_out else "")
         blocks = [f"[document {c.id}]\n{c.content}" for c in contexts]
         system = system.rstrip("\n") + "\n\n" + header + "\n" + "\n\n".join(blocks) + "\n"
     messages = ({"role": "system", "content": system},

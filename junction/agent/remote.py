@@ -46,7 +46,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from junction.agent.generations import AgentCache, CachedExecutor, Generation, GenerationTable
@@ -54,9 +54,21 @@ from junction.agent.llm import AgentConfig
 from junction.agent.prompt import AgentError, AgentPrompt, prompt_limit
 from junction.tokens import DEFAULT_TOKEN_COUNTER
 
-__all__ = ["API_KEY_ENV", "APPROX_MARGIN", "EXTRA_BODY", "REMOTE_GENERATIONS",
-           "TOKENIZE_ENDPOINTS", "RemoteAgentConfig", "RemoteAgent", "RemoteGenerationCache",
-           "RemoteExecutor", "check_agent_url"]
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+
+__all__ = [
+    "API_KEY_ENV",
+    "APPROX_MARGIN",
+    "EXTRA_BODY",
+    "REMOTE_GENERATIONS",
+    "TOKENIZE_ENDPOINTS",
+    "RemoteAgent",
+    "RemoteAgentConfig",
+    "RemoteExecutor",
+    "RemoteGenerationCache",
+    "check_agent_url",
+]
 
 API_KEY_ENV = "JUNCTION_AGENT_API_KEY"
 """The environment variable holding the server's API key (default ``none``: local servers
@@ -99,8 +111,8 @@ class RemoteAgentConfig:
     ``check_timeout_s`` and ``check_retries``: the same for the checks made before a run
     (``check_model``, ``check_window``: a model list, a probe of one token), short so that
     a server that accepts the connection and never answers is one line in seconds, not
-    ``timeout_s`` times the retries. The cache key holds the decoding fields only (``key``): the window changes which prompt
-    is sent, and the prompt is in the key.
+    ``timeout_s`` times the retries. The cache key holds the decoding fields only
+    (``key``): the window changes which prompt is sent, and the prompt is in the key.
     """
 
     max_tokens: int = AgentConfig.max_tokens
@@ -333,10 +345,10 @@ class RemoteAgent:
         tokens: a two-message probe's prompt tokens as the server reports them (one
         chat completion, one generated token) less its contents' tokens (64 where the
         server reports no usage)."""
-        for path, field in TOKENIZE_ENDPOINTS:
-            out = self._root_json("tokenizing", path, {"model": self.model, field: "probe"})
+        for path, text_field in TOKENIZE_ENDPOINTS:
+            out = self._root_json("tokenizing", path, {"model": self.model, text_field: "probe"})
             if isinstance(out, dict) and isinstance(out.get("tokens"), list):
-                self._tokenizer = (path, field)
+                self._tokenizer = (path, text_field)
                 break
         reported = self._complete(_PROBE, 1).prompt_tokens
         contents = sum(self._text_tokens(m["content"]) for m in _PROBE)
@@ -353,8 +365,8 @@ class RemoteAgent:
         with self._fit_lock:
             if self._template_tokens is None:
                 self._learn_counting()
-        return self._template_tokens + sum(self._text_tokens(m["content"])
-                                           for m in prompt.messages)
+        template_tokens = cast(int, self._template_tokens)  # set by _learn_counting
+        return template_tokens + sum(self._text_tokens(m["content"]) for m in prompt.messages)
 
     def check_window(self) -> int:
         """Learn the context window and how the server counts tokens now, before any work
@@ -375,8 +387,10 @@ class RemoteAgent:
         with self._slots:
             t0 = time.perf_counter()
             try:
+                # role/content dicts: the shape of openai's chat message params
+                chat = cast("list[ChatCompletionMessageParam]", [dict(m) for m in messages])
                 out = self._client.chat.completions.create(
-                    model=self.model, messages=[dict(m) for m in messages],
+                    model=self.model, messages=chat,
                     temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed,
                     max_tokens=max_tokens, extra_body=cfg.extra_body or None)
             except self._openai.OpenAIError as exc:

@@ -26,7 +26,8 @@ whole trajectory).
 
 Outcomes (``TAU2_OUTCOMES``): ``correct`` (every gold agent action met: ``agent_success``),
 ``wrong_variant`` (an action unmet and a look-alike sibling of a gold tool called:
-``siblings``, the same name but for its number or one word), ``wrong_args`` (every gold tool called, an action's values wrong),
+``siblings``, the same name but for its number or one word), ``wrong_args`` (every gold
+tool called, an action's values wrong),
 ``missed_action`` (a gold tool never called), ``answered``/``abstained`` (no call), and
 ``unparseable``. ``AgentGrade.action_recall`` is the share of gold agent actions met;
 ``wrong_variant_calls`` counts calls of a sibling that is not itself gold.
@@ -44,8 +45,18 @@ from junction.agent.grading import AgentGrade
 from junction.agent.prompt import PromptLayout
 from junction.tasks import BenchmarkTask
 
-__all__ = ["TAU2_LAYOUT", "TAU2_OUTCOMES", "TAU2_SUITES", "gold_actions", "grade",
-           "gradable", "match", "normalise_call", "siblings", "variant_stem"]
+__all__ = [
+    "TAU2_LAYOUT",
+    "TAU2_OUTCOMES",
+    "TAU2_SUITES",
+    "gold_actions",
+    "gradable",
+    "grade",
+    "match",
+    "normalise_call",
+    "siblings",
+    "variant_stem",
+]
 
 TAU2_SUITES = ("tau2-banking",)
 """Suites this grader's layout is for."""
@@ -207,7 +218,7 @@ def grade(task: BenchmarkTask, result: ExecutionResult) -> AgentGrade:
     if all(met):
         return AgentGrade(success=True, outcome="correct", action_recall=1.0,
                           wrong_variant_calls=wrong_variant)
-    unmet = [a for a, ok in zip(actions, met) if not ok]
+    unmet = [a for a, ok in zip(actions, met, strict=True) if not ok]
     called = {name for name, _ in calls}
     if wrong_variant:
         outcome = "wrong_variant"

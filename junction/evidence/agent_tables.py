@@ -16,7 +16,7 @@ from junction.evidence.summary import exposed_set
 from junction.evidence.verdict_text import percent_text, points_text
 from junction.strategies.catalog import interaction_blind_strategies, strategies_where
 
-__all__ = ["agent_pairs", "agent_pair_lines", "agent_fit", "fit_lines"]
+__all__ = ["agent_fit", "agent_pair_lines", "agent_pairs", "fit_lines"]
 
 
 def agent_pairs(traces: pa.Table) -> list[dict[str, Any]]:
@@ -41,8 +41,8 @@ def agent_pairs(traces: pa.Table) -> list[dict[str, Any]]:
     for suite, scale in sorted({(s, x) for s, x, _ in values}):
         for a in joint:
             for b in blind:
-                va, vb = values.get((suite, scale, a)), values.get((suite, scale, b))
-                shared = sorted(set(va or {}) & set(vb or {}))
+                va, vb = values.get((suite, scale, a), {}), values.get((suite, scale, b), {})
+                shared = sorted(set(va) & set(vb))
                 if not shared:
                     continue
                 cmp = verdicts.paired_comparison([va[k][0] for k in shared],

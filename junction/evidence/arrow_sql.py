@@ -24,7 +24,7 @@ def registered(con: duckdb.DuckDBPyConnection | None,
     table is left out) and unregistered after; ``con`` None: a fresh in-memory connection,
     closed after. DuckDB scans a registered table in place (no copy)."""
     own = con is None
-    db = duckdb.connect(":memory:") if own else con
+    db = duckdb.connect(":memory:") if con is None else con
     names = [name for name, table in tables.items() if table is not None]
     try:
         for name in names:

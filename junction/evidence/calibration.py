@@ -36,7 +36,8 @@ def learned_calibration(traces: pa.Table) -> list[dict[str, Any]]:
     for strategy in learned_strategies():
         for r in rows:
             key = (r["suite"], float(r["budget_scale"]))
-            if r["strategy"] != strategy or groups.get(key, {}).get("strategy", strategy) != strategy:
+            if (r["strategy"] != strategy
+                    or groups.get(key, {}).get("strategy", strategy) != strategy):
                 continue
             extra = json.loads(r["extra_json"] or "{}")
             p = extra.get("learned_p")

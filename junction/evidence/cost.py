@@ -46,7 +46,8 @@ def cost_lines(traces: pa.Table, timings: pa.Table | None,
     lines.append("|---|---|---|---|---|---|---|")
     for strategy in sorted(set(by_strategy) | set(times)):
         counts = by_strategy.get(strategy, {})
-        if "optimal" in counts or (strategy in STRATEGIES and strategy_info(strategy).claims_optimal):
+        if "optimal" in counts or (strategy in STRATEGIES
+                                   and strategy_info(strategy).claims_optimal):
             others = {k: v for k, v in counts.items() if k != "optimal"}
             unproven = str(sum(others.values()))
             if others:

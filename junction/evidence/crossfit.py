@@ -37,7 +37,7 @@ from junction.evidence import verdicts
 from junction.evidence.joint_split import JOINT_SPLIT_PAIRS
 from junction.evidence.verdicts import corrected_cv_interval
 
-__all__ = ["corrected_cv_interval", "cross_fitted_verdicts", "cross_fitted_lines"]
+__all__ = ["corrected_cv_interval", "cross_fitted_lines", "cross_fitted_verdicts"]
 
 
 def _holds(by_rep: Mapping[int, tuple[list[bool], list[bool]]], difference: float) -> int:
@@ -94,10 +94,12 @@ def _compare(va: Mapping[tuple[int, str], tuple[int, bool]],
     by_rep: dict[int, tuple[list[bool], list[bool]]] = {}
     for key in shared:
         (fold, sa), (_, sb) = va[key], vb[key]
-        for store, k in ((folds, (key[0], fold)), (by_rep, key[0])):
-            xa, xb = store.setdefault(k, ([], []))
-            xa.append(sa)
-            xb.append(sb)
+        xa, xb = folds.setdefault((key[0], fold), ([], []))
+        xa.append(sa)
+        xb.append(sb)
+        xa, xb = by_rep.setdefault(key[0], ([], []))
+        xa.append(sa)
+        xb.append(sb)
     reps = sorted(by_rep)
     per_rep = {r: sorted(f for rr, f in folds if rr == r) for r in reps}
     k = min((len(v) for v in per_rep.values()), default=0)

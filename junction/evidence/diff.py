@@ -26,14 +26,23 @@ import numpy as np
 import pyarrow as pa
 from scipy import stats
 
+from junction.errors import JunctionError, UnknownNameError
 from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
-from junction.errors import JunctionError, UnknownNameError
 from junction.evidence.store import TraceStore
 
-__all__ = ["resolve_run", "diff_runs", "run_scope", "check_comparable", "scope_lines",
-           "diff_page", "changed_verdicts", "format_row", "NothingComparableError",
-           "BOOTSTRAP_RESAMPLES"]
+__all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "NothingComparableError",
+    "changed_verdicts",
+    "check_comparable",
+    "diff_page",
+    "diff_runs",
+    "format_row",
+    "resolve_run",
+    "run_scope",
+    "scope_lines",
+]
 
 
 class NothingComparableError(JunctionError):
@@ -101,7 +110,9 @@ def run_scope(before: pa.Table, after: pa.Table) -> dict[str, Any]:
                       "only_after": sorted(b - a)}
 
     def keys(table: pa.Table) -> set[tuple]:
-        return set(zip(*(table.column(k).to_pylist() for k in _KEYS))) if table.num_rows else set()
+        if not table.num_rows:
+            return set()
+        return set(zip(*(table.column(k).to_pylist() for k in _KEYS), strict=True))
 
     scope["tasks"] = len(keys(before) & keys(after))
     return scope
@@ -172,12 +183,15 @@ def diff_runs(before: pa.Table, after: pa.Table,
                 continue
             a = np.array([p[0] for p in pairs], dtype=float)
             b = np.array([p[1] for p in pairs], dtype=float)
+            low: float | None
+            high: float | None
             if m in binary:
                 cmp = verdicts.paired_comparison([bool(x) for x in b], [bool(x) for x in a])
                 low, high, significant = cmp.ci_low, cmp.ci_high, cmp.detected
             else:
                 low, high = _ci(a, b)
-                significant = low is not None and (low > 0 or high < 0)
+                # _ci gives both bounds or neither
+                significant = low is not None and high is not None and (low > 0 or high < 0)
             out.append({
                 "suite": suite, "strategy": strategy, "budget_scale": scale, "metric": m,
                 "tasks": len(pairs), "before": round(float(a.mean()), 6),

@@ -31,8 +31,13 @@ from scipy import stats
 from junction.evidence import verdicts
 from junction.strategies.catalog import STRATEGIES
 
-__all__ = ["JOINT_SPLIT_PAIRS", "MEASURES", "TARGET_HALF_WIDTH", "joint_split_verdicts",
-           "joint_split_lines"]
+__all__ = [
+    "JOINT_SPLIT_PAIRS",
+    "MEASURES",
+    "TARGET_HALF_WIDTH",
+    "joint_split_lines",
+    "joint_split_verdicts",
+]
 
 JOINT_SPLIT_PAIRS = tuple(
     (name, info.split_twin) for name, info in sorted(
@@ -41,11 +46,12 @@ JOINT_SPLIT_PAIRS = tuple(
 """(joint, split twin) pairs from the strategy catalog's ``split_twin``, learned first."""
 MEASURES = ("success", "tool_recall", "pair_coverage")
 TARGET_HALF_WIDTH = 0.15
-"""The half-width (15 points) a deciding verdict must not exceed (the suite's verdict must decide: bench/README.md, tau2-banking)."""
+"""The half-width (15 points) a deciding verdict must not exceed (the suite's verdict must
+decide: bench/README.md, tau2-banking)."""
 
 
 def _continuous(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
-    diffs = [x - y for x, y in zip(a, b)]
+    diffs = [x - y for x, y in zip(a, b, strict=True)]
     n = len(diffs)
     mean = sum(diffs) / n
     if n > 1:
@@ -68,11 +74,11 @@ def joint_split_verdicts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, An
     ``rows``: trace rows with suite, budget_scale, strategy, seed, task_id and the measures.
     """
     values: dict[tuple[str, float, str], dict[str, dict[tuple, Any]]] = {}
-    first = {}
+    first: dict[tuple[str, str], Any] = {}
     for row in rows:
         if row.get("repetition") is not None and row.get("fold") is None:
-            key = (row["suite"], row["strategy"])
-            first[key] = min(first.get(key, row["repetition"]), row["repetition"])
+            rep_key = (row["suite"], row["strategy"])
+            first[rep_key] = min(first.get(rep_key, row["repetition"]), row["repetition"])
     for row in rows:
         if row.get("fold") is not None:
             continue

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from junction.errors import JunctionError, TraceError
 
-__all__ = ["RunLockedError", "check_name", "check_run_free", "run_lock", "lock_path"]
+__all__ = ["RunLockedError", "check_name", "check_run_free", "lock_path", "run_lock"]
 
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
@@ -54,7 +54,7 @@ def check_run_free(root: Path, run_id: str) -> None:
     folder ``root``; creates nothing (no lock file, no folder: nothing to check)."""
     path = lock_path(root, run_id)
     try:
-        handle = open(path, encoding="utf-8")
+        handle = open(path, encoding="utf-8")  # noqa: SIM115 (the with below closes it)
     except OSError:
         return  # no lock file (or no folder): nobody holds it
     with handle:

@@ -18,12 +18,23 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypedDict
 
 import ir_measures
 
-__all__ = ["Metric", "METRICS", "Display", "format_value", "format_change", "format_duration",
-           "set_recall", "set_precision", "pair_coverage", "LaneRanking", "lane_ranking_metrics"]
+__all__ = [
+    "METRICS",
+    "Display",
+    "LaneRanking",
+    "Metric",
+    "format_change",
+    "format_duration",
+    "format_value",
+    "lane_ranking_metrics",
+    "pair_coverage",
+    "set_precision",
+    "set_recall",
+]
 
 Direction = Literal["higher", "lower", "neither"]
 Aggregation = Literal["mean", "mean_of_bool"]
@@ -99,10 +110,20 @@ _LANE_MEASURES = (
 )
 
 
+class _SetCommon(TypedDict):
+    """The ``Metric`` fields that set recall and precision share."""
+
+    unit: str
+    value_type: ValueType
+    direction: Direction
+    aggregation: Aggregation
+    source: str
+
+
 def _set_metrics(kind: Literal["context", "tool"]) -> tuple[Metric, Metric]:
     """Recall and precision of the exposed ``kind`` resources against the gold ones."""
-    common = dict(unit=_FRACTION, value_type="float", direction="higher", aggregation="mean",
-                  source=_SET_SOURCE)
+    common: _SetCommon = {"unit": _FRACTION, "value_type": "float", "direction": "higher",
+                          "aggregation": "mean", "source": _SET_SOURCE}
     return (
         Metric(f"{kind}_recall", f"{kind}_recall",
                definition=f"|exposed ∩ gold| / |gold| over {kind}s",
@@ -283,7 +304,7 @@ def lane_ranking_metrics(lanes: Sequence[LaneRanking]) -> dict[str, dict[str, fl
     names = list(dict.fromkeys(m.measure for m in METRICS if m.measure is not None))
     by_measure = {ir_measures.parse_measure(name): name for name in names}
     out: dict[str, dict[str, float | None]] = {
-        lane.query_id: {name: None for name in names} for lane in lanes
+        lane.query_id: dict.fromkeys(names) for lane in lanes
     }
     qrels = [ir_measures.Qrel(lane.query_id, gid, 1) for lane in lanes for gid in lane.gold_ids]
     run = [
@@ -297,5 +318,5 @@ def lane_ranking_metrics(lanes: Sequence[LaneRanking]) -> dict[str, dict[str, fl
     # a query with gold but no candidates at all scores 0 (ir_measures skips it)
     for lane in lanes:
         if lane.gold_ids and not lane.ranked_ids:
-            out[lane.query_id] = {name: 0.0 for name in names}
+            out[lane.query_id] = dict.fromkeys(names, 0.0)
     return out

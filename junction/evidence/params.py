@@ -17,8 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["RESULT_NEUTRAL_PARAMS", "UNIT_LAYOUT_PARAMS", "MACHINE_PATH_PARAMS",
-           "resume_params", "report_params"]
+__all__ = [
+    "MACHINE_PATH_PARAMS",
+    "RESULT_NEUTRAL_PARAMS",
+    "UNIT_LAYOUT_PARAMS",
+    "report_params",
+    "resume_params",
+]
 
 RESULT_NEUTRAL_PARAMS: dict[str, str] = {
     "run_id": "names the run",

@@ -17,10 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import duckdb
 import pyarrow as pa
@@ -29,9 +29,17 @@ from junction.evidence import verdicts
 from junction.evidence.arrow_sql import registered
 from junction.strategies.catalog import STRATEGIES, reference_strategies
 
-__all__ = ["LineStyle", "strategy_style", "strategy_label", "strategy_times",
-           "time_plot", "scales_note",
-           "success_figure", "success_plot", "sidecar_path"]
+__all__ = [
+    "LineStyle",
+    "scales_note",
+    "sidecar_path",
+    "strategy_label",
+    "strategy_style",
+    "strategy_times",
+    "success_figure",
+    "success_plot",
+    "time_plot",
+]
 
 
 @dataclass(frozen=True)
@@ -40,7 +48,7 @@ class LineStyle:
 
     colour: str
     marker: str
-    linestyle: str
+    linestyle: Literal["-", "--"]
 
 
 _SPARE_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02")
@@ -65,7 +73,7 @@ def strategy_label(strategy: str) -> str:
     return f"{strategy} (reference)" if strategy in reference_strategies() else strategy
 
 
-def _order(strategies: Sequence[str]) -> list[str]:
+def _order(strategies: Iterable[str]) -> list[str]:
     """Strategies first, references last, each by name."""
     references = reference_strategies()
     return sorted(strategies, key=lambda s: (s in references, s))
@@ -104,7 +112,7 @@ def success_figure(summary: Sequence[Mapping[str, Any]]) -> tuple[Any, list[dict
                              squeeze=False, sharey=True)
     offsets = {s: (i - (len(strategies) - 1) / 2) * 0.015 for i, s in enumerate(strategies)}
     lines: list[dict[str, Any]] = []
-    for ax, suite in zip(axes.flat, suites):
+    for ax, suite in zip(axes.flat, suites, strict=True):
         for strategy in strategies:
             rows = sorted((r for r in summary if r["suite"] == suite and r["strategy"] == strategy
                            and r["success_rate"] is not None), key=lambda r: r["budget_scale"])
@@ -115,8 +123,8 @@ def success_figure(summary: Sequence[Mapping[str, Any]]) -> tuple[Any, list[dict
             ys = [r["success_rate"] for r in rows]
             cis = [verdicts.wilson_interval(round(r["success_rate"] * r["tasks"]), r["tasks"])
                    for r in rows]
-            err = [[max(0.0, y - lo) for y, (lo, _) in zip(ys, cis)],
-                   [max(0.0, hi - y) for y, (_, hi) in zip(ys, cis)]]
+            err = [[max(0.0, y - lo) for y, (lo, _) in zip(ys, cis, strict=True)],
+                   [max(0.0, hi - y) for y, (_, hi) in zip(ys, cis, strict=True)]]
             ax.errorbar(xs, ys, yerr=err, color=style.colour, marker=style.marker,
                         linestyle=style.linestyle, capsize=3, label=strategy_label(strategy))
             lines.append({"suite": suite, "strategy": strategy, "label": strategy_label(strategy),
@@ -142,13 +150,13 @@ def success_figure(summary: Sequence[Mapping[str, Any]]) -> tuple[Any, list[dict
     # entries a row as the figure's width holds (a one-panel figure wraps), none cut off
     width, height = fig.get_size_inches()
     labels = [strategy_label(s) for s in drawn]
-    rows = 1
+    label_rows = 1
     if drawn:
         entry = LEGEND_CHAR_IN * max(len(label) for label in labels) + LEGEND_MARK_IN
         ncol = max(1, min(len(drawn), int(width // entry)))
-        rows = math.ceil(len(drawn) / ncol)
+        label_rows = math.ceil(len(drawn) / ncol)
         fig.legend(handles, labels, loc="upper center", ncol=ncol, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 1 - (0.2 + 0.2 * rows) / height))
+    fig.tight_layout(rect=(0, 0, 1, 1 - (0.2 + 0.2 * label_rows) / height))
     return fig, lines
 
 
@@ -218,7 +226,7 @@ def time_plot(rows: Sequence[tuple[str, float, float]], path: Path) -> None:
     for offset, (label, index) in ((-0.2, ("selection", 1)), (0.2, ("execution", 2))):
         values = [max(r[index], floor) for r in rows]
         bars = ax.barh([y + offset for y in ys], values, height=0.38, label=label)
-        for bar, r in zip(bars, rows):
+        for bar, r in zip(bars, rows, strict=True):
             ax.text(bar.get_width() * 1.1, bar.get_y() + bar.get_height() / 2,
                     f"{r[index]:.3g} s", va="center", fontsize=7)
     ax.set_xscale("log")

@@ -9,18 +9,22 @@ The headline's sections (first screen, full comparison, agent outcome) are
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from junction.candidates import DEFAULT_POOL_RULE, POOL_RULES
 from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
-from junction.evidence.agent_tables import agent_pair_lines, fit_lines
-from junction.candidates import DEFAULT_POOL_RULE, POOL_RULES
 from junction.evidence.agent_actions import action_lines
+from junction.evidence.agent_tables import agent_pair_lines, fit_lines
 from junction.evidence.crossfit import cross_fitted_lines
 from junction.evidence.joint_split import joint_split_lines
 from junction.evidence.losses import loss_lines
-from junction.evidence.verdict_text import (agent_table_lines, comparison_lines,
-                                            first_screen_lines, joint_against_split_lines)
+from junction.evidence.verdict_text import (
+    agent_table_lines,
+    comparison_lines,
+    first_screen_lines,
+    joint_against_split_lines,
+)
 from junction.strategies.catalog import reference_strategies
 from junction.verifiers import verifier_meaning
 
@@ -105,7 +109,8 @@ def _calibration_lines(rows: list[dict[str, Any]]) -> list[str]:
              "(evaluation rows only: the model was fitted on the training part). Brier: mean "
              "squared difference of p and the gold label (0 is perfect; a model that knew "
              "only the gold rate r scores r(1 − r)).", "",
-             "| suite | budget scale | from | candidates | gold | mean p | gold rate | Brier | model |",
+             "| suite | budget scale | from | candidates | gold | mean p | gold rate | Brier "
+             "| model |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['suite']} | {r['budget_scale']:g} | {r['strategy']} | "
@@ -147,10 +152,12 @@ _DISPLAY_WORDS = {"percent": "percent, no decimals", "integer": "whole number",
 
 
 def _definitions_lines(suites: dict[str, Any]) -> list[str]:
-    """Every catalog metric (``junction.evidence.metrics.METRICS``) and, per suite, what success means."""
+    """Every catalog metric (``junction.evidence.metrics.METRICS``) and, per suite, what
+    success means."""
     lines = ["## Definitions", "",
-             "Every metric of the catalog (`junction.evidence.metrics.METRICS`); the per-suite tables "
-             "show those marked *table*, as the mean over tasks where the metric is defined.",
+             "Every metric of the catalog (`junction.evidence.metrics.METRICS`); the per-suite "
+             "tables show those marked *table*, as the mean over tasks where the metric is "
+             "defined.",
              "", "| metric | summary column | definition | undefined when | unit and range | "
              "better | shown in | source | printed as |", "|---|---|---|---|---|---|---|---|---|"]
     for m in catalog.METRICS:
@@ -166,10 +173,10 @@ def _definitions_lines(suites: dict[str, Any]) -> list[str]:
     lines.append(f"Which outcome decides a verdict: agent success decides a (suite, budget "
                  f"scale) cell only when two of its compared strategies share at least "
                  f"{verdicts.MIN_DECIDING_TASKS} tasks with an agent outcome "
-                 f"(`junction.evidence.verdicts.MIN_DECIDING_TASKS`); otherwise the cell is decided on "
-                 "verified success and the agent numbers appear in the Agent outcome table "
-                 "only. Below that many shared tasks a verdict reads \"too few tasks to decide "
-                 "(n = …)\": at 20 tasks a Wilson 95% interval of a 50% rate is already "
+                 f"(`junction.evidence.verdicts.MIN_DECIDING_TASKS`); otherwise the cell is "
+                 "decided on verified success and the agent numbers appear in the Agent outcome "
+                 "table only. Below that many shared tasks a verdict reads \"too few tasks to "
+                 "decide (n = …)\": at 20 tasks a Wilson 95% interval of a 50% rate is already "
                  "[30%, 70%], and the exact McNemar test needs 6 discordant pairs all one way "
                  "to reach p < 0.05.")
     lines.append("")
@@ -256,8 +263,10 @@ def _agent_lines(params: dict[str, Any],
              f"{params['agent_url']}, named in the traces' `agent_remote`")
     acted = params.get("agent_strategies")  # recorded only when it leaves one out
     left_out = _agent_left_out(params, params.get("strategies", []))
+    # left_out is empty unless agent_strategies is recorded (``_agent_left_out``)
     whom = ("for every strategy and reference" if not left_out else
-            f"for {', '.join(acted) or 'no strategy'} (not for {', '.join(left_out)})")
+            f"for {', '.join(cast('list[str]', acted)) or 'no strategy'} "
+            f"(not for {', '.join(left_out)})")
     lines = [f"- agent: a language-model agent acted on {sample} of each suite it can be "
              f"graded on (the suite's own sample; gradable tasks only, so a suite with fewer "
              f"gives fewer: Suites, `agent`), {whom}, at budget scale 1 "
@@ -269,7 +278,7 @@ def _agent_lines(params: dict[str, Any],
                      + "; ".join(f"{s}: {d['distinct_exposed_sets']} distinct of "
                                  f"{d['agent_evaluations']} evaluations"
                                  for s, d in distinct.items()) + ".")
-    for name, info in sorted((suites or {}).items()):
+    for _, info in sorted((suites or {}).items()):
         if info.get("agent_short"):
             lines.append(f"- agent sample short: {info['agent_short']}.")
     return lines
@@ -280,8 +289,8 @@ REFERENCE_NOTE = ("References (bfcl_listed: the row's own listed functions, BFCL
                   "the verifier accepts where it fits the budget, the ceiling; "
                   "gold_tools_only / gold_tools_documents: the coupling pair) are built from "
                   "the task, not a strategy's view, and sit outside every comparison: they "
-                  "frame the strategies and are never named best. In each suite's table they follow "
-                  "the strategies, below the *references* row.")
+                  "frame the strategies and are never named best. In each suite's table they "
+                  "follow the strategies, below the *references* row.")
 """What the references are, said once per report."""
 
 
@@ -337,9 +346,10 @@ def render_markdown(sections: ReportSections) -> str:
                  "`success_rate` is the retrieval proxy (`retrieval_success`); "
                  "`agent_success_rate` is a language-model agent acting on the exposed set, "
                  "graded by the suite's agent grader (BFCL's checker, tau2's action check), "
-                 "on each suite's agent sample only (Suites: `agent`) at budget scale 1. Rates and fractions are in percent, "
-                 "tokens whole, objectives and ranking scores to 2 decimals (each metric's "
-                 "`display` in the catalog); `metrics.json` keeps full precision.")
+                 "on each suite's agent sample only (Suites: `agent`) at budget scale 1. Rates "
+                 "and fractions are in percent, tokens whole, objectives and ranking scores to 2 "
+                 "decimals (each metric's `display` in the catalog); `metrics.json` keeps full "
+                 "precision.")
     lines.append("")
     lines.append("## Suites")
     lines.append("")

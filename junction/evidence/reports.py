@@ -27,17 +27,17 @@ import markdown as markdown_lib
 import psutil
 
 from junction.evidence import plots
+from junction.evidence.agent_actions import action_tables
 from junction.evidence.agent_tables import agent_fit, agent_pairs
 from junction.evidence.calibration import learned_calibration
 from junction.evidence.cost import cost_lines
 from junction.evidence.crossfit import cross_fitted_verdicts
-from junction.evidence.agent_actions import action_tables
 from junction.evidence.joint_split import MEASURES, joint_split_verdicts
 from junction.evidence.losses import loss_breakdown, loss_document
-from junction.evidence.report_markdown import ReportSections, render_markdown
 from junction.evidence.metrics_json import metrics_document, rounded
 from junction.evidence.page import html_page
 from junction.evidence.params import report_params
+from junction.evidence.report_markdown import ReportSections, render_markdown
 from junction.evidence.summary import (
     agent_rows,
     comparable_traces,
@@ -47,8 +47,14 @@ from junction.evidence.summary import (
 )
 from junction.evidence.warehouse import RunData
 
-__all__ = ["RunData", "ReportSections", "agent_fit", "agent_pairs", "report_sections",
-           "write_report"]
+__all__ = [
+    "ReportSections",
+    "RunData",
+    "agent_fit",
+    "agent_pairs",
+    "report_sections",
+    "write_report",
+]
 
 PLOT_NAME = "plot.png"
 """The success-against-budget figure's file (its lines beside it: ``plots.sidecar_path``)."""

@@ -27,9 +27,14 @@ import pyarrow.parquet as pq
 
 from junction.errors import JunctionError, TraceError
 from junction.evidence.locks import RunLockedError, check_name, run_lock
-from junction.evidence.traces import TRACE_SCHEMA, TaskTraceRecord, records_to_table, timings_to_table
+from junction.evidence.traces import (
+    TRACE_SCHEMA,
+    TaskTraceRecord,
+    records_to_table,
+    timings_to_table,
+)
 
-__all__ = ["TraceStore", "check_name", "RunLockedError", "RUN_FIELDS"]
+__all__ = ["RUN_FIELDS", "RunLockedError", "TraceStore", "check_name"]
 
 RUN_FIELDS: dict[str, type] = {"run_id": str, "git_commit": str, "git_dirty": bool,
                                "started_at": str, "status": str, "params_hash": str,
@@ -47,7 +52,8 @@ class TraceStore:
         except (ImportError, ValueError) as exc:  # unknown protocol or its package missing
             raise JunctionError(f"cannot open traces root {self.root!r}: {exc}") from None
         self.base = self.base.rstrip("/")
-        self.protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        self.protocol = (self.fs.protocol if isinstance(self.fs.protocol, str)
+                         else self.fs.protocol[0])
 
     @property
     def is_local(self) -> bool:
@@ -125,7 +131,8 @@ class TraceStore:
     def learned_model_path(self, family: str, sha256: str) -> str:
         """``learned/<family>-<sha256>.json``: a learned model's record (content-addressed,
         shared by every run that used it; traces name it by ``learned_model``)."""
-        return f"{self.base}/learned/{check_name(family, 'family')}-{check_name(sha256, 'sha256')}.json"
+        return (f"{self.base}/learned/{check_name(family, 'family')}-"
+                f"{check_name(sha256, 'sha256')}.json")
 
     def write_learned_model(self, family: str, sha256: str, record: dict[str, Any]) -> str:
         """Write a learned model's record once (atomic; an existing file is kept: same

@@ -18,8 +18,15 @@ from junction.evidence.arrow_sql import registered
 from junction.evidence.metrics_json import rounded
 from junction.strategies.catalog import reference_strategies
 
-__all__ = ["CLOCK_STOPPED", "exposed_set", "agent_rows", "comparable_traces", "distinct_exposed_sets",
-           "headline_rows", "summarise"]
+__all__ = [
+    "CLOCK_STOPPED",
+    "agent_rows",
+    "comparable_traces",
+    "distinct_exposed_sets",
+    "exposed_set",
+    "headline_rows",
+    "summarise",
+]
 
 
 CLOCK_STOPPED = "stopped_by_clock"

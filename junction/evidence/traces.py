@@ -34,11 +34,11 @@ from junction.evidence.losses import LOSS_CAUSES
 
 __all__ = [
     "SCHEMA_VERSION",
-    "CandidateRecord",
-    "ToolCallRecord",
-    "TaskTraceRecord",
-    "TRACE_SCHEMA",
     "TIMING_SCHEMA",
+    "TRACE_SCHEMA",
+    "CandidateRecord",
+    "TaskTraceRecord",
+    "ToolCallRecord",
     "records_to_table",
     "timings_to_table",
 ]
@@ -197,7 +197,8 @@ class TaskTraceRecord(BaseModel):
             )
         for i, call in enumerate(self.tool_calls):
             if call.index != i:
-                raise ValueError(f"{where}: tool call indexes must be 0..n-1, got {call.index} at {i}")
+                raise ValueError(f"{where}: tool call indexes must be 0..n-1, "
+                                 f"got {call.index} at {i}")
         if (self.agent_success is None) != (self.agent_outcome is None):
             raise ValueError(f"{where}: agent_success and agent_outcome are set together")
         if self.success and self.failure_reason:

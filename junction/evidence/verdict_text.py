@@ -10,9 +10,19 @@ from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
 from junction.strategies.catalog import interaction_blind_strategies
 
-__all__ = ["AGENT_SAMPLE_THAT_DECIDES", "percent_text", "points_text", "agent_table_lines",
-           "comparison_lines", "first_screen_lines", "joint_against_split_lines",
-           "passed_over_sentence", "primary_scale", "run_summary", "verdict_lines"]
+__all__ = [
+    "AGENT_SAMPLE_THAT_DECIDES",
+    "agent_table_lines",
+    "comparison_lines",
+    "first_screen_lines",
+    "joint_against_split_lines",
+    "passed_over_sentence",
+    "percent_text",
+    "points_text",
+    "primary_scale",
+    "run_summary",
+    "verdict_lines",
+]
 
 
 def percent_text(rate: float) -> str:
@@ -59,7 +69,8 @@ def verdict_lines(headline: list[dict[str, Any]]) -> list[dict[str, Any]]:
         c = h["comparisons"][0]
         cmp = c["comparison"]
         best = h["best"][0]
-        points = (f"{points_text(cmp.difference)} points [{points_text(cmp.ci_low)}, {points_text(cmp.ci_high)}]")
+        points = (f"{points_text(cmp.difference)} points "
+                  f"[{points_text(cmp.ci_low)}, {points_text(cmp.ci_high)}]")
         rates = f"{best} {percent_text(cmp.rate_a)} against {c['other']} {percent_text(cmp.rate_b)}"
         if cmp.n < verdicts.MIN_DECIDING_TASKS:
             status, verdict = "too few", f"too few tasks to decide; {rates}, {points}"
@@ -147,7 +158,7 @@ def first_screen_lines(headline: list[dict[str, Any]]) -> list[str]:
     lines = ["## Headline", ""]
     found = verdict_lines(headline)
     if not found:
-        return lines + ["No task was evaluated.", ""]
+        return [*lines, "No task was evaluated.", ""]
     lines += ["<!-- verdicts -->", ""]
     lines += [f"- {v['text']}" for v in found]
     lines += ["", "<!-- /verdicts -->", "", run_summary(found), ""]
@@ -162,7 +173,7 @@ def comparison_lines(headline: list[dict[str, Any]]) -> list[str]:
     page it sits in a closed ``<details>`` block (``<!-- details -->`` markers)."""
     lines = ["## Full comparison", ""]
     if not headline:
-        return lines + ["No task was evaluated.", ""]
+        return [*lines, "No task was evaluated.", ""]
     lines.append(
         "Per suite and budget scale: the best joint strategy (one that sees context–tool "
         "interactions; the best of all where none ran) by the primary outcome, compared "
@@ -203,7 +214,8 @@ def comparison_lines(headline: list[dict[str, Any]]) -> list[str]:
             lines.append(
                 f"| {h['suite']} | {h['budget_scale']:g} | {h['outcome']} | {best} "
                 f"({percent_text(cmp.rate_a)}) | {c['other']}{tag} ({percent_text(cmp.rate_b)}) | "
-                f"{cmp.n} | {points_text(cmp.difference)} | [{points_text(cmp.ci_low)}, {points_text(cmp.ci_high)}] "
+                f"{cmp.n} | {points_text(cmp.difference)} | "
+                f"[{points_text(cmp.ci_low)}, {points_text(cmp.ci_high)}] "
                 f"| {cmp.p_value:.2g} ({test}) | {verdict} |")
     same = [f"{h['suite']} × {h['budget_scale']:g}, {h['best'][0]} against {c['other']}: "
             f"{c['identical_sets']} of {c['comparison'].n}"

@@ -48,10 +48,22 @@ from scipy import stats
 
 from junction.strategies.catalog import interaction_blind_strategies, strategies_where
 
-__all__ = ["ALPHA", "MIN_DECIDING_TASKS", "PRIMARY_OUTCOMES",
-           "PairedComparison", "compare_strategies", "corrected_cv_interval",
-           "paired_comparison", "wilson_interval", "primary_outcome", "outcome_tasks",
-           "outcome_table", "too_few", "headline", "verdict_words"]
+__all__ = [
+    "ALPHA",
+    "MIN_DECIDING_TASKS",
+    "PRIMARY_OUTCOMES",
+    "PairedComparison",
+    "compare_strategies",
+    "corrected_cv_interval",
+    "headline",
+    "outcome_table",
+    "outcome_tasks",
+    "paired_comparison",
+    "primary_outcome",
+    "too_few",
+    "verdict_words",
+    "wilson_interval",
+]
 
 ALPHA = 0.05
 CONFIDENCE = 0.95
@@ -151,16 +163,16 @@ def paired_comparison(a: Sequence[bool], b: Sequence[bool]) -> PairedComparison:
     if len(a) != len(b) or not a:
         raise ValueError(f"paired outcomes need equal, non-zero lengths, got {len(a)} and {len(b)}")
     n = len(a)
-    both = sum(1 for x, y in zip(a, b) if x and y)
-    only_a = sum(1 for x, y in zip(a, b) if x and not y)
-    only_b = sum(1 for x, y in zip(a, b) if y and not x)
+    both = sum(1 for x, y in zip(a, b, strict=True) if x and y)
+    only_a = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
+    only_b = sum(1 for x, y in zip(a, b, strict=True) if y and not x)
     neither = n - both - only_a - only_b
     p1, p2 = (both + only_a) / n, (both + only_b) / n
     l1, u1 = wilson_interval(both + only_a, n)
     l2, u2 = wilson_interval(both + only_b, n)
     margins = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
     # Newcombe's phi: ad − bc, shrunk by n/2 towards 0 when positive (0 if within n/2)
-    cross = both * neither - only_a * only_b
+    cross: float = both * neither - only_a * only_b
     cross = cross - n / 2 if cross > n / 2 else (cross if cross < 0 else 0.0)
     phi = cross / math.sqrt(margins) if margins else 0.0
     diff = p1 - p2

@@ -29,12 +29,21 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from junction.evidence import metrics as catalog
 from junction.errors import JunctionError, TraceError
+from junction.evidence import metrics as catalog
 from junction.evidence.store import TraceStore, check_name
 
-__all__ = ["Warehouse", "WarehouseError", "ReadOnlyError", "CorruptFileWarning", "RunData",
-           "VIEWS_SQL", "view_statement", "check_read_only", "duckdb_error_line"]
+__all__ = [
+    "VIEWS_SQL",
+    "CorruptFileWarning",
+    "ReadOnlyError",
+    "RunData",
+    "Warehouse",
+    "WarehouseError",
+    "check_read_only",
+    "duckdb_error_line",
+    "view_statement",
+]
 
 VIEWS_SQL = importlib.resources.files("junction.evidence") / "views.sql"
 """The view definitions, shipped inside the package (so a non-editable install has them)."""
@@ -60,7 +69,8 @@ def _statements(sql: str) -> list[str]:
     """Split a SQL file on ';' at line ends, dropping comment-only chunks."""
     out = []
     for chunk in sql.split(";\n"):
-        body = "\n".join(l for l in chunk.splitlines() if not l.strip().startswith("--"))
+        body = "\n".join(line for line in chunk.splitlines()
+                         if not line.strip().startswith("--"))
         if body.strip():
             out.append(body.strip().rstrip(";"))
     return out
@@ -110,8 +120,9 @@ _READ_ONLY_STATEMENTS = frozenset({duckdb.StatementType.SELECT})
 _LOCKDOWN = ("SET enable_external_access = false", "SET lock_configuration = true")
 """Run after the views exist: no file, extension or ATTACH beyond ``allowed_paths``."""
 
-_READER_CONFIG = {"autoload_known_extensions": False, "autoinstall_known_extensions": False,
-                  "allow_community_extensions": False}
+_READER_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "autoload_known_extensions": False, "autoinstall_known_extensions": False,
+    "allow_community_extensions": False}
 
 
 _RUN_TRACES = "SELECT * EXCLUDE (retrieval_success) FROM traces WHERE run_id = ?"

@@ -14,9 +14,9 @@ from junction.judge.scorer import load_judge
 from junction.judge.smoke import SmokeReport, run_smoke
 
 __all__ = [
+    "RETRIEVAL_INSTRUCTION",
     "JudgeConfig",
     "JudgeError",
-    "RETRIEVAL_INSTRUCTION",
     "RerankInstruction",
     "ScoreCache",
     "SmokeFixture",

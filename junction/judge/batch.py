@@ -4,10 +4,12 @@ by the judge's batch and naive paths (scorer.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
 
 from junction.judge.cache import is_empty_document
-from junction.judge.instructions import RETRIEVAL_INSTRUCTION
+from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
 
 __all__ = ["ScoreBatch", "Truncation", "skipping_empty"]
 
@@ -39,10 +41,14 @@ class ScoreBatch:
     statuses: list[str] = field(default_factory=list)
 
 
-def skipping_empty(method):
+_ScoringPath = TypeVar("_ScoringPath", bound=Callable[..., ScoreBatch])
+
+
+def skipping_empty(method: _ScoringPath) -> _ScoringPath:
     """Wrap a scoring path: score the non-empty documents, mark the rest ``empty``."""
 
-    def wrapper(self, query, documents, instruction=RETRIEVAL_INSTRUCTION):
+    def wrapper(self: Any, query: str, documents: Sequence[str],
+                instruction: RerankInstruction = RETRIEVAL_INSTRUCTION) -> ScoreBatch:
         keep = [i for i, d in enumerate(documents) if not is_empty_document(d)]
         inner = (method(self, query, [documents[i] for i in keep], instruction) if keep
                  else ScoreBatch(scores=[]))
@@ -59,4 +65,4 @@ def skipping_empty(method):
 
     wrapper.__doc__ = method.__doc__
     wrapper.__name__ = method.__name__
-    return wrapper
+    return cast(_ScoringPath, wrapper)

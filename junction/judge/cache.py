@@ -17,6 +17,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from junction.judge.errors import JudgeError
 from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
@@ -28,7 +29,7 @@ def is_empty_document(text: str) -> bool:
     """True when ``text`` is empty or whitespace only (such a document is never scored)."""
     return not normalise_text(text)
 
-__all__ = ["ScoreCache", "JudgedBatch", "score_key", "cached_scores", "judge_documents"]
+__all__ = ["JudgedBatch", "ScoreCache", "cached_scores", "judge_documents", "score_key"]
 
 
 def score_key(model_hash: str, instruction_hash: str, query: str, document: str,
@@ -122,7 +123,7 @@ def judge_documents(judge, cache: ScoreCache | None, query: str, documents: Sequ
     todo = [i for i, e in enumerate(empty) if not e]
     if cache is None:
         fresh = judge.score(query, [documents[i] for i in todo], instruction).scores
-        for i, s in zip(todo, fresh):
+        for i, s in zip(todo, fresh, strict=True):
             scores[i] = s
     else:
         ihash = judge.instruction_hash(instruction)
@@ -132,8 +133,9 @@ def judge_documents(judge, cache: ScoreCache | None, query: str, documents: Sequ
         missing = sorted({keys[i]: i for i in todo if keys[i] not in found}.values())
         if missing:
             fresh = judge.score(query, [documents[i] for i in missing], instruction).scores
-            cache.put_many([(keys[i], judge.model_hash, ihash, s) for i, s in zip(missing, fresh)])
-            found.update({keys[i]: s for i, s in zip(missing, fresh)})
+            cache.put_many([(keys[i], judge.model_hash, ihash, s)
+                            for i, s in zip(missing, fresh, strict=True)])
+            found.update({keys[i]: s for i, s in zip(missing, fresh, strict=True)})
         for i in todo:
             scores[i] = found[keys[i]]
     limit = judge.config.max_document_tokens
@@ -144,7 +146,7 @@ def judge_documents(judge, cache: ScoreCache | None, query: str, documents: Sequ
             truncations[i] = (n, limit)
     scored = [(normalise_text(documents[i]), scores[i]) for i in todo]
     distinct = {text for text, _ in scored}
-    values = [s for _, s in scored]
+    values = [cast(float, s) for _, s in scored]  # todo: non-empty documents, all scored
     degenerate = (len(distinct) >= DEGENERATE_MIN_DOCUMENTS
                   and max(values) - min(values) <= noise_floor)
     return JudgedBatch(scores=scores, statuses=["empty" if e else "scored" for e in empty],

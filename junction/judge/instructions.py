@@ -12,11 +12,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
-    "SmokeFixture",
-    "RerankInstruction",
-    "RETRIEVAL_INSTRUCTION",
-    "FOLLOWS_INSTRUCTION",
     "ECHO_INSTRUCTION",
+    "FOLLOWS_INSTRUCTION",
+    "RETRIEVAL_INSTRUCTION",
+    "RerankInstruction",
+    "SmokeFixture",
 ]
 
 

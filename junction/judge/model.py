@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from junction.models import DEFAULT_MODEL, EMBEDDED_MODELS, embedded_model_path, file_sha256
 
 __all__ = [
-    "JudgeConfig",
     "KV_TYPES",
+    "JudgeConfig",
     "embedded_model_path",
     "file_sha256",
 ]
@@ -42,8 +42,8 @@ class JudgeConfig(BaseModel):
       1.6 s where two took 6.5 s (llama.cpp's threads wait on each other when another
       process holds a core; ``bench/README.md``); use 2 on a quiet machine
     - ``n_seq``: sequence slots; slot 0 holds the prefix, slot 1 the query, the rest are
-      candidates (so ``n_seq - 2`` candidates per ``llama_decode``); 16 (``llama_decode`` groups of 14
-      candidates)
+      candidates (so ``n_seq - 2`` candidates per ``llama_decode``); 16 (``llama_decode``
+      groups of 14 candidates)
     - ``n_ctx``: KV cells shared by all slots (unified cache), tokens
     - ``n_batch``: most tokens per ``llama_decode`` call; ``n_ubatch``: physical micro-batch
       (2048: a whole candidate group in one pass; measured faster than 512 on 2 cores)

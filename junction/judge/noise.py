@@ -29,8 +29,16 @@ from junction.environment import state_dir
 from junction.judge.errors import JudgeError
 from junction.judge.scorer import NOISE_FLOOR_LOGITS
 
-__all__ = ["NoiseFloor", "PROBE_QUERY", "PROBE_DOCUMENTS", "PROBE_GROUPS", "SHIPPED_NOISE_FLOORS",
-           "measure_noise_floor", "noise_floor", "stored_noise_floor"]
+__all__ = [
+    "PROBE_DOCUMENTS",
+    "PROBE_GROUPS",
+    "PROBE_QUERY",
+    "SHIPPED_NOISE_FLOORS",
+    "NoiseFloor",
+    "measure_noise_floor",
+    "noise_floor",
+    "stored_noise_floor",
+]
 
 PROBE_QUERY = "Which document explains how to renew a passport?"
 PROBE_DOCUMENTS = (
@@ -110,11 +118,12 @@ and one pair at a time).
     for query, documents in PROBE_GROUPS:
         batch = judge.score(query, list(documents)).scores
         naive = judge.score_naive(query, list(documents)).scores
-        gap = max(gap, *(abs(a - b) for a, b in zip(batch, naive)))
+        gap = max(gap, *(abs(a - b) for a, b in zip(batch, naive, strict=True)))
     floor = math.ceil(max(spread, gap) * 100 - 1e-9) / 100
     result = NoiseFloor(floor=floor, slot_spread=round(spread, 4), batch_naive_gap=round(gap, 4),
-                        n_documents=sum(len(d) for _, d in PROBE_GROUPS), model_hash=judge.model_hash,
-                        kv_type=judge.config.kv_type, runtime_key=judge.runtime_key())
+                        n_documents=sum(len(d) for _, d in PROBE_GROUPS),
+                        model_hash=judge.model_hash, kv_type=judge.config.kv_type,
+                        runtime_key=judge.runtime_key())
     if store:
         path = _path(judge)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,10 +6,16 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from junction.judge.errors import JudgeError
 from junction.judge.instructions import RerankInstruction
 from junction.judge.templates import normalise_text
+
+if TYPE_CHECKING:
+    from junction.judge.model import JudgeConfig
+    from junction.judge.templates import PromptTemplate
 
 __all__ = ["PromptTokens"]
 
@@ -18,6 +24,14 @@ class PromptTokens:
     """Tokenising methods of ``LlamaJudge``; the judge provides ``_L`` (the llama.cpp
     module), ``_vocab``, ``_ctx``, ``_literal_splits`` (a dict), ``template``, ``config``
     and ``model_path``."""
+
+    _L: Any  # the llama_cpp module (``junction.judge.llama.llama_cpp_module``)
+    _vocab: Any  # a llama.cpp vocab pointer
+    _ctx: Any  # a llama.cpp context pointer; None for a vocab-only judge
+    _literal_splits: dict[str, tuple[str, str]]
+    template: PromptTemplate
+    config: JudgeConfig
+    model_path: Path
 
     def tokenize(self, text: str, *, bos: bool = False, special: bool = False) -> list[int]:
         """Token ids of ``text``; ``bos`` adds the model's BOS token if it uses one,

@@ -42,6 +42,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from junction.judge.batch import ScoreBatch, Truncation, skipping_empty
 from junction.judge.errors import JudgeError
@@ -51,7 +52,7 @@ from junction.judge.model import JudgeConfig, embedded_model_path, file_sha256
 from junction.judge.prompt_tokens import PromptTokens
 from junction.judge.templates import PromptTemplate, choose_template, get_template
 
-__all__ = ["LlamaJudge", "NOISE_FLOOR_LOGITS", "load_judge"]
+__all__ = ["NOISE_FLOOR_LOGITS", "LlamaJudge", "load_judge"]
 
 NOISE_FLOOR_LOGITS = {"f16": 0.44, "q8_0": 0.22, "q4_0": 1.06}
 """Shipped noise floor per KV cache type (logits) of the embedded Gemma 3 270M only, so that
@@ -80,6 +81,12 @@ class LlamaJudge(PromptTokens):
     serialised by a lock: one context cannot decode two batches at once.
     Raises ``JudgeError`` naming the file when the model cannot be loaded.
     """
+
+    # llama.cpp handles from the binding (``PromptTokens`` declares ``_L``, ``_vocab``,
+    # ``_ctx``); ``_batch`` is None for a vocab-only judge, which has no ``_mem``
+    _model: Any
+    _batch: Any
+    _mem: Any
 
     def __init__(self, config: JudgeConfig) -> None:
         L = llama_cpp_module()
@@ -260,7 +267,8 @@ class LlamaJudge(PromptTokens):
     ) -> ScoreBatch:
         """Batch path: logit gaps of ``documents`` against ``query`` (module docstring).
 
-        Empty and whitespace-only documents are skipped (``ScoreBatch.statuses``). Raises ``JudgeError`` if llama.cpp fails or a prompt cannot fit ``n_ctx``.
+        Empty and whitespace-only documents are skipped (``ScoreBatch.statuses``). Raises
+        ``JudgeError`` if llama.cpp fails or a prompt cannot fit ``n_ctx``.
         """
         if not documents:
             return ScoreBatch(scores=[])
@@ -278,11 +286,12 @@ class LlamaJudge(PromptTokens):
                 if not cfg.kv_unified:  # each slot has its own n_ctx / n_seq cells
                     capacity = cfg.n_batch
                 slots = cfg.n_seq - 2
-                scores: list[float] = [0.0] * len(docs)
+                scores: list[float | None] = [0.0] * len(docs)
                 order = list(range(len(docs)))
                 i = 0
                 while i < len(order):
-                    group, used = [], 0
+                    group: list[int] = []
+                    used = 0
                     while (i < len(order) and len(group) < slots
                            and used + len(docs[order[i]]) <= capacity):
                         group.append(order[i])
@@ -303,7 +312,7 @@ class LlamaJudge(PromptTokens):
                         last.append(len(items) - 1)
                     try:
                         self._decode(items)
-                        for d, idx in zip(group, last):
+                        for d, idx in zip(group, last, strict=True):
                             scores[d] = self._gap(idx, yes, no)
                     finally:
                         for slot in range(len(group)):
@@ -331,7 +340,7 @@ class LlamaJudge(PromptTokens):
             prefix = self.prefix_tokens(instruction)
             L = self._L
             self._shared.prefix_key = None
-            scores = []
+            scores: list[float | None] = []
             try:
                 for d_tokens in docs:
                     L.llama_memory_clear(self._mem, True)

@@ -21,7 +21,7 @@ from junction.judge.noise import NoiseFloor, noise_floor
 from junction.judge.scorer import load_judge
 from junction.judge.smoke import run_smoke
 
-__all__ = ["JudgeSession", "SCORE_CACHE_NAME", "judge_session"]
+__all__ = ["SCORE_CACHE_NAME", "JudgeSession", "judge_session"]
 
 SCORE_CACHE_NAME = "judge_scores.sqlite"
 """The judge score cache's file name under ``state_dir()`` (one of

@@ -71,7 +71,9 @@ def _gate_boundaries(judge, instruction: RerankInstruction) -> GateResult:
     measured: dict[str, Any] = {"whole_tokens": len(whole), "parts_tokens": len(parts)}
     if whole == parts:
         return GateResult("tokenisation_boundaries", True, measured, "parts tokenise as the whole")
-    at = next((i for i, (a, b) in enumerate(zip(whole, parts)) if a != b), min(len(whole), len(parts)))
+    # the two lists may differ in length: the first mismatch may be where one ends
+    at = next((i for i, (a, b) in enumerate(zip(whole, parts, strict=False)) if a != b),
+              min(len(whole), len(parts)))
     measured["first_mismatch"] = at
     measured["whole_pieces"] = [judge.piece(t) for t in whole[max(0, at - 2): at + 3]]
     measured["parts_pieces"] = [judge.piece(t) for t in parts[max(0, at - 2): at + 3]]

@@ -38,10 +38,10 @@ from junction.errors import UnknownNameError
 from junction.judge.instructions import RerankInstruction
 
 __all__ = [
-    "PromptTemplate",
-    "FewShotExample",
     "TEMPLATES",
     "TEMPLATE_BY_FAMILY",
+    "FewShotExample",
+    "PromptTemplate",
     "choose_template",
     "get_template",
     "normalise_text",

@@ -37,9 +37,10 @@ the pool's resources. The cache key is built from the ``RouterView`` alone
 (``view_fingerprint``: a sha256 of its task id and of what the features and the BM25 pools
 read: objective; contexts' id, content, tokens and source; tools' id, description, schema
 and tokens) and the pools' (id, kind, score, rank) lists; a ``BenchmarkTask`` is refused,
-so gold, verifier and metadata cannot reach a key or a cached row. ``pair_features`` then adds the columns that do depend on the model (the
-unary logits, the pair prior) to the cached ones, with the same arithmetic as one row at
-a time, so a cached matrix equals a fresh one bit for bit.
+so gold, verifier and metadata cannot reach a key or a cached row. ``pair_features`` then
+adds the columns that do depend on the model (the unary logits, the pair prior) to the
+cached ones, with the same arithmetic as one row at a time, so a cached matrix equals a
+fresh one bit for bit.
 """
 
 from __future__ import annotations

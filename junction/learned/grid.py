@@ -18,6 +18,7 @@ Ctrl-C is the parent's to handle; a worker exits when its standard input closes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import queue
@@ -126,10 +127,8 @@ class _Worker:
     def close(self) -> None:
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
-                try:
+                with contextlib.suppress(OSError):
                     stream.close()
-                except OSError:
-                    pass
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -223,10 +222,8 @@ def serve_stdio() -> None:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     _serve(sys.stdin.buffer, out)
-    try:
+    with contextlib.suppress(BrokenPipeError):
         out.close()
-    except BrokenPipeError:
-        pass
 
 
 _WORKER_MAIN = "from junction.learned.grid import serve_stdio; serve_stdio()"

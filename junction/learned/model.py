@@ -80,6 +80,7 @@ class ProbabilityModel:
             raise LearnedModelError(f"feature matrix has shape {X.shape}; the model expects "
                                     f"{len(self.features)} columns ({', '.join(self.features)})")
         if self.estimator is None:
+            assert self.constant is not None  # set whenever no estimator was fitted
             return np.full(X.shape[0], float(self.constant))
         if X.shape[0] == 0:
             return np.zeros(0)
@@ -105,7 +106,7 @@ class ProbabilityModel:
         return out
 
 
-def fit_probability_model(X: np.ndarray, y: Sequence[int], features: Sequence[str],
+def fit_probability_model(X: np.ndarray, y: Sequence[int] | np.ndarray, features: Sequence[str],
                           seed: int = 0) -> ProbabilityModel:
     """Fit p(y = 1 | X) as described in the module docstring.
 

@@ -50,7 +50,13 @@ from typing import Any
 import numpy as np
 
 from junction.agent.execution import execute
-from junction.verifiers import verify
+from junction.candidates import (
+    DEFAULT_POOL_RULE,
+    CandidatePools,
+    PoolLimit,
+    candidate_pools,
+    current_pool_rule,
+)
 from junction.learned.features import (
     LINK_FEATURES,
     PAIR_FEATURES,
@@ -63,22 +69,18 @@ from junction.learned.features import (
     view_features,
     view_fingerprint,
 )
+from junction.learned.grid import Variant, fit_workers, solve_all
 from junction.learned.model import (
     LearnedModelError,
     ProbabilityModel,
     canonical_sha256,
     fit_probability_model,
 )
+from junction.resources import ContextResource, ToolResource
 from junction.select import JointProblem
 from junction.select.exact.auto import AUTO_COMBINATORIAL_MAX
-from junction.learned.grid import Variant, fit_workers, solve_all
-from junction.candidates import (
-    DEFAULT_POOL_RULE,
-    CandidatePools,
-    candidate_pools,
-    current_pool_rule,
-)
 from junction.tasks import BenchmarkTask, RouterView
+from junction.verifiers import verify
 
 __all__ = [
     "LAMBDA_GRID",
@@ -115,7 +117,7 @@ class LearnedUtility:
     """A fitted family model: lane models, optional pair model, lam and tau."""
 
     family: str
-    pool_limit: int | None
+    pool_limit: PoolLimit
     seed: int
     lanes: dict[str, ProbabilityModel]
     pair: ProbabilityModel | None
@@ -135,10 +137,8 @@ class LearnedUtility:
     """The grids searched, where not the defaults (``fit_learned_utility``)."""
 
     def _lane_matrix(self, features: ViewFeatures, lane: str) -> np.ndarray:
-        """The lane's feature rows the lane model reads."""
-        if not self.link:
-            return features.unary[lane]
-        return np.hstack([features.unary[lane], features.link[lane]])
+        """The lane's feature rows the lane model reads (``lane_matrix``)."""
+        return lane_matrix(features, lane, self.link)
 
     def probabilities(self, view: RouterView, pools: CandidatePools) -> dict[str, float]:
         """Resource id -> calibrated p(gold) for every candidate of the pools."""
@@ -146,8 +146,11 @@ class LearnedUtility:
 
     def _probabilities(self, features: ViewFeatures) -> dict[str, float]:
         out: dict[str, float] = {}
-        for lane, resources in (("context", features.contexts), ("tool", features.tools)):
-            for r, p in zip(resources, self.lanes[lane].predict(self._lane_matrix(features, lane))):
+        lanes: tuple[tuple[str, Sequence[ContextResource | ToolResource]], ...] = (
+            ("context", features.contexts), ("tool", features.tools))
+        for lane, resources in lanes:
+            predicted = self.lanes[lane].predict(self._lane_matrix(features, lane))
+            for r, p in zip(resources, predicted, strict=True):
                 out[r.id] = float(p)
         return out
 
@@ -170,11 +173,9 @@ class LearnedUtility:
         rows, cols = np.nonzero(np.abs(w) >= tau)
         n_t = len(features.tools)
         keys = features.pair_keys
-        if weight == 1.0:
-            return {keys[i * n_t + j]: round(float(w[i, j]), 9)
-                    for i, j in zip(rows.tolist(), cols.tolist())}
+        # weight 1.0 leaves every value as it is (1.0 · x == x in IEEE arithmetic)
         return {keys[i * n_t + j]: round(weight * float(w[i, j]), 9)
-                for i, j in zip(rows.tolist(), cols.tolist())}
+                for i, j in zip(rows.tolist(), cols.tolist(), strict=True)}
 
     def interactions(self, view: RouterView, pools: CandidatePools,
                      p: dict[str, float]) -> dict[tuple[str, str], float]:
@@ -199,7 +200,7 @@ class LearnedUtility:
         lam = self.lam if lam is None else lam
         features = view_features(view, pools)
         p = self._probabilities(features) if p is None else p
-        cost = {r.id: r.token_cost for r in (*view.contexts, *view.tools)}
+        cost = _token_costs([*view.contexts, *view.tools])
         return JointProblem(
             contexts=features.contexts, tools=features.tools, budget=view.budget,
             unary=_unary(p, cost, view.budget.max_tokens, lam),
@@ -239,7 +240,20 @@ def _stack(rows: Sequence[np.ndarray], width: int) -> np.ndarray:
     return np.vstack(rows) if rows else np.zeros((0, width))
 
 
-_POOLS: OrderedDict[tuple[str, Any], CandidatePools] = OrderedDict()
+def _token_costs(resources: Sequence[ContextResource | ToolResource]) -> dict[str, int]:
+    """Resource id -> its token cost (tokens)."""
+    return {r.id: r.token_cost for r in resources}
+
+
+def lane_matrix(features: ViewFeatures, lane: str, link: bool) -> np.ndarray:
+    """The feature rows a lane model reads, shape (candidates of ``lane``, features):
+    ``UNARY_FEATURES``, then ``LINK_FEATURES`` when ``link``."""
+    if not link:
+        return features.unary[lane]
+    return np.hstack([features.unary[lane], features.link[lane]])
+
+
+_POOLS: OrderedDict[tuple[str, Any, str], CandidatePools] = OrderedDict()
 _POOLS_LOCK = threading.Lock()
 
 
@@ -286,7 +300,7 @@ def _pair_labels(task: BenchmarkTask, features: ViewFeatures) -> np.ndarray:
     return np.outer(in_c, in_t).reshape(-1)
 
 
-def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit: int | None,
+def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit: PoolLimit,
                         seed: int = 0, workers: int | None = None,
                         link: bool = False, lambdas: Sequence[float] | None = None,
                         taus: Sequence[float] | None = None,
@@ -311,16 +325,16 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     pools = [p for _, p, _ in prepared]
     features = [f for _, _, f in prepared]
     names = (*UNARY_FEATURES, *(LINK_FEATURES if link else ()))
-    shell = LearnedUtility(family, pool_limit, seed, {}, None, PairPrior({}), link=link)
     lanes: dict[str, ProbabilityModel] = {}
     for lane in ("context", "tool"):
-        X = _stack([shell._lane_matrix(f, lane) for f in features], len(names))
-        y = np.concatenate([candidate_labels(t, p)[lane] for t, p in zip(tasks, pools)]
+        X = _stack([lane_matrix(f, lane, link) for f in features], len(names))
+        y = np.concatenate([candidate_labels(t, p)[lane]
+                            for t, p in zip(tasks, pools, strict=True)]
                            or [np.zeros(0, dtype=int)])
         lanes[lane] = fit_probability_model(X, y, names, seed)
     counts: Counter[str] = Counter()
     seen: Counter[str] = Counter()
-    for t, p in zip(tasks, pools):
+    for t, p in zip(tasks, pools, strict=True):
         if t.gold_context_ids:
             for c in p.tools:
                 seen[c.resource_id] += 1
@@ -332,7 +346,7 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     probabilities = [model._probabilities(f) for f in features]
     # the pair model: label = both members gold (a task's gold pairs where it has them)
     pair_rows, pair_labels = [], []
-    for t, p, f, pr in zip(tasks, pools, features, probabilities):
+    for t, p, f, pr in zip(tasks, pools, features, probabilities, strict=True):
         if not (p.contexts and p.tools):
             continue
         pair_rows.append(pair_matrix(f, pr, prior))
@@ -353,10 +367,10 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     # w(c, t) depends on the models only: once per task (None: no pairs to weigh)
     weights = [model._pair_weights(f, pr)
                if model.pair is not None and p.contexts and p.tools else None
-               for p, f, pr in zip(pools, features, probabilities)]
-    unaries = [[_unary(pr, {r.id: r.token_cost for r in (*f.contexts, *f.tools)},
-                       v.budget.max_tokens, lam) for lam in lambda_grid]
-               for v, f, pr in zip(views, features, probabilities)]
+               for p, f, pr in zip(pools, features, probabilities, strict=True)]
+    unaries = [[_unary(pr, _token_costs([*f.contexts, *f.tools]), v.budget.max_tokens, lam)
+                for lam in lambda_grid]
+               for v, f, pr in zip(views, features, probabilities, strict=True)]
     # per task: its distinct (unaries, interactions) over the grid, in grid order, and
     # each grid point's index among them
     variants: list[list[Variant]] = [[] for _ in tasks]
@@ -365,7 +379,7 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     for tau in taus:
         for weight in weight_grid:
             kept = [{} if w is None else model._kept(f, w, tau, weight)
-                    for f, w in zip(features, weights)]
+                    for f, w in zip(features, weights, strict=True)]
             kept_key = [tuple(k.items()) for k in kept]
             for li, lam in enumerate(lambda_grid):
                 at = []
@@ -377,15 +391,16 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                         variants[i].append((unary, kept[i]))
                     at.append(index[i][key])
                 grid.append((tau, weight, lam, at))
-    jobs = [(f.contexts, f.tools, v.budget, vs) for f, v, vs in zip(features, views, variants)]
+    jobs = [(f.contexts, f.tools, v.budget, vs)
+            for f, v, vs in zip(features, views, variants, strict=True)]
     if workers is None:  # spread only a search with problems for the branch and cut
-        large = sum(len(vs) for f, vs in zip(features, variants)
+        large = sum(len(vs) for f, vs in zip(features, variants, strict=True)
                     if len(f.contexts) + len(f.tools) > AUTO_COMBINATORIAL_MAX)
         workers = fit_workers() if large >= SPREAD_MIN_PROBLEMS else 1
     selections = solve_all(jobs, workers)
     # outcomes: the task's verifier on each distinct selection (training rows may use gold)
     success: list[list[bool]] = []
-    for t, sels in zip(tasks, selections):
+    for t, sels in zip(tasks, selections, strict=True):
         verdict: dict[tuple, bool] = {}
         for cs, ts in sels:
             if (cs, ts) not in verdict:

@@ -30,22 +30,22 @@ from junction.errors import JunctionError
 from junction.resources import ContextResource, ToolResource
 
 __all__ = [
-    "AdmissionError",
     "DEFAULT_TOKEN_BUDGET",
     "DEFAULT_TOP_K",
-    "ScoredResource",
-    "Rejection",
+    "AdmissionError",
     "AdmissionResult",
     "FloorCalibration",
+    "Rejection",
+    "ScoredResource",
     "SubtaskDecision",
-    "admit_top_k",
-    "reject_degenerate",
-    "calibrate_floor",
-    "admit_above_floor",
-    "tie_groups",
     "admission_order",
-    "exploit_scores",
+    "admit_above_floor",
     "admit_subtasks",
+    "admit_top_k",
+    "calibrate_floor",
+    "exploit_scores",
+    "reject_degenerate",
+    "tie_groups",
 ]
 
 Resource = ContextResource | ToolResource
@@ -108,7 +108,8 @@ class FloorCalibration:
     n_positive: int
 
 
-def tie_groups(items: Sequence[ScoredResource], tie_logits: float = 0.0) -> list[list[ScoredResource]]:
+def tie_groups(items: Sequence[ScoredResource],
+               tie_logits: float = 0.0) -> list[list[ScoredResource]]:
     """``items`` in admission order, grouped into ties.
 
     Walking the scores from the best down, a candidate within ``tie_logits`` (the judge's
@@ -121,7 +122,8 @@ def tie_groups(items: Sequence[ScoredResource], tie_logits: float = 0.0) -> list
         raise AdmissionError(f"tie_logits must be finite and >= 0, got {tie_logits!r}")
     for item in items:
         if not math.isfinite(item.score):
-            raise AdmissionError(f"score of {item.resource_id!r} must be finite, got {item.score!r}")
+            raise AdmissionError(f"score of {item.resource_id!r} must be finite, "
+                                 f"got {item.score!r}")
     groups: list[list[ScoredResource]] = []
     for item in sorted(items, key=lambda s: (-s.score, s.resource_id)):
         if groups and groups[-1][0].score - item.score <= tie_logits:
@@ -200,7 +202,7 @@ def calibrate_floor(
     n_pos = sum(bool(x) for x in labels)
     if n_pos == 0:
         raise AdmissionError(f"calibration split of {len(scores)} pairs has no positive label")
-    pairs = sorted(zip(scores, labels), key=lambda p: -p[0])
+    pairs = sorted(zip(scores, labels, strict=True), key=lambda p: -p[0])
     best: FloorCalibration | None = None
     best_precision = 0.0
     tp = 0
@@ -257,7 +259,8 @@ def exploit_scores(
     missing = sorted(set(subquery_scores) ^ set(objective_scores))
     if missing:
         raise AdmissionError(f"ids scored against only one query: {', '.join(missing)}")
-    return {rid: min(subquery_scores[rid], objective_scores[rid]) for rid in sorted(subquery_scores)}
+    return {rid: min(subquery_scores[rid], objective_scores[rid])
+            for rid in sorted(subquery_scores)}
 
 
 @dataclass(frozen=True)
@@ -294,7 +297,7 @@ def admit_subtasks(
     """
     follows = list(follows_score(objective, list(proposals))) if proposals else []
     decisions = []
-    for text, follow in zip(proposals, follows):
+    for text, follow in zip(proposals, follows, strict=True):
         echo = max(echo_score(text, list(ancestors)), default=-math.inf) if ancestors else -math.inf
         if follow < follow_floor:
             reason = "does_not_follow"

@@ -39,15 +39,15 @@ from junction.text import SENTENCE_END, binary_offset
 from junction.tokens import DEFAULT_TOKEN_COUNTER, TokenCounter
 
 __all__ = [
-    "Chunk",
-    "ChunkedPage",
-    "ChunkingError",
     "DEFAULT_MAX_CHUNK_TOKENS",
     "DEFAULT_MIN_CHUNK_TOKENS",
     "HEADING_SEPARATOR",
+    "Chunk",
+    "ChunkedPage",
+    "ChunkingError",
+    "chunk_document",
     "chunk_html",
     "chunk_page",
-    "chunk_document",
     "heading_document",
 ]
 
@@ -215,7 +215,7 @@ def _pack(blocks: list[Block], spans: list[tuple[int, int]], packer: _Packer) ->
     """Rules 1-3 of the module docstring: heading boundaries, greedy packing, cut blocks."""
     out: list[_Span] = []
     cur: _Span | None = None
-    for i, (block, (a, b)) in enumerate(zip(blocks, spans)):
+    for i, (block, (a, b)) in enumerate(zip(blocks, spans, strict=True)):
         if cur is not None and (blocks[cur.i0].section != block.section
                                 or packer.cost(cur.a, b) > packer.limit):
             out.append(cur)

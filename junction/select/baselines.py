@@ -20,7 +20,7 @@ from junction.select.problem import (
     make_selection,
 )
 
-__all__ = ["AdaptiveSplitBaseline", "DEFAULT_SPLITS", "FixedSplitBaseline"]
+__all__ = ["DEFAULT_SPLITS", "AdaptiveSplitBaseline", "FixedSplitBaseline"]
 
 DEFAULT_SPLITS = tuple(round(i / 10, 1) for i in range(11))
 """Context token fractions tried by ``AdaptiveSplitBaseline``: 0.0, 0.1, ..., 1.0."""

@@ -36,14 +36,15 @@ def random_problem(n: int, seed: int, density: float = 0.1, tightness: float = 0
                      estimated_cost_usd=round(rng.uniform(0, 0.01), 5))
         for j in range(n - n_ctx)
     )
-    unary = {r.id: round(rng.random(), 4) for r in (*contexts, *tools)}
+    pool: tuple[ContextResource | ToolResource, ...] = (*contexts, *tools)
+    unary = {r.id: round(rng.random(), 4) for r in pool}
     interactions = {}
     for c in contexts:
         for t in tools:
             if rng.random() < density:
                 key = (c.id, t.id) if rng.random() < 0.5 else (t.id, c.id)
                 interactions[key] = round(rng.gauss(0.0, 1.0), 4)
-    total_tokens = sum(r.token_cost for r in (*contexts, *tools))
+    total_tokens = sum(r.token_cost for r in pool)
     budget = Budget(
         max_tokens=math.floor(tightness * total_tokens),
         max_tools=max(1, math.floor(tightness * len(tools))),
@@ -74,8 +75,9 @@ def gallo_problem(n: int, seed: int, delta: float = 0.25) -> JointProblem:
     tools = tuple(ToolResource(id=f"tool-{j:03d}", description="",
                                schema_token_cost=rng.randint(1, 50))
                   for j in range(n - n_ctx))
+    pool: tuple[ContextResource | ToolResource, ...] = (*contexts, *tools)
     unary = {}
-    for r in (*contexts, *tools):
+    for r in pool:
         if rng.random() < delta:
             unary[r.id] = float(rng.randint(1, 100))
     interactions = {}
@@ -83,7 +85,7 @@ def gallo_problem(n: int, seed: int, delta: float = 0.25) -> JointProblem:
         for t in tools:
             if rng.random() < delta:
                 interactions[(c.id, t.id)] = float(rng.randint(1, 100))
-    total_tokens = sum(r.token_cost for r in (*contexts, *tools))
+    total_tokens = sum(r.token_cost for r in pool)
     budget = Budget(max_tokens=rng.randint(50, max(50, total_tokens)),
                     max_tools=rng.randint(1, max(1, len(tools))))
     return JointProblem(contexts, tools, budget, unary, interactions)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -71,7 +71,8 @@ class JointProblem:
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
-        for r in (*self.contexts, *self.tools):
+        pool: tuple[Resource, ...] = (*self.contexts, *self.tools)
+        for r in pool:
             if r.id in seen:
                 raise SelectionError(f"duplicate resource id {r.id!r} in candidate pool")
             seen.add(r.id)
@@ -168,12 +169,13 @@ def make_selection(
     problem: JointProblem,
     context_ids: Iterable[str],
     tool_ids: Iterable[str],
-    **extra: object,
+    **extra: Any,
 ) -> Selection:
     """Build a ``Selection`` for chosen ids, computing tokens and objective terms."""
     cs = tuple(sorted(context_ids))
     ts = tuple(sorted(tool_ids))
-    by_id = {r.id: r for r in (*problem.contexts, *problem.tools)}
+    pool: tuple[Resource, ...] = (*problem.contexts, *problem.tools)
+    by_id = {r.id: r for r in pool}
     unary, interaction = objective_terms(problem, cs, ts)
     return Selection(
         strategy=strategy,

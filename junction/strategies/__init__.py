@@ -33,11 +33,11 @@ from junction.strategies.catalog import (
 from junction.strategies.references import ReferenceStrategy
 
 __all__ = [
+    "ROLES",
+    "STRATEGIES",
     "CandidatePools",
     "FunctionStrategy",
-    "ROLES",
     "ReferenceStrategy",
-    "STRATEGIES",
     "Strategy",
     "StrategyInfo",
     "StrategyResult",

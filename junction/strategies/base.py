@@ -1,8 +1,8 @@
 """What every strategy shares: candidate pools, the joint problem, the result record.
 
 A strategy sees only a ``RouterView``. The candidate pool comes from the lexical lanes
-(``junction.candidates.candidate_pools``), cut to ``pool_limit`` per lane; unary utility is the task's
-prior where the task gives one, else the lane's max-normalised BM25 score
+(``junction.candidates.candidate_pools``), cut to ``pool_limit`` per lane; unary utility is
+the task's prior where the task gives one, else the lane's max-normalised BM25 score
 (``normalise_scores``); interactions are the task's pair scores.
 """
 
@@ -12,17 +12,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from junction.candidates import CandidatePools, candidate_pools, normalise_scores
+from junction.candidates import CandidatePools, PoolLimit, candidate_pools, normalise_scores
 from junction.select import JointProblem, Selection, Selector
 from junction.tasks import RouterView
 
 __all__ = [
+    "FunctionStrategy",
+    "Strategy",
     "StrategyResult",
     "joint_problem",
     "run_selector",
     "selector_strategy",
-    "FunctionStrategy",
-    "Strategy",
 ]
 
 
@@ -52,7 +52,7 @@ def joint_problem(view: RouterView, pools: CandidatePools) -> JointProblem:
     )
 
 
-def run_selector(selector: Selector, view: RouterView, pool_limit: int | None) -> StrategyResult:
+def run_selector(selector: Selector, view: RouterView, pool_limit: PoolLimit) -> StrategyResult:
     """Candidate lanes, then ``selector`` over the joint problem."""
     pools = candidate_pools(view, pool_limit)
     return StrategyResult(selection=selector.select(joint_problem(view, pools)), pools=pools)
@@ -69,7 +69,7 @@ class Strategy(Protocol):
     strategy's ``LearnedUtility`` records, which the benchmark stores once); [] for most.
     """
 
-    def select(self, view: Any, pool_limit: int | None) -> StrategyResult: ...
+    def select(self, view: Any, pool_limit: PoolLimit) -> StrategyResult: ...
 
     def artifacts(self) -> list[Any]: ...
 
@@ -78,9 +78,9 @@ class Strategy(Protocol):
 class FunctionStrategy:
     """A ``Strategy`` from a function ``(view, pool_limit) -> StrategyResult``; no artifacts."""
 
-    function: Callable[[RouterView, "int | None"], StrategyResult]
+    function: Callable[[RouterView, PoolLimit], StrategyResult]
 
-    def select(self, view: RouterView, pool_limit: int | None) -> StrategyResult:
+    def select(self, view: RouterView, pool_limit: PoolLimit) -> StrategyResult:
         """``function(view, pool_limit)``."""
         return self.function(view, pool_limit)
 

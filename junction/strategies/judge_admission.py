@@ -25,29 +25,27 @@ scores, the instruction hash and the model hash.
 
 from __future__ import annotations
 
-import threading
 import dataclasses
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Sequence
+from typing import cast
 
+from junction.candidates import Candidate, PoolLimit, candidate_pools
+from junction.judge.cache import ScoreCache, judge_documents
+from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
+from junction.judge.model import JudgeConfig
+from junction.judge.session import judge_session
 from junction.pages.admission import (
-    reject_degenerate,
     AdmissionError,
     FloorCalibration,
     ScoredResource,
     admit_above_floor,
     calibrate_floor,
+    reject_degenerate,
     tie_groups,
 )
-from collections.abc import Sequence
-
-from junction.candidates import Candidate
-from junction.judge.cache import ScoreCache, judge_documents
-from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
-from junction.judge.model import JudgeConfig
-from junction.judge.session import judge_session
-from junction.select.problem import make_selection
-from junction.candidates import candidate_pools
+from junction.select.problem import Resource, make_selection
 from junction.strategies.base import FunctionStrategy, StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
@@ -57,8 +55,8 @@ __all__ = [
     "DEFAULT_POOL_PER_LANE",
     "STRATEGY_JUDGE_CONFIG",
     "TARGET_PRECISION",
-    "candidate_text",
     "calibrate_default_floor",
+    "candidate_text",
     "make_judge_admission_strategy",
 ]
 
@@ -102,8 +100,8 @@ def _judge_pools(judge, cache, view: RouterView, pools, instruction,
     batch = judge_documents(judge, cache, view.objective, texts, instruction, noise)
     ids = [c.resource_id for c in cands]
     return _Judged(
-        scores={r: s for r, s in zip(ids, batch.scores) if s is not None},
-        skipped={r: st for r, st in zip(ids, batch.statuses) if st != "scored"},
+        scores={r: s for r, s in zip(ids, batch.scores, strict=True) if s is not None},
+        skipped={r: st for r, st in zip(ids, batch.statuses, strict=True) if st != "scored"},
         truncated={ids[i]: list(cut) for i, cut in sorted(batch.truncations.items())},
         degenerate=batch.degenerate,
     )
@@ -144,7 +142,7 @@ def calibrate_default_floor(judge, cache: ScoreCache | None,
 
 def _precisions(scores: list[float], labels: list[bool]) -> list[float]:
     """Precision of {score >= t} for every observed threshold t."""
-    return [sum(y for s, y in zip(scores, labels) if s >= t)
+    return [sum(y for s, y in zip(scores, labels, strict=True) if s >= t)
             / sum(1 for s in scores if s >= t) for t in set(scores)]
 
 
@@ -159,14 +157,15 @@ def make_judge_admission_strategy(
     pool_per_lane: int = DEFAULT_POOL_PER_LANE,
     floor: float | None = None,
     use_cache: bool = True,
-) -> Callable[[RouterView, int | None], StrategyResult]:
+) -> FunctionStrategy:
     """A ready ``judge_admission`` strategy ``(view, pool_limit) -> StrategyResult``.
 
     Loads the judge once per process (``load_judge``), runs the smoke test (raises
     ``SmokeTestError`` naming the failed gate), opens the score cache
     (``state_dir()/judge_scores.sqlite``) and calibrates the floor on ``calibration_tasks``
-    unless ``floor`` (logits) is given (``AdmissionError`` when neither is). ``extra`` of each result holds ``judge_scores`` (resource id ->
-    logit gap), ``instruction_hash``, ``model_hash``, ``judge_floor`` and the rejected ids.
+    unless ``floor`` (logits) is given (``AdmissionError`` when neither is). ``extra`` of
+    each result holds ``judge_scores`` (resource id -> logit gap), ``instruction_hash``,
+    ``model_hash``, ``judge_floor`` and the rejected ids.
     """
     config = config or STRATEGY_JUDGE_CONFIG
     session = judge_session(config, (instruction,), use_cache)
@@ -189,13 +188,15 @@ def make_judge_admission_strategy(
         floor_value = float(floor)
         floor_info = {}
 
-    def strategy(view: RouterView, pool_limit: int | None) -> StrategyResult:
+    def strategy(view: RouterView, pool_limit: PoolLimit) -> StrategyResult:
         lanes = pool_limit if isinstance(pool_limit, (tuple, list)) else (pool_limit, pool_limit)
-        n = tuple(pool_per_lane if k is None else min(k, pool_per_lane) for k in lanes)
+        n = cast(tuple[int, int],  # one limit per lane, as ``lanes`` has
+                 tuple(pool_per_lane if k is None else min(k, pool_per_lane) for k in lanes))
         pools = candidate_pools(view, n)
         problem = joint_problem(view, pools)
         judged = _judge_pools(judge, cache, view, pools, instruction, noise.floor)
-        items = [ScoredResource(r, judged.scores[r.id]) for r in (*problem.contexts, *problem.tools)
+        resources: tuple[Resource, ...] = (*problem.contexts, *problem.tools)
+        items = [ScoredResource(r, judged.scores[r.id]) for r in resources
                  if r.id in judged.scores]
         if judged.degenerate:  # scores that tell nothing apart admit nothing
             result = reject_degenerate(items, noise.floor)

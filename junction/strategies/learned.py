@@ -11,8 +11,9 @@ Training: the strategy is given a ``TrainingSource`` (the caller builds it from 
 builders: ``family(suite)`` names the suite's family or None, ``tasks(family)`` builds the
 family's training part, which no benchmark run evaluates). The model is fitted on first use
 per (training source, family, pool limit, seed) and kept for the process, shared by both
-strategies (the fit is deterministic, so sharing changes no result, only the time). A suite without a family (toy, synthetic,
-user files), or a strategy made without a source, keeps the task's own utilities and pairs
+strategies (the fit is deterministic, so sharing changes no result, only the time). A suite
+without a family (toy, synthetic, user files), or a strategy made without a source, keeps
+the task's own utilities and pairs
 (so ``learned_exact`` selects as ``exact`` there) and its traces say
 ``learned_fallback``. Traces name the model by ``learned_model`` (the sha256 of its stored
 record), with ``learned_family``, ``learned_lambda``, ``learned_pairs`` (interactions in
@@ -33,11 +34,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from junction.candidates import (
+    PoolLimit,
+    candidate_pools,
+    check_pool_rule,
+    current_pool_rule,
+    pool_rule,
+)
 from junction.errors import JunctionError
 from junction.learned.crossfit import CrossFitFold
 from junction.learned.utility import LearnedUtility, fit_learned_utility
 from junction.select import AdaptiveSplitBaseline, AutoJointSelector, JointProblem, Selector
-from junction.candidates import candidate_pools, check_pool_rule, current_pool_rule, pool_rule
 from junction.strategies.base import StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
@@ -56,9 +63,9 @@ class TrainingSource:
     cross-fitting, ``cross_fitted(family) -> bool`` and ``all_tasks(family)`` (every task
     of the family, dealt into folds; None: no family is cross-fitted)."""
 
-    family: Callable[[str], "str | None"]
-    tasks: Callable[[str], "list[BenchmarkTask]"]
-    all_tasks: Callable[[str], "list[BenchmarkTask]"] | None = None
+    family: Callable[[str], str | None]
+    tasks: Callable[[str], list[BenchmarkTask]]
+    all_tasks: Callable[[str], list[BenchmarkTask]] | None = None
     cross_fitted: Callable[[str], bool] | None = None
 
     def is_cross_fitted(self, family: str) -> bool:
@@ -70,8 +77,13 @@ _FITTED: dict[tuple[Any, ...], LearnedUtility] = {}
 _FITTED_LOCK = threading.Lock()
 
 
+GRID_NAMES = ("lambdas", "taus", "pair_weights")
+"""The grids a ``LearnedStrategy`` may set (``fit_learned_utility``'s arguments)."""
+
+
 class LearnedStrategy:
-    """A ``Strategy`` on learned utilities; its artifacts are the models it used (module docstring)."""
+    """A ``Strategy`` on learned utilities; its artifacts are the models it used (module
+    docstring)."""
 
     def __init__(self, joint: bool, training: TrainingSource | None = None,
                  seed: int = 0, fold: CrossFitFold | None = None,
@@ -80,6 +92,10 @@ class LearnedStrategy:
                  grids: tuple[tuple[str, tuple[float, ...]], ...] = ()) -> None:
         self.joint = joint
         self.link = link
+        unknown = sorted({name for name, _ in grids} - set(GRID_NAMES))
+        if unknown:
+            raise ValueError(f"grids: unknown grid {', '.join(unknown)} "
+                             f"(known: {', '.join(GRID_NAMES)})")
         self.grids = grids
         self.training = training
         self.seed = seed
@@ -110,7 +126,7 @@ class LearnedStrategy:
         out = self.fold.held_out([t.task_id for t in every])
         return [t for t in every if t.task_id not in out], out
 
-    def model(self, family: str, pool_limit: int | None) -> LearnedUtility:
+    def model(self, family: str, pool_limit: PoolLimit) -> LearnedUtility:
         """The family's fitted model (fitted on first call in the process; thread-safe):
         on the family's training part, or for a cross-fitted family on every task outside
         this strategy's fold. Raises ``LearnedModelError`` when the family has no training
@@ -124,8 +140,11 @@ class LearnedStrategy:
             if key not in _FITTED:
                 tasks, _ = self._training_tasks(family)
                 with pool_rule(self._rule()):
-                    _FITTED[key] = fit_learned_utility(family, tasks, pool_limit, self.seed,
-                                                       link=self.link, **dict(self.grids))
+                    grid = dict(self.grids)
+                    _FITTED[key] = fit_learned_utility(
+                        family, tasks, pool_limit, self.seed, link=self.link,
+                        lambdas=grid.get("lambdas"), taus=grid.get("taus"),
+                        pair_weights=grid.get("pair_weights", (1.0,)))
             self._used[key] = _FITTED[key]
             return _FITTED[key]
 
@@ -134,7 +153,7 @@ class LearnedStrategy:
         with _FITTED_LOCK:
             return list(self._used.values())
 
-    def select(self, view: RouterView, pool_limit: int | None) -> StrategyResult:
+    def select(self, view: RouterView, pool_limit: PoolLimit) -> StrategyResult:
         """The selection on the family's learned utilities (module docstring)."""
         pools = candidate_pools(view, pool_limit, self._rule())
         family = self.training.family(view.suite) if self.training is not None else None
@@ -190,5 +209,6 @@ def make_learned_strategy(joint: bool, training: TrainingSource | None = None,
     candidates and fits its model by that rule whatever the run's; with ``link`` its lane
     models also read ``junction.learned.features.LINK_FEATURES``; ``grids``: (name, values)
     of ``fit_learned_utility``'s ``lambdas``, ``taus``, ``pair_weights`` (the fit's
-    defaults where absent). Raises ``UnknownNameError`` for an unknown pool rule."""
+    defaults where absent). Raises ``UnknownNameError`` for an unknown pool rule,
+    ``ValueError`` for a grid name outside ``GRID_NAMES``."""
     return LearnedStrategy(joint, training, pool=pool, link=link, grids=grids)

@@ -25,22 +25,23 @@ task) per document (``junction.pages.admission.exploit_scores``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
+from junction.candidates import CandidatePools, PoolLimit, candidate_pools
+from junction.judge.cache import judge_documents
 from junction.pages.admission import (
-    reject_degenerate,
     DEFAULT_TOP_K,
     ScoredResource,
     admit_top_k,
     exploit_scores,
+    reject_degenerate,
     tie_groups,
 )
 from junction.pages.chunking import heading_document
-from junction.judge.cache import judge_documents
 from junction.resources import ContextResource
 from junction.select.problem import make_selection
-from junction.candidates import CandidatePools, candidate_pools
 from junction.strategies.base import FunctionStrategy, StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
@@ -94,8 +95,9 @@ def judge_page_documents(judge, cache, query: str, documents: Sequence[str],
                           degenerate=batch.degenerate, truncated=dict(batch.truncations))
     other = judge_documents(judge, cache, original, documents, instruction, noise_floor)
     keys = {str(i): i for i, s in enumerate(batch.scores) if s is not None}
-    low = exploit_scores({k: batch.scores[i] for k, i in keys.items()},
-                         {k: other.scores[i] for k, i in keys.items()})
+    # the same documents, so both sides scored exactly the non-empty ones (``keys``)
+    low = exploit_scores({k: cast(float, batch.scores[i]) for k, i in keys.items()},
+                         {k: cast(float, other.scores[i]) for k, i in keys.items()})
     return PageScores(scores=[low.get(str(i)) for i in range(len(documents))],
                       query_scores=list(batch.scores), original_scores=list(other.scores),
                       degenerate=batch.degenerate or other.degenerate,
@@ -119,11 +121,10 @@ def _top_k_result(name: str, view: RouterView, pools, items: list[ScoredResource
     })
 
 
-def make_bm25_top_k_strategy(top_k: int = DEFAULT_TOP_K) -> Callable[[RouterView, int | None],
-                                                                     StrategyResult]:
+def make_bm25_top_k_strategy(top_k: int = DEFAULT_TOP_K) -> FunctionStrategy:
     """``bm25_top_k``: the BM25 lane's matching chunks, top ``top_k`` within the budget."""
 
-    def strategy(view: RouterView, pool_limit: int | None) -> StrategyResult:
+    def strategy(view: RouterView, pool_limit: PoolLimit) -> StrategyResult:
         pools = candidate_pools(view, pool_limit)
         pools = CandidatePools(contexts=pools.contexts, tools=[])
         items = [ScoredResource(view.context(c.resource_id), c.score)
@@ -139,7 +140,7 @@ def make_judge_top_k_strategy(
     config=None,
     instruction=None,
     use_cache: bool = True,
-) -> Callable[[RouterView, int | None], StrategyResult]:
+) -> FunctionStrategy:
     """``judge_top_k`` (module docstring): loads the judge once per process (``config``
     default ``STRATEGY_JUDGE_CONFIG``), runs its smoke test (``SmokeTestError`` naming the
     failed gate) and opens the score cache (``state_dir()/judge_scores.sqlite``).
@@ -155,19 +156,21 @@ def make_judge_top_k_strategy(
     judge, cache, noise = session.judge, session.cache, session.noise
     provenance = session.provenance(instruction)
 
-    def strategy(view: RouterView, pool_limit: int | None) -> StrategyResult:
+    def strategy(view: RouterView, pool_limit: PoolLimit) -> StrategyResult:
         pools = candidate_pools(view, pool_limit)
         pools = CandidatePools(contexts=pools.contexts, tools=[])
         contexts = [view.context(c.resource_id) for c in pools.contexts]
         judged = judge_page_documents(judge, cache, view.objective,
                                       [context_document(c) for c in contexts], instruction,
                                       noise.floor)
-        items = [ScoredResource(c, s) for c, s in zip(contexts, judged.scores) if s is not None]
+        items = [ScoredResource(c, s) for c, s in zip(contexts, judged.scores, strict=True)
+                 if s is not None]
         ties = [[s.resource_id for s in g] for g in tie_groups(items, noise.floor) if len(g) > 1]
         return _top_k_result("judge_top_k", view, pools, items, top_k, noise.floor,
                              judged.degenerate, {
-                                 "judge_scores": {i.resource_id: round(i.score, 6)
-                                                  for i in sorted(items, key=lambda i: i.resource_id)},
+                                 "judge_scores": {
+                                     i.resource_id: round(i.score, 6)
+                                     for i in sorted(items, key=lambda i: i.resource_id)},
                                  "instruction_hash": judge.instruction_hash(instruction),
                                  "model_hash": judge.model_hash,
                                  "judge_provenance": provenance,

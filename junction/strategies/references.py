@@ -34,9 +34,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from junction.candidates import PoolLimit, candidate_pools
 from junction.errors import JunctionError
 from junction.select import Selection
-from junction.candidates import candidate_pools
 from junction.strategies.base import StrategyResult
 from junction.tasks import BenchmarkTask
 from junction.verifiers import cheapest_success_set
@@ -77,7 +77,7 @@ class ReferenceStrategy:
         self._choose = choose
         self._choose_contexts = choose_contexts
 
-    def select(self, task: BenchmarkTask, pool_limit: int | None) -> StrategyResult:
+    def select(self, task: BenchmarkTask, pool_limit: PoolLimit) -> StrategyResult:
         """The reference's exposed set for ``task`` (not its router view: the catalog's
         ``reads_task``), with whole-lane candidate pools; ``JunctionError`` when given a
         router view."""

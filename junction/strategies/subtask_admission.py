@@ -18,15 +18,16 @@ split is left to a later change).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import cast
 
+from junction.candidates import CandidatePools, PoolLimit, candidate_pools
 from junction.pages.admission import admit_subtasks
 from junction.select.problem import make_selection
-from junction.candidates import CandidatePools, candidate_pools
 from junction.strategies.base import FunctionStrategy, StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
-__all__ = ["FOLLOW_FLOOR", "ECHO_FLOOR", "make_subtask_admission_strategy"]
+__all__ = ["ECHO_FLOOR", "FOLLOW_FLOOR", "make_subtask_admission_strategy"]
 
 FOLLOW_FLOOR = 0.0
 """Least follows score admitted (logits): the judge's yes/no boundary, not calibrated."""
@@ -38,7 +39,7 @@ def make_subtask_admission_strategy(
     calibration_tasks: Sequence[BenchmarkTask] = (),
     config=None,
     use_cache: bool = True,
-) -> Callable[[RouterView, int | None], StrategyResult]:
+) -> FunctionStrategy:
     """A ready ``subtask_admission`` strategy (module docstring).
 
     Loads the judge once per process (``config`` default ``STRATEGY_JUDGE_CONFIG``), runs
@@ -56,25 +57,29 @@ def make_subtask_admission_strategy(
                             (FOLLOWS_INSTRUCTION, ECHO_INSTRUCTION), use_cache)
     judge, cache = session.judge, session.cache
 
+    # ``admit_subtasks`` compares every score with a floor: the proposals and the objective
+    # are taken to be non-empty text, so the judge scores each (no ``None``)
     def follows(query: str, documents: Sequence[str]) -> list[float]:
-        return judge_documents(judge, cache, query, documents, FOLLOWS_INSTRUCTION).scores
+        return cast(list[float],
+                    judge_documents(judge, cache, query, documents, FOLLOWS_INSTRUCTION).scores)
 
     def echo(query: str, documents: Sequence[str]) -> list[float]:
-        return judge_documents(judge, cache, query, documents, ECHO_INSTRUCTION).scores
+        return cast(list[float],
+                    judge_documents(judge, cache, query, documents, ECHO_INSTRUCTION).scores)
 
-    def strategy(view: RouterView, pool_limit: int | None) -> StrategyResult:
+    def strategy(view: RouterView, pool_limit: PoolLimit) -> StrategyResult:
         pools = candidate_pools(view, pool_limit)
         pools = CandidatePools(contexts=pools.contexts, tools=[])
         contexts = [view.context(c.resource_id) for c in pools.contexts]
         decisions = admit_subtasks([c.content for c in contexts], view.objective,
                                    [view.objective], follows, echo, FOLLOW_FLOOR, ECHO_FLOOR)
-        admitted = [c.id for c, d in zip(contexts, decisions) if d.admitted]
+        admitted = [c.id for c, d in zip(contexts, decisions, strict=True) if d.admitted]
         selection = make_selection("subtask_admission", joint_problem(view, pools), admitted,
                                    [], status="heuristic")
         return StrategyResult(selection=selection, pools=pools, extra={
             "subtask_decisions": {c.id: {"follows": round(d.follows, 6),
                                          "echo": round(d.echo, 6), "reason": d.reason}
-                                  for c, d in sorted(zip(contexts, decisions),
+                                  for c, d in sorted(zip(contexts, decisions, strict=True),
                                                      key=lambda p: p[0].id)},
             "follow_floor": FOLLOW_FLOOR, "echo_floor": ECHO_FLOOR,
             "model_hash": judge.model_hash,

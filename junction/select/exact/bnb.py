@@ -21,8 +21,9 @@ g_j = u_j + Σ_{i∈S} W_ij (the exact gain of j given S, kept incrementally),
     o_j = g_j + ½ Σ_{k∈F} max(W_jk, 0)                      (optimistic value of j)
 
 since each free–free positive pair inside T is then counted once (half at each end;
-pairs with one end outside T only add; other share rules: bench/README.md). Then max Σ_{j∈T} o_j over the T that
-fit is a 0/1 knapsack with side constraints; the bound is the smallest of
+pairs with one end outside T only add; other share rules: bench/README.md). Then
+max Σ_{j∈T} o_j over the T that fit is a 0/1 knapsack with side constraints; the bound is
+the smallest of
 
 - Σ o_j⁺ over the free j that still fit alone (tokens, tool count, latency, cost left);
 - Σ_contexts o_c⁺ + the k largest o_t⁺ over tools, k = tools left;
@@ -52,8 +53,10 @@ from __future__ import annotations
 
 import math
 import time
+from typing import cast
 
 from junction.errors import SelectionError
+from junction.resources import ToolResource
 from junction.select.exact.reduction import Reduced, ReducingSelector
 from junction.select.problem import (
     OBJECTIVE_TOLERANCE,
@@ -85,7 +88,8 @@ class _Search:
         b = problem.budget
         self.max_tokens = math.inf if b.max_tokens is None else b.max_tokens
         self.max_tools = math.inf if b.max_tools is None else b.max_tools
-        self.band = FloatBand.of(b, (r for r in items[red.n_ctx:]))
+        # items after the first n_ctx are the tools (``Reduced``)
+        self.band = FloatBand.of(b, (cast(ToolResource, r) for r in items[red.n_ctx:]))
         self.max_size = math.inf if max_size is None else max_size
         lat = [getattr(r, "estimated_latency_ms", 0.0) for r in items]
         usd = [getattr(r, "estimated_cost_usd", 0.0) for r in items]

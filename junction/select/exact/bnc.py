@@ -18,23 +18,24 @@ comparison in bench/README.md.)
    option; the first root LP by interior point from ``_ROOT_IPM_MIN_COLUMNS`` columns
    up), then rounds of LP + exact odd-cycle separation (``model.cycle_cuts``; valid
    for every integer point, so the cuts stay in every node's LP) until the bound falls by
-   less than ``_ROOT_STALL`` (relative) or ``_ROOT_WORK_SHARE`` of the work limit is spent; cuts
-   slack at the last root LP are deleted. Incumbents: greedy insertion from the empty set
-   and the root point rounded at 1/2, each improved by flips and swaps
-   (``local_search.local_search``), and RENS (the MILP with the root's integral x fixed, solved by
-   HiGHS within ``_RENS_NODES`` nodes). If a limit stops the root LP, the greedy set is
-   returned (gap None). Unless the root LP's x is integral (then the tie split below
+   less than ``_ROOT_STALL`` (relative) or ``_ROOT_WORK_SHARE`` of the work limit is
+   spent; cuts slack at the last root LP are deleted. Incumbents: greedy insertion from the
+   empty set and the root point rounded at 1/2, each improved by flips and swaps
+   (``local_search.local_search``), and RENS (the MILP with the root's integral x fixed,
+   solved by HiGHS within ``_RENS_NODES`` nodes). If a limit stops the root LP, the
+   greedy set is returned (gap None). Unless the root LP's x is integral (then the tie split below
    settles the tree in a node or two), variable fixing by bounds (``probing.probe``, the
    ``probing`` option): reduced costs first, then one root LP per x that is integral at
    the root with that x flipped, each stopped at the cutoff or after
    ``_PROBE_ITERATIONS``; an x whose flipped LP is below the cutoff is fixed for the
    whole search (the fixing step of Pisinger, Rasmussen & Sandvik 2007, with LP bounds).
 2. Depth-first branch and bound on the x columns (this module; branching.py). A node is
-   pruned when its LP bound is below the cutoff ``z* - OBJECTIVE_TOLERANCE - margin`` (z*: the best exact objective
-   found; margin = 1e-6 · max(s, |z*|), HiGHS's optimality tolerance, where s = min(1,
-   max |score|) and the LP's costs are divided by s so that HiGHS's absolute tolerances
-   never exceed the scores; so LP round-off cannot prune a tie); each node LP is stopped as soon as the dual
-   simplex proves it below the cutoff (HiGHS's ``objective_bound``). Reduced-cost fixing
+   pruned when its LP bound is below the cutoff ``z* - OBJECTIVE_TOLERANCE - margin``
+   (z*: the best exact objective found; margin = 1e-6 · max(s, |z*|), HiGHS's optimality
+   tolerance, where s = min(1, max |score|) and the LP's costs are divided by s so that
+   HiGHS's absolute tolerances never exceed the scores; so LP round-off cannot prune a
+   tie); each node LP is stopped as soon as the dual simplex proves it below the cutoff
+   (HiGHS's ``objective_bound``). Reduced-cost fixing
    at each node (Nemhauser & Wolsey 1988, §II.5). Branching: reliability branching
    (``branching.Brancher``). Every 16th node the LP point seeds another local search.
 3. Ties inside the tree: the cutoff keeps every set within the tolerance of z* alive, so
@@ -65,9 +66,10 @@ it up to its own deadline, then skips RENS (``highs.highs_milp``). Work
 caps: every LP has the simplex (and interior-point) iterations left; RENS has
 ``_RENS_NODES`` nodes, and HiGHS offers no cap on a MIP's root processing (no LP
 iteration limit for a MIP, none reported to callbacks), so only the clock bounds that.
-Deterministic: every stop rule but the clock counts work (LP iterations, RENS nodes), and HiGHS's dual simplex is deterministic and single-threaded
-here, so the set, status, gap and node count repeat on any machine at any load unless
-the status is ``stopped_by_clock``.
+Deterministic: every stop rule but the clock counts work (LP iterations, RENS nodes), and
+HiGHS's dual simplex is deterministic and single-threaded here, so the set, status, gap
+and node count repeat on any machine at any load unless the status is
+``stopped_by_clock``.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ import numpy as np
 
 from junction.select.exact.branching import Brancher
 from junction.select.exact.limits import DEFAULT_TIME_LIMIT_S, DEFAULT_WORK_LIMIT
-from junction.select.exact.nodelp import EPS
+from junction.select.exact.nodelp import EPS, LPResult
 from junction.select.exact.probing import PROBE_SHARE, probe, restrict
 from junction.select.exact.reduction import Reduced, ReducingSelector
 from junction.select.exact.root import seed_incumbents, solve_root
@@ -91,7 +93,7 @@ from junction.select.problem import (
     make_selection,
 )
 
-__all__ = ["BranchAndCutJointSelector", "ROOT_CUT_MIN_CANDIDATES"]
+__all__ = ["ROOT_CUT_MIN_CANDIDATES", "BranchAndCutJointSelector"]
 
 ROOT_CUT_MIN_CANDIDATES = 0
 """Root odd-cycle separation runs from this many candidates (after removal) up."""
@@ -111,7 +113,7 @@ def _run(search: Search, cut_min: int, products: bool,
         seed_incumbents(search, res[2])
     stack = [Node(np.zeros(search.nx), np.ones(search.nx),
                   res[1] if res[0] == "optimal" else math.inf)]
-    first = res
+    first: LPResult | None = res
     if res[0] == "optimal" and probe_share > 0:
         x = res[2][: search.nx]
         if np.any((x > EPS) & (x < 1 - EPS)):
@@ -193,6 +195,7 @@ class BranchAndCutJointSelector(ReducingSelector):
     def select_reduced(self, problem: JointProblem, red: Reduced, max_size: int | None,
                        start: float) -> Selection:
         chosen: tuple[int, ...] = ()
+        gap: float | None
         status, gap, nodes, iterations = "optimal", 0.0, 0, 0
         if red.items:
             deadline = None if self.time_limit_s is None else start + self.time_limit_s

@@ -81,14 +81,14 @@ class Brancher:
             return
         # Split the node into {chosen} and "open_[:j] as in chosen, open_[j] flipped".
         pushed = []
-        for j, i in enumerate(open_):
+        for j, col in enumerate(open_):
             clb, cub = lb.copy(), ub.copy()
             agree = open_[:j]
             clb[agree] = np.round(x[agree])
             cub[agree] = np.round(x[agree])
-            flipped = 1.0 - round(float(x[i]))
-            clb[i] = cub[i] = flipped
-            pushed.append(Node(clb, cub, value - d[i]))
+            flipped = 1.0 - round(float(x[col]))
+            clb[col] = cub[col] = flipped
+            pushed.append(Node(clb, cub, value - d[col]))
         stack.extend(reversed(pushed))
 
     def learn(self, node: Node, value: float) -> None:

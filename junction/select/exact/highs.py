@@ -17,8 +17,8 @@ import numpy as np
 from scipy.sparse import csr_array
 
 __all__ = [
-    "MipResult",
     "NO_HEURISTICS",
+    "MipResult",
     "highs_lp",
     "highs_milp",
     "new_highs",
@@ -53,7 +53,8 @@ NO_HEURISTICS: dict[str, object] = {
     "mip_heuristic_run_root_reduced_cost": False,
 }
 """HiGHS options that switch its primal heuristics off, for solves that are almost always
-infeasibility proofs (junction/select/exact/milp_reference.py's tie pass; timings in bench/README.md)."""
+infeasibility proofs (junction/select/exact/milp_reference.py's tie pass; timings in
+bench/README.md)."""
 
 _HIGHS_BANNER_SHOWN = False
 
@@ -212,5 +213,5 @@ def rows_to_csr(coefs: Sequence[np.ndarray], ncols: int) -> csr_array:
     cols = [np.flatnonzero(c) for c in coefs]
     indptr = np.concatenate([[0], np.cumsum([len(c) for c in cols])])
     indices = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
-    data = np.concatenate([c[i] for c, i in zip(coefs, cols)]) if cols else np.zeros(0)
+    data = np.concatenate([c[i] for c, i in zip(coefs, cols, strict=True)]) if cols else np.zeros(0)
     return csr_array((data, indices, indptr), shape=(len(coefs), ncols))

@@ -86,6 +86,7 @@ class MilpJointSelector(ReducingSelector):
                        start: float) -> Selection:
         """``subsets_examined`` holds the HiGHS branch-and-bound nodes of all passes;
         ``gap`` is HiGHS's relative gap of pass 1; ``solve_time_ms`` is wall time."""
+        gap: float | None
         status, gap, nodes = "optimal", 0.0, 0
         chosen: tuple[int, ...] = ()
         if red.items:

@@ -31,6 +31,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -149,7 +150,9 @@ class MilpSearch:
         last = math.inf
         stop = None
         if self.deadline is not None:
-            stop = time.perf_counter() + _CUT_TIME_SHARE * max(self._time_left(), 0.0)
+            # the deadline is set, so the time left is a float
+            stop = (time.perf_counter()
+                    + _CUT_TIME_SHARE * max(cast(float, self._time_left()), 0.0))
         for _ in range(_CUT_ROUNDS):
             if stop is not None and time.perf_counter() >= stop:
                 return
@@ -251,7 +254,7 @@ class MilpSearch:
 
     def _key_of(self, chosen: tuple[int, ...]) -> int:
         """tokens·(N+1) + |S|: orders sets as the tie rule's first two levels."""
-        return int(round(float(self.model.key[list(chosen)].sum()))) if chosen else 0
+        return round(float(self.model.key[list(chosen)].sum())) if chosen else 0
 
     def _exclude(self, chosen: tuple[int, ...]) -> tuple[np.ndarray, float, float]:
         """Row cutting off ``chosen``; valid where key <= key(chosen) (a superset of

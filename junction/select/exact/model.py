@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 from scipy.sparse import coo_array, csr_array, vstack
 from scipy.sparse.csgraph import dijkstra
 
+from junction.resources import ToolResource
 from junction.select.exact.highs import NO_HEURISTICS, MipResult, highs_milp, rows_to_csr
 from junction.select.exact.reduction import BudgetArrays, Reduced
 from junction.select.problem import JointProblem
@@ -84,6 +86,7 @@ class Model:
 
         b = problem.budget
         tool_cols = range(red.n_ctx, nx)
+        tools = cast("list[ToolResource]", red.items)  # items from n_ctx on: tools; read there
         if b.max_tokens is not None:
             add([(i, float(red.items[i].token_cost)) for i in range(nx)], -np.inf,
                 b.max_tokens)
@@ -91,10 +94,10 @@ class Model:
             add([(i, 1.0) for i in tool_cols], -np.inf, b.max_tools)
         # Float limits are scaled to 1 so HiGHS's absolute tolerance is relative to them.
         if b.max_latency_ms is not None and b.max_latency_ms > 0:
-            add([(i, red.items[i].estimated_latency_ms / b.max_latency_ms)
+            add([(i, tools[i].estimated_latency_ms / b.max_latency_ms)
                  for i in tool_cols], -np.inf, 1.0)
         if b.max_cost_usd is not None and b.max_cost_usd > 0:
-            add([(i, red.items[i].estimated_cost_usd / b.max_cost_usd) for i in tool_cols],
+            add([(i, tools[i].estimated_cost_usd / b.max_cost_usd) for i in tool_cols],
                 -np.inf, 1.0)
         if max_size is not None and max_size < nx:
             add([(i, 1.0) for i in range(nx)], -np.inf, max_size)
@@ -140,9 +143,10 @@ class Model:
     ) -> MipResult:
         """Minimise ``c @ v`` over the model plus cuts and ``extra`` rows with HiGHS
         (``highspy``), x integer. ``lb``/``ub``: column bounds (default 0/1);
-        ``time_limit`` in seconds; ``node_limit``: HiGHS's ``mip_max_nodes``; ``heuristics=False`` switches HiGHS's primal heuristics
-        off (``NO_HEURISTICS``); ``start``: a feasible point handed to HiGHS
-        (``Highs.setSolution``) as its first incumbent; ``deadline``: see ``highs_milp``."""
+        ``time_limit`` in seconds; ``node_limit``: HiGHS's ``mip_max_nodes``;
+        ``heuristics=False`` switches HiGHS's primal heuristics off (``NO_HEURISTICS``);
+        ``start``: a feasible point handed to HiGHS (``Highs.setSolution``) as its first
+        incumbent; ``deadline``: see ``highs_milp``."""
         A, lo, hi = self.rows(extra)
         options: dict[str, object] = {"presolve": "on", "mip_rel_gap": 0.0}
         if not heuristics:

@@ -93,7 +93,7 @@ class NodeLP:
         if slack.any():
             drop = rows[slack].astype(np.int32)
             self.h.deleteRows(len(drop), drop)
-            self.cuts = [c for c, s in zip(self.cuts, slack) if not s]
+            self.cuts = [c for c, s in zip(self.cuts, slack, strict=True) if not s]
 
     def solve(self, lb: np.ndarray, ub: np.ndarray, time_left: float | None,
               cutoff: float = -math.inf, iterations_left: float = math.inf,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,7 +74,7 @@ class Reduced:
         tokens = sum(self.items[i].token_cost for i in chosen)
         return u + w, tie_break_key(tokens, cs, ts)
 
-    def exceeded(self, chosen: Sequence[int], budget: Budget,
+    def exceeded(self, chosen: Iterable[int], budget: Budget,
                  max_size: int | None) -> str | None:
         """The first limit the set breaks (``exceeded_limit``: the budget's arithmetic)."""
         return exceeded_limit(budget, [self.items[i] for i in chosen], max_size)
@@ -104,7 +104,8 @@ def reduce(problem: JointProblem, max_size: int | None) -> Reduced:
             continue
         if key not in weights:
             weights[key] = problem.pair(*key)
-    alive = {r.id for r in (*contexts, *tools)}
+    pool: tuple[Resource, ...] = (*contexts, *tools)
+    alive = {r.id for r in pool}
     # Float slack: a computed objective (fsum per term group, then one addition) is within
     # about 4 ulp of its exact value, and every objective is at most ``scale`` in size.
     scale = math.fsum(abs(problem.u(rid)) for rid in alive) + math.fsum(
