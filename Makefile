@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 PY := $(VENV)/bin/python
 
 # llama-cpp-python builds from source. A native build (AVX-512/AMX) crashed on this CPU's
-# first llama_decode; these flags ran (see bench/README or the judge issue). The built wheel
+# first llama_decode; these flags run on it (docs/usage.md, set-up). The built wheel
 # is cached per flag set, so later set-ups skip the build; a fresh machine builds it once.
 LLAMA_VERSION := 0.3.36
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
@@ -20,7 +20,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export DO_NOT_TRACK := 1
 
-.PHONY: setup bench bench-agent bench-nightly bench-tau2 bench-tau2-agent test test-fast clean
+.PHONY: setup bench bench-agent bench-nightly bench-tau2 bench-tau2-agent lint test test-fast clean
 
 setup: $(VENV)/.installed
 
@@ -53,7 +53,7 @@ bench: setup
 # the agent sample that decides: BENCH_AGENT_TASKS evaluation tasks of each of four BFCL
 # suites, the agent on every one, for the compared strategies and the bfcl_listed reference,
 # at budget scale 1. 20, not 30: at 30 the estimate on this shared machine is past 100
-# minutes (bench/README.md, "The agent sample that decides"). The fixed run id lets a
+# minutes (docs/measurement.md, "The agent sample that decides"). The fixed run id lets a
 # stopped run resume; generations are cached, so a re-run costs only what is missing. One
 # worker: the agent is one model behind a lock anyway, and one unit at a time keeps each
 # call's prompt prefix in llama.cpp's KV cache for the next (a scenario's questions share
@@ -97,8 +97,8 @@ bench-tau2: setup
 # has a gold agent action (11 of the first 16). 16 from the measured cost per generation
 # with the 0.5B model on one thread: about 100 s for a selector's 5,700-token prompt, 18 s
 # for the coupling pair's, so about 7.3 minutes per acting task, 80 minutes for 11, plus
-# the learned fits; 20 tasks (15 acting) would be near 2 hours (bench/README.md, "The agent
-# on τ-Knowledge"). One worker: one model. The fixed run id resumes; generations are
+# the learned fits; 20 tasks (15 acting) would be near 2 hours (docs/measurement.md, "The
+# agent on τ-Knowledge"). One worker: one model. The fixed run id resumes; generations are
 # cached, so a larger sample pays only for the tasks it adds. TAU2_AGENT_ARGS passes more
 # options: --agent-url URL --agent-model ID for a server, with BENCH_TAU2_AGENT_TASKS=97.
 BENCH_TAU2_AGENT_TASKS ?= 16
@@ -112,19 +112,26 @@ bench-tau2-agent: setup
 		$(if $(TAU2_DATA),--tau2-data $(TAU2_DATA),)
 
 # Two pytest-xdist workers, one per core: the slow tests are single-threaded model decodes
-# and server starts, so a second worker halves what one core did alone (bench/README.md,
+# and server starts, so a second worker halves what one core did alone (docs/measurement.md,
 # "Test time"). `--dist loadfile` keeps a file's tests on one worker, so a module's shared
 # fixture (one bench run for the CLI tests) runs once; `--no-loadscope-reorder` hands the
 # files out in collection order, slowest first (tests/conftest.py, SLOWEST_FILES), not by
 # their number of tests. TEST_WORKERS=0 runs them in-process.
 TEST_WORKERS ?= 2
 PYTEST_XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
-test: setup
+test: lint
 	$(PY) -m pytest $(PYTEST_XDIST)
+
+# Lint, import order and types on the three packages (pyproject.toml: [tool.ruff],
+# [tool.mypy]); mypy keeps its cache in .state/, so a second run checks only what changed
+LINT_PATHS := junction flows datasets
+lint: setup
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/mypy --cache-dir .state/mypy
 
 # the edit loop: no loaded model, no Prefect flow or CLI subprocess, no slow property run
 # (tests/conftest.py marks them); `make test` runs everything and is what CI runs
-test-fast: setup
+test-fast: lint
 	$(PY) -m pytest $(PYTEST_XDIST) -m "not model and not flow and not slow"
 
 clean:

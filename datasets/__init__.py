@@ -73,8 +73,11 @@ register_suite(SuiteInfo(
 
 # BFCL suites (datasets/bfcl/); the data package is read only when a suite is built.
 # the default benchmark's size per suite: sized so the default run fits its time budget
-# (bench/README.md, "Overview figures"); 40 tasks per BFCL suite in the default run
+# (docs/measurement.md, "The default benchmark (`make bench`)"); 40 tasks per BFCL suite
+# in the default run
 BFCL_DEFAULT_SIZE = 40
+BFCL_AGENT_NOTE = "`make bench-agent` runs an agent sample that decides (Agent outcome, below)."
+"""The BFCL suites' ``agent_sample_note`` (the Makefile's bench-agent target)."""
 for _name, _build, _what, _family in (
     ("bfcl-multiple", _bfcl.multiple_suite, "BFCL multiple: 1 gold tool, row + distractors",
      "bfcl-tools"),
@@ -87,8 +90,10 @@ for _name, _build, _what, _family in (
     ("bfcl-memory", _bfcl.memory_suite, "BFCL memory: answer from prior-conversation turns",
      "bfcl-memory"),
 ):
-    register_suite(SuiteInfo(_name, _build, BFCL_DEFAULT_SIZE, _bfcl.POOL_LIMIT, _what,
-                             family=_family))
+    register_suite(SuiteInfo(
+        _name, _build, BFCL_DEFAULT_SIZE, _bfcl.POOL_LIMIT, _what, family=_family,
+        reference_set=_bfcl.REFERENCE_SET, agent_sample_note=BFCL_AGENT_NOTE,
+        reference_note=_bfcl.MEMORY_REFERENCE_NOTE if _name == "bfcl-memory" else ""))
 # Pages: run by name (`--suite bfcl-memory-pages`) with the page strategies
 # (judge_top_k, bm25_top_k); the default benchmark's strategies admit whole turns, not pages.
 register_suite(SuiteInfo(
@@ -107,7 +112,10 @@ register_suite(SuiteInfo(
     _tau2.SUITE, _tau2.banking_suite, _tau2.DEFAULT_SIZE, _tau2.POOL_LIMIT,
     "τ-Knowledge banking: 698 policy documents, 58 agent tools, gold on both and on pairs",
     family="tau2-banking", unavailable=_tau2.unavailable_reason, cross_fit=True,
-    data_env=_tau2.DATA_ENV,
+    data_env=_tau2.DATA_ENV, reference_set=_tau2.REFERENCE_SET, finding=True,
+    prompt_layout="junction.agent.tau2_grading:TAU2_LAYOUT",
+    agent_sample_note="`make bench-tau2-agent` runs a larger τ-Knowledge sample (every task "
+                      "with `--agent-url` on a server).",
 ))
 for _n, _size in ((50, 20), (100, 10), (200, 3)):  # the exact solver runs here; enumeration
     register_suite(SuiteInfo(                      # could not

@@ -1,9 +1,10 @@
 """τ-Knowledge (tau2-bench ``banking_knowledge``) as the suite ``tau2-banking``.
 
-The data is never shipped: the user names a folder with ``--tau2-data PATH`` on
-``junction bench`` or the environment variable ``JUNCTION_TAU2_DATA`` (``DATA_ENV``). It is
-either a tau2-bench checkout (``data/tau2/domains/banking_knowledge/{tasks.json,documents/}``
-and ``src/tau2/domains/banking_knowledge/tools.py``) or a flat folder holding
+The data is never shipped: the user names a folder with ``--data tau2-banking=PATH`` on
+``junction bench`` (or its alias ``--tau2-data PATH``) or the environment variable
+``JUNCTION_TAU2_DATA`` (``DATA_ENV``). It is either a tau2-bench checkout
+(``data/tau2/domains/banking_knowledge/{tasks.json,documents/}`` and
+``src/tau2/domains/banking_knowledge/tools.py``) or a flat folder holding
 ``tasks.json``, ``documents/`` and ``tools.py`` (the layout of the team's shared copy).
 Source: github.com/sierra-research/tau2-bench (MIT); paper "τ-Knowledge", arXiv 2603.04370.
 
@@ -84,7 +85,12 @@ TASK_FILES = "task_*.json"
 ``data/tau2/domains/banking_knowledge/tasks/``)."""
 
 DATA_ENV = "JUNCTION_TAU2_DATA"
-"""Environment variable naming the data folder (the CLI's ``--tau2-data`` sets it)."""
+"""Environment variable naming the data folder when a run does not (``--data
+tau2-banking=PATH``, or its alias ``--tau2-data``)."""
+
+REFERENCE_SET = "tau2"
+"""The suite's reference set: the catalog's gold references (``gold_minimal``,
+``gold_tools_only``, ``gold_tools_documents``) run on it."""
 
 MAX_TOKENS = 4096
 """Visible-token budget at scale 1: about a third of a task's required documents (9.8 of
@@ -172,8 +178,8 @@ def unavailable_reason(data: str | os.PathLike[str] | None = None) -> str | None
     is refused at once (reading it takes a fraction of a second)."""
     root = data_folder(data)
     if root is None:
-        return (f"{SUITE}: no data (set {DATA_ENV} or pass --tau2-data to a clone of "
-                "https://github.com/sierra-research/tau2-bench)")
+        return (f"{SUITE}: no data (set {DATA_ENV} or pass --data {SUITE}=PATH, PATH a "
+                "clone of https://github.com/sierra-research/tau2-bench)")
     try:
         loaded = load_data(root)
     except DatasetError as exc:
@@ -207,7 +213,8 @@ def _no_task_line(source: Path,
 def _layout(root: Path) -> tuple[Path, Path]:
     """(domain folder with tasks.json + documents/, tools.py) for a checkout or a flat copy."""
     if not root.is_dir():
-        raise DatasetError(f"{root}: tau2 data folder not found (set {DATA_ENV} or --tau2-data)")
+        raise DatasetError(f"{root}: tau2 data folder not found (set {DATA_ENV} or "
+                           f"--data {SUITE}=PATH)")
     nested = root / "data" / "tau2" / "domains" / "banking_knowledge"
     if nested.is_dir():
         return nested, root / "src" / "tau2" / "domains" / "banking_knowledge" / "tools.py"

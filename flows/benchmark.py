@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from junction_datasets import SUITES, SuiteBuild, SuiteInfo, build_suite, family_all_tasks
+from junction_datasets.bfcl import REFERENCE_SET as BFCL_REFERENCE_SET
 from junction_datasets.jsonl import load_suite_file
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
@@ -35,7 +36,7 @@ from flows import interrupts, run_log, server
 from flows.interrupts import RunInterrupted
 from flows.plan import RunPlan, check_resume, check_writable, new_run_id, prepare_run
 from flows.run_record import finish_run, start_run
-from flows.sampling import LoadedSuite, agent_sample, capped, short_agent_sample
+from flows.sampling import LoadedSuite, agent_sample, capped, is_bfcl, short_agent_sample
 from flows.unit import UnitSpec
 from flows.workers import run_unit_now
 from junction.errors import JunctionError, UnknownNameError
@@ -192,7 +193,10 @@ def load_suites(plan: RunPlan) -> list[LoadedSuite]:
         runs = {c: capped(built.tasks, c, prefix) for c in caps}
         agent_ids = agent_sample(built.tasks, plan.agent_size, prefix, _inside(runs))
         loaded.append(LoadedSuite(
-            key=name, name=name, info=SuiteInfo(name, load_suite_file, None), seed=0,
+            # a file of BFCL rows gets BFCL's references (they read the rows' listing)
+            key=name, name=name, seed=0, info=SuiteInfo(
+                name, load_suite_file, None,
+                reference_set=BFCL_REFERENCE_SET if is_bfcl(built.tasks) else None),
             built=built, sampling=f"file {Path(path).name}", capped=runs,
             agent_ids=agent_ids,
             agent_short=_short(name, built.tasks, plan.agent_size, agent_ids)))
@@ -256,23 +260,23 @@ class Unit:
 def plan_units(plan: RunPlan, suites: list[LoadedSuite]) -> list[Unit]:
     """Every unit the plan runs, in submission order: round-robin over the strategies
     (``plan.steps()`` order), each strategy's units per suite, scale, batch of
-    ``plan.batch_size`` tasks. The references (catalog ``reads_task``) run on their
-    ``reference_suites`` only (BFCL suites when it is empty); the agent acts at
+    ``plan.batch_size`` tasks. The references (catalog ``reads_task``) run only on the
+    suites of their ``reference_set`` (``LoadedSuite.reference_set``); the agent acts at
     ``plan.agent_scale()`` only, for ``plan.agent_strategies`` only.
 
     Why round-robin: a process runs one strategy's units one at a time (one instance and
     call lock per strategy, ``flows.workers.strategy_instance``) and the agent's
     generations one at a time (one model), so a run is as long as its longest such chain.
     Submitted strategy by strategy, the judge's units start at once, beside the agent's,
-    instead of queuing behind every BFCL suite's agent units (bench/README.md, "The
-    default `make bench`: the order of its units")."""
+    instead of queuing behind every BFCL suite's agent units (docs/measurement.md, "The
+    default benchmark (`make bench`)")."""
     agent_scale = plan.agent_scale()
     chains: dict[str, list[Unit]] = {name: [] for name in plan.steps()}
     for suite in suites:
         for strategy, step in plan.steps().items():
             info = strategy_info(strategy)
-            if info.reads_task and not (suite.name in info.reference_suites
-                                        if info.reference_suites else suite.bfcl):
+            if info.reads_task and (info.reference_set is None
+                                    or info.reference_set != suite.reference_set):
                 continue  # a reference reads what its suites' tasks hold (a BFCL listing)
             tasks = (suite.built.tasks if step.max_tasks is None
                      else suite.capped[step.max_tasks])

@@ -1,5 +1,9 @@
 """The ``junction`` command line (typer).
 
+``junction strategies`` and ``junction suites`` list the catalogs a run draws from (what
+``--strategy`` and ``--suite`` of ``junction bench`` accept; ``--data SUITE=PATH`` names
+the folder a suite of third-party data reads).
+
 User mistakes (unknown names, bad queries, unreadable files) print one line on stderr and
 exit with status 1; they never print a traceback.
 """
@@ -107,6 +111,47 @@ def strategies() -> None:
              i.description) for i in sorted(STRATEGIES.values(), key=lambda i: i.name)]
     _print_table(("strategy", "role", "interactions", "budget", "default run", "cap",
                   "scales", "what it does"), rows)
+
+
+def _pool_limit_text(limit) -> str:
+    """A suite's candidate-pool limit per lane: ``-`` (the whole pool), N, or a pair
+    ``contexts/tools`` (either ``-``)."""
+    if limit is None:
+        return "-"
+    if isinstance(limit, tuple):
+        return "/".join("-" if n is None else str(n) for n in limit)
+    return str(limit)
+
+
+def _data_text(info) -> str:
+    """A suite's data folder: ``-`` without one (``SuiteInfo.data_env`` None), else its
+    environment variable and whether a folder is set and can be read now."""
+    if info.data_env is None:
+        return "-"
+    if info.data_folder() is None:
+        return f"${info.data_env}: not set"
+    reason = info.unavailable_reason()
+    return f"${info.data_env}: " + ("set, available" if reason is None
+                                    else f"set, unavailable: {reason}")
+
+
+@app.command()
+def suites() -> None:
+    """List the suite registry: family, size, pool limit, place in the default run, data.
+
+    Default size: tasks in the default run's sample (-: every task); pool limit: candidates
+    per lane its strategies see (-: the whole pool; contexts/tools: one per lane); data: the
+    environment variable naming the folder a suite of third-party data reads, and whether
+    one is set and readable now (`junction bench --data SUITE=PATH` names one for a run).
+    """
+    from junction_datasets import SUITES, suite_names
+
+    rows = [(name, i.family or "-", "-" if i.default_size is None else str(i.default_size),
+             _pool_limit_text(i.pool_limit), "yes" if i.in_default_run else "no",
+             "yes" if i.cross_fit else "no", _data_text(i), i.description)
+            for name, i in ((n, SUITES[n]) for n in suite_names())]
+    _print_table(("suite", "family", "default size", "pool limit", "default run",
+                  "cross-fitted", "data", "what it is"), rows)
 
 
 @app.command()

@@ -21,9 +21,10 @@ import typer
 from flows import interrupts, run_log, server
 from flows.cli_text import echo
 from junction.environment import PROJECT_ROOT
-from junction.errors import JunctionError
+from junction.errors import JunctionError, UnknownNameError
 
-__all__ = ["WAREHOUSE_OPTION", "bench", "reports_root", "resume_command", "warehouse_root"]
+__all__ = ["WAREHOUSE_OPTION", "bench", "parse_data_folders", "reports_root", "resume_command",
+           "warehouse_root"]
 
 _STOP_DRAIN_S = 5.0
 """Seconds Prefect's event and log workers get to send what they hold at the end of a run
@@ -74,6 +75,45 @@ def _strategy_scales(values: list[str] | None) -> dict | None:
     return _strategy_option(values, "--strategy-scale", float)
 
 
+def parse_data_folders(values: list[str] | None, tau2_data: Path | None = None
+                       ) -> dict[str, str]:
+    """``--data SUITE=PATH`` values (and ``--tau2-data PATH``, an alias of ``--data
+    tau2-banking=PATH``) as suite name -> resolved folder, for ``RunPlan.data_folders``.
+
+    One ``JunctionError`` line for a value that is not SUITE=PATH (no ``=``, an empty name
+    or path), a suite that is not registered (``UnknownNameError``) or reads no data folder
+    (``SuiteInfo.data_env`` None), and for two different folders named for one suite."""
+    from junction_datasets import SUITES, get_suite, suite_names
+    from junction_datasets.tau2_banking import SUITE as TAU2_SUITE
+
+    readers = ", ".join(n for n in suite_names() if SUITES[n].data_env is not None) or "none"
+    given: list[tuple[str, str, str]] = []  # (suite, folder, as the user wrote it)
+    for text in values or []:
+        name, sep, path = text.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise JunctionError(f"--data takes SUITE=PATH, got {text!r}")
+        name = name.strip()
+        try:
+            info = get_suite(name)
+        except UnknownNameError:
+            raise UnknownNameError(f"--data names unknown suite {name!r}; suites with a data "
+                                   f"folder: {readers}") from None
+        if info.data_env is None:
+            raise JunctionError(f"--data names suite {name!r}, which reads no data folder; "
+                                f"suites that do: {readers}")
+        given.append((name, str(Path(path).expanduser().resolve()), f"--data {text}"))
+    if tau2_data is not None:
+        given.append((TAU2_SUITE, str(tau2_data.resolve()), f"--tau2-data {tau2_data}"))
+    folders: dict[str, str] = {}
+    named: dict[str, str] = {}
+    for name, folder, option in given:
+        if name in folders and folders[name] != folder:
+            raise JunctionError(f"two data folders for suite {name!r}: {named[name]} and "
+                                f"{option}; give one")
+        folders[name], named[name] = folder, option
+    return folders
+
+
 def _agent_model(value: str | None) -> str | None:
     """An embedded model name as given; a path resolved (``ModelError`` if missing)."""
     if value is None:
@@ -84,7 +124,8 @@ def _agent_model(value: str | None) -> str | None:
 
 
 def bench(
-    suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: all)."),
+    suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: "
+                                    "all; `junction suites` lists them)."),
     strategy: list[str] = typer.Option(None, "--strategy",
                                        help="Strategy (repeatable; default: the catalog's "
                                             "default plan, `junction strategies`)."),
@@ -167,10 +208,15 @@ def bench(
         help="llama.cpp threads of the embedded agent (default: the CPUs shared among the "
              "unit workers: 1 with 2 workers on 2 cores, 2 with --workers 1). The same "
              "answers on any count."),
+    data: list[str] = typer.Option(
+        None, "--data", metavar="SUITE=PATH",
+        help="The data folder of SUITE, a suite of third-party data never shipped "
+             "(repeatable; `junction suites` lists them, column data; default: the suite's "
+             "environment variable)."),
     tau2_data: Path = typer.Option(
         None, "--tau2-data", metavar="PATH",
-        help="tau2-bench checkout or banking_knowledge folder for the tau2-banking suite "
-             "(default: $JUNCTION_TAU2_DATA)."),
+        help="Alias of --data tau2-banking=PATH: a tau2-bench checkout or its "
+             "banking_knowledge folder (default: $JUNCTION_TAU2_DATA)."),
     warehouse: str = WAREHOUSE_OPTION,
     reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
 ) -> None:
@@ -189,11 +235,11 @@ def bench(
 
         check_run_free(Path(output_root), run_id)
     from junction_datasets.jsonl import load_suite_file
-    from junction_datasets.tau2_banking import SUITE as TAU2_SUITE
 
     from flows.plan import RunPlan, prepare_run, unreadable_named_folders
     from junction.evidence.store import TraceStore
 
+    data_folders = parse_data_folders(data, tau2_data)
     if repetitions is not None and seed:
         raise JunctionError("--repetitions R means seeds 0..R-1; give it or --seed, not both")
     if repetitions is not None:
@@ -214,7 +260,7 @@ def bench(
         agent_check_timeout=agent_check_timeout, agent_threads=agent_threads,
         **({} if folds is None else {"folds": folds}),
         **({} if pool is None else {"pool": pool}),
-        data_folders={} if tau2_data is None else {TAU2_SUITE: str(tau2_data.resolve())},
+        data_folders=data_folders,
     )  # every check that needs no suite data: one error before anything starts
     given_id, run_id = run_id, prepare_run(plan, run_id)
     for path in suite_file or []:

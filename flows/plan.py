@@ -88,7 +88,8 @@ def default_agent_strategies(strategies: list[str]) -> list[str]:
     the budget, sorted. The references are left out: on one task per suite their agent
     outcome decides nothing, and bfcl_listed on bfcl-memory (the whole prior conversation,
     about 7,800 prompt tokens) alone costs minutes of the default run's time budget;
-    ``make bench-agent`` measures them (bench/README.md, "The default `make bench`")."""
+    ``make bench-agent`` measures them (docs/measurement.md, "The default benchmark
+    (`make bench`)")."""
     return [s for s in sorted(strategies) if strategy_info(s).respects_budget]
 
 
@@ -98,7 +99,7 @@ task's own budget, where the report's agent table compares strategies."""
 
 DEFAULT_BATCH_SIZE = 100
 """Tasks per work unit: large enough that Prefect's per-task overhead stays small beside
-the work (bench/flow_overhead.py), small enough that an interrupted run loses little."""
+the work (bench/perf/flow_overhead.py), small enough that an interrupted run loses little."""
 
 DEFAULT_WAREHOUSE = str(PROJECT_ROOT / "warehouse")
 """Where traces go when neither ``--warehouse`` nor ``$JUNCTION_WAREHOUSE`` says."""
@@ -181,7 +182,7 @@ def default_agent_threads(workers: int | None) -> int:
     runner's default of 4, ``flows.benchmark.task_runner``), at least 1. One agent thread
     per core runs beside a busy worker on each core; with one worker the agent has every
     core (prompt evaluation is about twice as fast on two threads as on one here:
-    bench/README.md, "The agent near the hardware")."""
+    docs/measurement.md, "The agent near the hardware")."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
         os.cpu_count() or 1)
     return max(1, cpus // max(1, workers if workers is not None else 4))

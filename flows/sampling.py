@@ -41,9 +41,9 @@ class LoadedSuite:
     """``short_agent_sample``'s line when the agent acts on fewer tasks than asked."""
 
     @property
-    def bfcl(self) -> bool:
-        """Whether the suite's tasks are BFCL rows (the references read their listing)."""
-        return is_bfcl(self.built.tasks)
+    def reference_set(self) -> str | None:
+        """The reference strategies that run on it (``SuiteInfo.reference_set``)."""
+        return self.info.reference_set
 
 
 def capped(tasks: list, cap: int, sample: Callable[[int], list]) -> list:

@@ -109,7 +109,7 @@ def start() -> None:
     before any run wrote to it. A server on a copy finds its schema current (no migration)
     and does not register block types (``PREFECT_SERVER_REGISTER_BLOCKS_ON_START`` false
     unless set in the environment): the two steps Prefect otherwise runs at every start on
-    a new file (bench/README.md, "Prefect server start"). A template that cannot be read
+    a new file (docs/measurement.md, "Prefect server start"). A template that cannot be read
     is replaced, never used; writing one removes the templates of other Prefect versions.
     The start holds an OS file lock in ``PREFECT_HOME``, so a user-configured shared
     database is still migrated by one process at a time, and one template is written at a

@@ -38,14 +38,14 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import bm25s
 from pydantic import BaseModel, ConfigDict
 
-from junction.errors import UnknownNameError
+from junction.registry import PLUGINS, Catalog, load
 from junction.resources import ContextResource, ResourceKind, ToolResource
 from junction.tasks import RouterView
 from junction.text import lexical_tokens, names_id
@@ -243,14 +243,28 @@ def reciprocal_rank_fusion(lanes: Sequence[Sequence[Candidate]], kind: ResourceK
     return _rank(ids, [round(fused[i], 9) for i in ids], kind, limit)
 
 
-POOL_RULES: dict[str, str] = {
-    "bm25": "BM25 lanes",
-    "dense": "dense lanes (all-MiniLM-L6-v2, MaxP cosine)",
-    "bm25_named": "BM25 lanes; the context pool widened by every document naming a pooled "
-                  "tool's id",
-    "hybrid": f"BM25 and dense lanes merged by reciprocal rank fusion (k = {RRF_K})",
-}
-"""The pool rules: name -> what the candidate pools are (module docstring)."""
+Lanes = tuple[list["Candidate"], list["Candidate"]]
+
+
+@dataclass(frozen=True)
+class PoolRuleInfo:
+    """One pool rule: ``description`` says what its candidate pools are; ``lanes``
+    (``"module:function"`` or a callable) ranks them:
+    ``lanes(query, contexts, tools, context_limit, tool_limit) -> (context lane, tool
+    lane)``, each lane a list of ``Candidate`` ranked 0.., cut to its limit (None: whole)."""
+
+    name: str
+    description: str
+    lanes: str | Callable[..., Lanes]
+
+
+POOL_RULES: Catalog[PoolRuleInfo] = Catalog("pool rule", entry_points=PLUGINS)
+"""The pool rules (module docstring; ``junction.registry.Catalog``)."""
+
+
+def register_pool_rule(info: PoolRuleInfo) -> None:
+    """Add a pool rule (a later record of a name replaces it)."""
+    POOL_RULES.register(info.name, info)
 
 PoolLimit = int | tuple[int | None, int | None] | None
 """Candidates kept per lane: one limit for both lanes, a pair ``(contexts, tools)``, or
@@ -265,10 +279,7 @@ _POOL_RULE: contextvars.ContextVar[str] = contextvars.ContextVar("junction_pool_
 
 def check_pool_rule(rule: str) -> str:
     """``rule`` if it names a pool rule; else ``UnknownNameError`` listing them."""
-    if rule not in POOL_RULES:
-        raise UnknownNameError(f"unknown pool rule {rule!r}; pool rules: "
-                               f"{', '.join(POOL_RULES)}")
-    return rule
+    return POOL_RULES.get_record(rule).name
 
 
 def current_pool_rule() -> str:
@@ -292,28 +303,44 @@ def pool_rule(rule: str) -> Iterator[str]:
 
 def _lanes(rule: str, query: str, contexts: Sequence[ContextResource],
            tools: Sequence[ToolResource], context_limit: int | None,
-           tool_limit: int | None) -> tuple[list[Candidate], list[Candidate]]:
-    if rule == "bm25":
-        return (LexicalContextCandidateGenerator().generate(query, contexts, context_limit),
-                LexicalToolCandidateGenerator().generate(query, tools, tool_limit))
-    if rule == "bm25_named":
-        return _named_lanes(query, contexts, tools, context_limit, tool_limit)
-    if rule == "dense":
-        return (DenseContextCandidateGenerator().generate(query, contexts, context_limit),
-                DenseToolCandidateGenerator().generate(query, tools, tool_limit))
-    lexical = _lanes("bm25", query, contexts, tools, None, None)
-    dense = _lanes("dense", query, contexts, tools, None, None)
+           tool_limit: int | None) -> Lanes:
+    return load(POOL_RULES.get_record(rule).lanes)(query, contexts, tools, context_limit,
+                                                   tool_limit)
+
+
+def _bm25_lanes(query: str, contexts: Sequence[ContextResource],
+                tools: Sequence[ToolResource], context_limit: int | None,
+                tool_limit: int | None) -> Lanes:
+    """``bm25``: the BM25 lanes."""
+    return (LexicalContextCandidateGenerator().generate(query, contexts, context_limit),
+            LexicalToolCandidateGenerator().generate(query, tools, tool_limit))
+
+
+def _dense_lanes(query: str, contexts: Sequence[ContextResource],
+                 tools: Sequence[ToolResource], context_limit: int | None,
+                 tool_limit: int | None) -> Lanes:
+    """``dense``: the dense lanes."""
+    return (DenseContextCandidateGenerator().generate(query, contexts, context_limit),
+            DenseToolCandidateGenerator().generate(query, tools, tool_limit))
+
+
+def _hybrid_lanes(query: str, contexts: Sequence[ContextResource],
+                  tools: Sequence[ToolResource], context_limit: int | None,
+                  tool_limit: int | None) -> Lanes:
+    """``hybrid``: the whole BM25 and dense lanes merged by reciprocal rank fusion."""
+    lexical = _bm25_lanes(query, contexts, tools, None, None)
+    dense = _dense_lanes(query, contexts, tools, None, None)
     return (reciprocal_rank_fusion([lexical[0], dense[0]], "context", context_limit),
             reciprocal_rank_fusion([lexical[1], dense[1]], "tool", tool_limit))
 
 
 def _named_lanes(query: str, contexts: Sequence[ContextResource],
                  tools: Sequence[ToolResource], context_limit: int | None,
-                 tool_limit: int | None) -> tuple[list[Candidate], list[Candidate]]:
+                 tool_limit: int | None) -> Lanes:
     """``bm25_named`` (module docstring): the BM25 tool lane cut to ``tool_limit``; the
     whole BM25 context lane kept where a candidate is in the top ``context_limit`` or its
     content names a pooled tool, ranked again 0.. in the lane's order."""
-    every, pooled = _lanes("bm25", query, contexts, tools, None, tool_limit)
+    every, pooled = _bm25_lanes(query, contexts, tools, None, tool_limit)
     tool_ids = [c.resource_id for c in pooled]
     content = {c.id: c.content for c in contexts}
     kept = [c for c in every
@@ -353,3 +380,14 @@ def candidate_pools(view: RouterView, pool_limit: PoolLimit,
     contexts, tools = _lanes(check_pool_rule(rule or current_pool_rule()), view.objective,
                              view.contexts, view.tools, context_limit, tool_limit)
     return CandidatePools(contexts=contexts, tools=tools)
+
+
+for _info in (
+    PoolRuleInfo("bm25", "BM25 lanes", _bm25_lanes),
+    PoolRuleInfo("dense", "dense lanes (all-MiniLM-L6-v2, MaxP cosine)", _dense_lanes),
+    PoolRuleInfo("bm25_named", "BM25 lanes; the context pool widened by every document "
+                 "naming a pooled tool's id", _named_lanes),
+    PoolRuleInfo("hybrid", f"BM25 and dense lanes merged by reciprocal rank fusion "
+                 f"(k = {RRF_K})", _hybrid_lanes),
+):
+    register_pool_rule(_info)

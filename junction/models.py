@@ -106,7 +106,7 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b-instruct"
 """The default judge and agent model: the best of the embedded candidates on the negation
-pairs (bench/README.md, "Judge quality"; ``bench/judge_quality.py``)."""
+pairs (docs/measurement.md, "Judge quality"; ``bench/studies/judge_quality.py``)."""
 
 
 def file_sha256(path: Path) -> str:

@@ -3,12 +3,12 @@
 The default counter needs no model file. It approximates the byte-level BPE tokenizer of
 the default model, Qwen2.5 (151k-entry vocabulary; the embedded
 Qwen2.5-Coder-0.5B-Instruct, ``junction.models``), measured per script against the
-tokenizer itself by ``bench/token_prices.py`` on the fixed sample
+tokenizer itself by ``bench/studies/token_prices.py`` on the fixed sample
 ``bench/data/token_scripts.json``, which the rates below were fitted on
 (``tests/test_text.py`` holds every script's total within 25%).
 
 On text it was not fitted on the bound is wider (``bench/data/token_heldout.json``: 17
-languages, ``bench/token_prices.py --held-out``; ``tests/test_text.py`` holds both): a
+languages, ``bench/studies/token_prices.py --held-out``; ``tests/test_text.py`` holds both): a
 language written in a script priced apart is counted at 0.7–1.3 of its real total
 (Ukrainian and Serbian about 0.74, Thai 1.17), and a single sentence of any language at
 0.4–1.5 of its real count. Single Ukrainian sentences come out at 0.67–0.84, and Latin-script

@@ -19,7 +19,6 @@ function, here or named ``"module:function"`` (imported on first use).
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from junction.errors import UnknownNameError
+from junction.registry import PLUGINS, Catalog, load
 
 __all__ = [
     "VERIFIERS",
@@ -73,19 +72,16 @@ class VerifierInfo:
 
     def grader(self) -> Callable[..., Any]:
         """The grading function (``check``, imported when it is a ``"module:function"``)."""
-        check = self.check
-        if isinstance(check, str):
-            module, _, attr = check.partition(":")
-            check = getattr(importlib.import_module(module), attr)
-        return check
+        return load(self.check)
 
 
-VERIFIERS: dict[str, VerifierInfo] = {}
+VERIFIERS: Catalog[VerifierInfo] = Catalog("verifier kind", "kinds", entry_points=PLUGINS)
+"""The verifier kinds (``junction.registry.Catalog``)."""
 
 
 def register_verifier(info: VerifierInfo) -> None:
     """Add a verifier kind to the catalog (a later record of a name replaces it)."""
-    VERIFIERS[info.name] = info
+    VERIFIERS.register(info.name, info)
 
 
 def verifier_names() -> list[str]:
@@ -95,12 +91,7 @@ def verifier_names() -> list[str]:
 
 def verifier_info(name: str) -> VerifierInfo:
     """The record for ``name``; ``UnknownNameError`` listing the valid kinds otherwise."""
-    try:
-        return VERIFIERS[name]
-    except KeyError:
-        raise UnknownNameError(
-            f"unknown verifier kind {name!r}; valid kinds: {', '.join(verifier_names())}"
-        ) from None
+    return VERIFIERS.get_record(name)
 
 
 def verifier_meaning(name: str) -> str:

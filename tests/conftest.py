@@ -30,7 +30,7 @@ SLOWEST_FILES = ("test_remote_agent.py", "test_cli.py", "test_agent.py", "test_h
                  "test_user_faults.py", "test_default_plan.py", "test_bfcl.py",
                  "test_solver_limits.py")
 """The test files that take longest under ``make test``, slowest first (wall seconds per
-file on two workers, bench/README.md, "Test time: under 8 minutes"). They are
+file on two workers, docs/measurement.md, "Test time"). They are
 collected first and, with ``--no-loadscope-reorder`` (the Makefile), handed to the
 pytest-xdist workers in this order, then every other file in its usual order: longest
 first, so that no long file starts last while the other worker has nothing left (the
@@ -67,7 +67,7 @@ def prefect_harness(tmp_path_factory):
     Prefect's ``prefect_test_harness``, on a copy of the Prefect home's template database
     when one is ready (``flows.server.copy_template``: the copy ``junction bench``'s own
     temporary server starts on), so the harness's server neither migrates a new file nor
-    registers block types (10.4 s -> 3.9 s to start, bench/README.md, "Test time");
+    registers block types (10.4 s -> 3.9 s to start, docs/measurement.md, "Test time");
     without a template, the harness migrates its file as before and it becomes the
     template. The harness names its folder with ``tempfile.mkdtemp`` (Prefect 3.9.1,
     ``prefect.testing.utilities``), which is pointed at a folder of this session's while
@@ -122,7 +122,7 @@ def agent_model():
 @pytest.fixture(scope="session")
 def default_tokenizer():
     """``text -> token ids`` of the default model's own tokenizer, loaded vocab-only (no
-    weights) once per session (the embedded Qwen2.5 GGUF; ``bench/token_prices.py``)."""
+    weights) once per session (the embedded Qwen2.5 GGUF; ``bench/studies/token_prices.py``)."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed; run `make setup`")
     from llama_cpp import Llama
 

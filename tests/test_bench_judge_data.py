@@ -1,5 +1,5 @@
-"""The hand-written negation/modality pair set of bench/judge_quality.py is well formed, and the
-bench's AUC and tool renderings behave as documented (no model needed)."""
+"""The hand-written negation/modality pair set of bench/studies/judge_quality.py is well
+formed, and the bench's AUC and tool renderings behave as documented (no model needed)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("judge_quality", ROOT / "bench" / "judge_quality.py")
+_spec = importlib.util.spec_from_file_location("judge_quality", ROOT / "bench" / "studies" / "judge_quality.py")
 judge_quality = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("judge_quality", judge_quality)
 _spec.loader.exec_module(judge_quality)

@@ -208,9 +208,9 @@ def test_judge_noise_measures_and_stores(judge, tmp_path, monkeypatch):
     # one. The probe is cut to its last group (3 documents): the command's path (slot
     # spread, batch and one-pair-at-a-time scores, the floor, storing) is the same, and the
     # one-pair path, a whole prompt decoded per document, was most of the cost for all 20
-    import junction.judge.noise as noise
     from typer.testing import CliRunner
 
+    import junction.judge.noise as noise
     from flows.cli_judge import judge_app
     from junction.judge.noise import noise_floor, stored_noise_floor
 
@@ -247,7 +247,8 @@ def test_models_check_dense_and_a_bad_pool_rule_is_one_line(cli_env):
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1
     from junction.candidates import POOL_RULES
 
-    assert f"unknown pool rule 'sparse'; pool rules: {', '.join(POOL_RULES)}" in bad.stderr
+    rules = ", ".join(POOL_RULES.names())
+    assert f"unknown pool rule 'sparse'; valid pool rules: {rules}" in bad.stderr
     assert "bm25_named" in POOL_RULES
 
 

@@ -3,7 +3,7 @@
 Property tests reuse tests/test_milp.py's instances (up to 14 candidates, mixed-sign
 interactions on a 0.01 grid, all four limits, optional size cap) and add instances built
 for ties: scores on a 0.1 grid, optionally all-zero utilities or negative-only
-interactions, zero budgets. Seeded bench instances (bench/exact_solver.py) at 16
+interactions, zero budgets. Seeded bench instances (bench/perf/exact_solver.py) at 16
 candidates, the hand tables and the fuzzed cases of test_milp close the set.
 """
 

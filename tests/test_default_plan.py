@@ -310,8 +310,11 @@ def test_the_report_says_whom_the_default_agent_left_out_and_how_to_decide():
 
 def test_the_memory_reference_note_says_when_the_agent_did_not_act_for_it():
     from flows.plan import RunPlan
-    from junction.evidence.report_markdown import (MEMORY_REFERENCE_NOTE, ReportSections,
-                                                  render_markdown)
+    from junction.evidence.report_markdown import ReportSections, render_markdown
+    from junction.suites import SUITES
+
+    MEMORY_REFERENCE_NOTE = SUITES["bfcl-memory"].reference_note
+    assert MEMORY_REFERENCE_NOTE
 
     row = {"suite": "bfcl-memory", "strategy": "bfcl_listed", "budget_scale": 1.0}
     for plan, expected in ((RunPlan.build(), True), (RunPlan.build(agent_size=1), False)):

@@ -279,7 +279,7 @@ def test_without_tau2_data_the_first_screen_says_where_the_finding_is(user_env):
     sentences = [s for s in screen.splitlines() if "study's finding" in s]
     assert len(sentences) == 1, screen
     assert "is on suite `tau2-banking`, which this run left out: no data (set " \
-        "JUNCTION_TAU2_DATA or pass --tau2-data to a clone of " \
+        "JUNCTION_TAU2_DATA or pass --data tau2-banking=PATH, PATH a clone of " \
         "https://github.com/sierra-research/tau2-bench)." in sentences[0]
     assert screen.index("## Headline") < screen.index(sentences[0])
     meta = json.loads((Path(env["JUNCTION_WAREHOUSE"]) / "runs" / "bare.json").read_text())

@@ -200,10 +200,11 @@ def test_the_installed_package_runs_demo_bench_and_sql(installed):
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("junction.errors", "junction.text", "junction.environment"),
-    ("junction.tokens", "junction.models", "junction.sqlite_cache"),
+    ("junction.tokens", "junction.models", "junction.sqlite_cache", "junction.registry"),
     ("junction.resources", "junction.dense"),
     ("junction.budget", "junction.verifiers"),
     ("junction.tasks",),
+    ("junction.suites",),
     ("junction.candidates", "junction.select", "junction.pages", "junction.judge",
      "junction.agent"),
     ("junction.learned",),
@@ -265,22 +266,53 @@ def test_no_strategy_name_is_a_literal_outside_the_catalog():
     assert not bad, bad
 
 
+def _suite_names_in(text: str, names: set[str]) -> list[str]:
+    """The registered suite names ``text`` holds: the literal itself, or a prefix test on
+    a family of them ("tau2-")."""
+    return sorted(n for n in names if text == n or (text.endswith("-") and n.startswith(text)))
+
+
+def test_no_suite_name_is_a_literal_outside_the_suite_builders():
+    # what a code path once decided from a suite's name is a field of its record
+    # (junction.suites.SuiteInfo); only the builders (datasets/) spell a suite's name
+    from junction.suites import suite_names
+
+    names = set(suite_names())
+    # the same word, not the suite: the coupling-value table's key, the demo command's name
+    homonyms = {("junction/evidence/agent_actions.py", "coupling"), ("flows/cli.py", "coupling")}
+    files = [*LIBRARY_FILES, *sorted((ROOT / "flows").rglob("*.py"))]
+    bad = [f"{p.relative_to(ROOT)}:{line}: {value!r}" for p in files
+           for value, line in _string_literals(p) if _suite_names_in(value, names)
+           and (str(p.relative_to(ROOT)), value) not in homonyms]
+    assert not bad, bad
+
+
+def test_the_suite_name_check_sees_a_name_and_a_prefix_test(tmp_path):
+    module = tmp_path / "x.py"
+    module.write_text('a = "tau2-banking"\nb = s.startswith("bfcl-memory")\nc = "tau2-"\n')
+    names = {"tau2-banking", "bfcl-memory", "bfcl-memory-pages"}
+    found = [v for v, _ in _string_literals(module) if _suite_names_in(v, names)]
+    assert sorted(found) == ["bfcl-memory", "tau2-", "tau2-banking"]
+
+
 def test_every_bench_script_imports():
     """A bench script that no longer imports (a name moved in the library) fails here,
-    not when someone next measures with it: one process imports each of bench/*.py (each
+    not when someone next measures with it: one process imports each script of
+    bench/perf, bench/studies and bench/checks and the shared modules beside them (each
     keeps its work behind ``if __name__ == "__main__"``)."""
     import subprocess
     import sys
 
     bench = Path(__file__).resolve().parent.parent / "bench"
-    names = sorted(p.stem for p in bench.glob("*.py"))
-    assert len(names) >= 20
-    code = ("import importlib, sys\nsys.path.insert(0, sys.argv[1])\nbad = []\n"
+    folders = [bench / "perf", bench / "studies", bench / "checks", bench]
+    names = sorted(p.stem for folder in folders for p in folder.glob("*.py"))
+    assert len(names) >= 30 and len(names) == len(set(names))  # one name space
+    code = ("import importlib, sys\nsys.path[:0] = sys.argv[1].split(':')\nbad = []\n"
             "for name in sys.argv[2:]:\n"
             "    try:\n        importlib.import_module(name)\n"
             "    except Exception as exc:\n        bad.append(f'{name}: {exc!r}')\n"
             "print('\\n'.join(bad))\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(bench), *names],
+    proc = subprocess.run([sys.executable, "-c", code, ":".join(map(str, folders)), *names],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "", proc.stdout

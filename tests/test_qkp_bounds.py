@@ -9,7 +9,7 @@
 - The branch and cut with product rows and probing (the default), and without either,
   gives the enumerator's selection, ties included, on drawn instances and on the seeded
   ``gallo`` family (integer profits: many exact ties).
-- The named families of bench/exact_solver.py are reproducible and refuse unknown names.
+- The named families of bench/perf/exact_solver.py are reproducible and refuse unknown names.
 """
 
 from __future__ import annotations

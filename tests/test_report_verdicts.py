@@ -301,7 +301,12 @@ def _agent_records(n: int) -> list:
     return out
 
 
-def test_first_screen_verdicts_summary_then_plot_and_a_closed_full_table(tmp_path):
+def test_first_screen_verdicts_summary_then_plot_and_a_closed_full_table(tmp_path, monkeypatch):
+    from junction.suites import SUITES, SuiteInfo
+
+    # suite b's record names its larger agent sample (as the BFCL suites' records do)
+    monkeypatch.setitem(SUITES, "b", SuiteInfo(
+        "b", list, None, agent_sample_note="`make bench-agent` runs an agent sample."))
     paths = write_report(tmp_path / "r", RunData(
         {"run_id": "r"}, records_to_table(_agent_records(24) + _traces(
             {"exact": [True] * 3, "fixed_split": [False] * 3})),

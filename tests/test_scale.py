@@ -82,11 +82,11 @@ def test_unit_order_changes_no_trace(prefect_harness, tmp_path, monkeypatch):
 
 
 def _bench_compare():
-    """``bench/compare_runs.py``'s ``compare`` (bench/ is scripts, not a package)."""
+    """``bench/checks/compare_runs.py``'s ``compare`` (bench/ is scripts, not a package)."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "bench" / "compare_runs.py"
+    path = Path(__file__).resolve().parent.parent / "bench" / "checks" / "compare_runs.py"
     spec = importlib.util.spec_from_file_location("compare_runs", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -3,14 +3,14 @@
 - ``gallo`` 400 candidates, Δ = 0.5, seed 3 (``junction.select.instances``), 10 s
   limit: ``select`` stops on the clock and returns a selection inside the budget (it took
   43 s when the RENS sub-MIP ran past its time limit). How far past the limit it returns
-  is a measurement, not a test (no test asserts a time): ``bench/solver_limits.py``
+  is a measurement, not a test (no test asserts a time): ``bench/perf/solver_limits.py``
   prints it against ``CLOCK_SLACK_S``.
 - ``gallo`` 200, Δ = 0.5, seed 4: the objective with a 20 s limit is at least the one
   with 5 s (a clock-cut RENS point once seeded a local search that a longer run never
   started, and the 60 s answer was the worse one). Each limit runs in a fresh process:
   a RENS sub-MIP abandoned at an earlier call's deadline (the 400 test's, in the same
   pytest worker) keeps running until HiGHS next checks, and a call that starts meanwhile
-  skips RENS (``highs.highs_milp``), which once made the 20 s answer the worse one in CI.
+  skips RENS (``highs.highs_milp``), which can make the 20 s answer the worse one.
 """
 
 from __future__ import annotations

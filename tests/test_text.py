@@ -147,8 +147,9 @@ def test_default_counter_prices_han_near_the_judge_tokenizer_per_character(judge
 
 @pytest.mark.model
 def test_default_counter_holds_every_script_within_25_percent(default_tokenizer) -> None:
-    # the fixed sample of bench/token_prices.py (bench/README.md has its ratios); before the
-    # per-script rates Greek was 0.23, Arabic 0.48, Cyrillic 0.56 of the real count
+    # the fixed sample of bench/studies/token_prices.py (docs/measurement.md, "Token prices",
+    # has its ratios); a single rate for every script counted Greek at 0.23, Arabic at
+    # 0.48 and Cyrillic at 0.56 of the real count
     import json
     from pathlib import Path
 

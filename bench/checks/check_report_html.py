@@ -14,7 +14,7 @@ Fails (exit 1, one line per problem) when:
 
 Exit 2 when Chromium is not installed (Debian: ``apt-get install -y chromium``).
 
-    python bench/check_report_html.py reports/<run_id>/report.html [--width 1280]
+    python bench/checks/check_report_html.py reports/<run_id>/report.html [--width 1280]
         [--screenshot first-screen.png]
 
 ``--screenshot PATH`` also saves what a reader sees first: the page at the given width and
@@ -36,6 +36,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 _PROBE = """<script>
 window.addEventListener('load', function () {
@@ -187,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: {exc}", file=sys.stderr)
         return 2
     found = problems(measured) + legend_problems(args.page)
+    write_results(__file__, {"page": str(args.page), "width": args.width, "problems": found,
+                             "images": len(measured["images"]),
+                             "verdict_lines": measured["verdicts"]["lines"]})
     for line in found:
         print(line)
     if not found:

@@ -1,18 +1,23 @@
 """Are two runs the same? metrics.json bytes and trace rows (DuckDB ``EXCEPT ALL`` both ways).
 
-Usage: ``python bench/compare_runs.py WAREHOUSE_A REPORT_A WAREHOUSE_B REPORT_B [--json]``
+Usage: ``python bench/checks/compare_runs.py WAREHOUSE_A REPORT_A WAREHOUSE_B REPORT_B [--json]``
 where REPORT_* is a run's report folder (``reports/<run_id>``). Used to check that a
 refactor keeps behaviour: run the same ``junction bench`` command (same ``--run-id``) at two
-commits into two warehouses, then compare (bench/README.md, "Layout changes").
+commits into two warehouses, then compare (docs/measurement.md, "A refactor changes
+nothing").
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import duckdb
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 
 def compare(warehouse_a: Path, report_a: Path, warehouse_b: Path, report_b: Path) -> dict:
@@ -35,6 +40,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     out = compare(args.warehouse_a, args.report_a, args.warehouse_b, args.report_b)
+    write_results(__file__, out)
     print(json.dumps(out) if args.json else "\n".join(f"{k}: {v}" for k, v in out.items()))
 
 

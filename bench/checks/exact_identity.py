@@ -2,14 +2,14 @@
 
 Runs the exact selectors on a fixed set of seeded instances (``junction.select.instances``:
 ``random_problem``, ``gallo_problem``, ``family_problem``) and on every suite's tasks at its
-default size (suites whose data is missing are skipped) (seed 0, budget scale 1, as bench/exact_work.py), with no clock
+default size (suites whose data is missing are skipped) (seed 0, budget scale 1, as bench/perf/exact_work.py), with no clock
 (``time_limit_s=None``) so every figure is deterministic, and writes or compares one JSON
 record per run: the whole ``Selection`` (the set, objective, status, gap, nodes and simplex
 iterations) but its solve time.
 
-    python bench/exact_identity.py --write before.json   # record
-    python bench/exact_identity.py --check before.json   # compare; exit 1 on a difference
-    python bench/exact_identity.py --check before.json --no-suites   # instances only
+    python bench/checks/exact_identity.py --write before.json   # record
+    python bench/checks/exact_identity.py --check before.json   # compare; exit 1 on a difference
+    python bench/checks/exact_identity.py --check before.json --no-suites   # instances only
 
 Configurations: ``AutoJointSelector`` (what the ``exact`` strategy runs) with the default
 work limit; ``BranchAndCutJointSelector`` without a work limit, with and without product
@@ -24,9 +24,13 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 from junction.select import AutoJointSelector, BranchAndCutJointSelector
 from junction.select.instances import family_problem, gallo_problem, random_problem
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 
 def _configs(large: bool) -> dict[str, object]:
@@ -111,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             f.write(text)
         print(f"{len(records)} records written to {args.write} "
               f"({time.perf_counter() - started:.0f} s)")
+        write_results(__file__, {"records": len(records), "written_to": args.write})
         return 0
     with open(args.check) as f:
         want = json.load(f)
@@ -122,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     same = text == json.dumps(want, indent=1, sort_keys=True) + "\n"
     print(f"{len(records)} records, {len(differ)} differ, byte-identical: {same} "
           f"({time.perf_counter() - started:.0f} s)")
+    write_results(__file__, {"records": len(records), "checked_against": args.check,
+                             "differ": differ, "byte_identical": same})
     return 0 if same and not differ else 1
 
 

@@ -1,5 +1,5 @@
-"""Faults as a new user meets them (issues 44 and 53): seconds to the line, stderr lines,
-and what is left running, for each case, on real processes, in one run.
+"""Faults as a new user meets them: seconds to the line, stderr lines, and what is left
+running, for each case, on real processes, in one run.
 
 Cases: (1) ``--agent-url`` at a server that accepts and never answers; (2) a τ folder none
 of whose tasks can be built (``--tau2-data``); (3) two Ctrl-C while the report is written
@@ -16,7 +16,7 @@ second after run.json is written, inside the unit's fit of several seconds). Eac
 runs in its own temporary warehouse, state and Prefect home; the τ cases read the fixture
 under ``tests/data/tau2_fixture``.
 
-Usage: ``.venv/bin/python bench/fault_lines.py [--from 7]`` (``--from 7``: cases 7 to 10
+Usage: ``.venv/bin/python bench/checks/fault_lines.py [--from 7]`` (``--from 7``: cases 7 to 10
 only). To measure another checkout's code with this script, put its folder first on
 ``PYTHONPATH`` (``junction`` and ``flows`` are then imported from there).
 """
@@ -35,7 +35,9 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 JUNCTION = str(Path(sys.executable).parent / "junction")
 SILENT = ("import socket\ns=socket.socket();s.bind(('127.0.0.1',0));s.listen(64)\n"
           "print(s.getsockname()[1],flush=True)\nheld=[]\nwhile True: held.append(s.accept())")
@@ -118,7 +120,8 @@ def _on_path(env: dict[str, str], folder: Path) -> dict[str, str]:
 
 
 def _new_cases(base: Path) -> None:
-    """Cases 7-10 (issue 53)."""
+    """Cases 7-10: a damaged dense embedder, an unreadable τ task file, ``--folds 200``,
+    Ctrl-C inside a learned fit."""
     fixture = ROOT / "tests" / "data" / "tau2_fixture"
     dense = ("bench", "--suite", "tau2-banking", "--strategy", "exact", "--budget-scale", "1",
              "--size", "10", "--agent-size", "0", "--pool", "dense", "--tau2-data",
@@ -158,13 +161,26 @@ def _new_cases(base: Path) -> None:
     _row("10 Ctrl-C inside a learned fit", s, code, lines, f"{len(left)} left running")
 
 
+ROWS: list[dict] = []
+"""The cases measured in this run, as printed (the figures ``write_results`` records)."""
+
+
 def _row(case: str, seconds: float, code: int, lines: list[str], extra: str = "") -> None:
     last = (lines[-1] if lines else "(none)")[:110]
+    ROWS.append({"case": case, "seconds": round(seconds, 1), "exit": code,
+                 "stderr_lines": len(lines), "also": extra, "last_line": last})
     print(f"| {case} | {seconds:.1f} | {code} | {len(lines)} | {extra} | {last} |")
 
 
 def main() -> int:
     start = int(sys.argv[sys.argv.index("--from") + 1]) if "--from" in sys.argv else 1
+    _cases(start)
+    write_results(__file__, {"cases": ROWS})
+    return 0
+
+
+def _cases(start: int) -> None:
+    """Run and print the cases from ``start`` on."""
     print("| case | seconds to the line | exit | stderr lines | also | last line |")
     print("|---|---|---|---|---|---|")
     bench = ("bench", "--suite", "coupling", "--strategy", "exact", "--budget-scale", "1")
@@ -172,7 +188,7 @@ def main() -> int:
         base = Path(tmp)
         if start >= 7:
             _new_cases(base)
-            return 0
+            return
         silent = subprocess.Popen([sys.executable, "-c", SILENT], stdout=subprocess.PIPE,
                                   text=True)
         try:
@@ -226,7 +242,6 @@ def main() -> int:
                      lambda p: (base / "6" / "wh" / "runs" / "cut.json").exists())
         _row("6 report of an interrupted run", *_timed(env, "report", "cut"))
         _new_cases(base)
-    return 0
 
 
 if __name__ == "__main__":

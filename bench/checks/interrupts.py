@@ -1,6 +1,6 @@
 """Faults a user causes during `junction bench`, timed: how long to exit, how many lines.
 
-    python bench/interrupts.py [--other PATH] [--fault NAME ...] [--after N] [--limit S]
+    python bench/checks/interrupts.py [--other PATH] [--fault NAME ...] [--after N] [--limit S]
                                [--repeat N] [--load K]
 
 For each fault, a real `junction bench --suite synthetic --strategy exact --strategy
@@ -47,7 +47,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 FAULTS = ("sigint", "sigterm", "group", "twice", "server", "unit")
 ARGS = ["bench", "--suite", "synthetic", "--strategy", "exact", "--strategy", "fixed_split",
         "--batch-size", "5"]
@@ -169,6 +171,7 @@ def main() -> None:
     checkouts = [("this", ROOT)] + ([("other", args.other.resolve())] if args.other else [])
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
             for _ in range(args.load)]
+    runs = []
     try:
         print(f"{'fault':8} {'checkout':8} {'s':>6} {'rc':>4} {'lines':>5} {'status':12} "
               f"{'units':>5} {'+after':>6} {'tmp':>3} {'left':>4}  last stderr line")
@@ -180,10 +183,12 @@ def main() -> None:
                           f"{r['stderr_lines']:>5} {str(r['status']):12} "
                           f"{r['units_written']:>5} {r['after_signal']:>6} {r['tmp_left']:>3} "
                           f"{r['left']:>4}  {r['last']}", flush=True)
+                    runs.append({"fault": fault, "checkout": name, **r})
     finally:
         for proc in busy:
             proc.kill()
             proc.wait()
+    write_results(__file__, {"after": args.after, "load": args.load, "runs": runs})
 
 
 if __name__ == "__main__":

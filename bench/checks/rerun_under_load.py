@@ -6,7 +6,7 @@ this script starts before and stops after, and prints whether the two ``metrics.
 are byte-identical, with the wall time of each run (figures, not assertions: the timing
 only shows that the load slowed the second run). Exits 1 if the files differ.
 
-    python bench/rerun_under_load.py [--suite S ...] [--json]
+    python bench/checks/rerun_under_load.py [--suite S ...] [--json]
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 
 def _burn() -> None:
@@ -64,6 +66,7 @@ def main() -> None:
     out = {"suites": suites, "identical": quiet == loaded, "burners": len(burners),
            "quiet_s": round(quiet_s, 1), "loaded_s": round(loaded_s, 1),
            "metrics_bytes": len(quiet)}
+    write_results(__file__, out)
     if args.json:
         print(json.dumps(out, sort_keys=True))
     else:

@@ -12,7 +12,7 @@ then a bare ``llama_cpp.Llama`` with the same threads evaluates the same prompt 
 Printed per prompt set and thread count: prompts, mean prompt and generated tokens, mean
 seconds per generation, mean raw seconds, and their ratio (goal: at most 1.3).
 
-Usage: ``python bench/agent_threads.py [--tau2-data PATH] [--bfcl 1] [--tau 2]
+Usage: ``python bench/perf/agent_threads.py [--tau2-data PATH] [--bfcl 1] [--tau 2]
 [--threads 1 2]``.
 """
 
@@ -24,8 +24,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 from junction.agent.graders import gradable, prompt_layout  # noqa: E402
 from junction.agent.llm import AgentConfig, LlamaAgent  # noqa: E402
@@ -88,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"model {path.name}; prompts: " + ", ".join(f"{k} {len(v)}" for k, v in sets.items()))
     print(f"{'prompts':22s} {'threads':>7s} {'n':>3s} {'prompt tok':>10s} {'gen tok':>7s} "
           f"{'s/generation':>12s} {'raw s':>7s} {'ratio':>6s}")
+    rows = []
     for threads in args.threads:
         agent = LlamaAgent(path, sha, AgentConfig(n_threads=threads))
         raw = Llama(model_path=str(path), n_ctx=AgentConfig().n_ctx, n_threads=threads,
@@ -109,7 +112,12 @@ def main(argv: list[str] | None = None) -> int:
             n = max(len(items), 1)
             print(f"{name:22s} {threads:7d} {len(items):3d} {p_tok / n:10.0f} {g_tok / n:7.0f} "
                   f"{gen_s / n:12.1f} {raw_s / n:7.1f} {gen_s / max(raw_s, 1e-9):6.2f}")
+            rows.append({"prompts": name, "threads": threads, "n": len(items),
+                         "prompt_tokens": round(p_tok / n), "generated_tokens": round(g_tok / n),
+                         "s_per_generation": round(gen_s / n, 2), "raw_s": round(raw_s / n, 2),
+                         "ratio": round(gen_s / max(raw_s, 1e-9), 3)})
         del agent, raw
+    write_results(__file__, {"model": path.name, "rows": rows})
     return 0
 
 

@@ -4,14 +4,14 @@ Where ``AutoJointSelector`` switches from the combinatorial search to the branch
 (``AUTO_COMBINATORIAL_MAX``) and how far the combinatorial search is usable at all
 (``COMBINATORIAL_MAX``) come from this script. Prints, side by side in one run, for
 n = 12..48 candidates at budget tightness 0.4 and 1.0
-(``random_problem`` of bench/exact_solver.py, seeds 0..K-1): the median over instances of
+(``random_problem`` of bench/perf/exact_solver.py, seeds 0..K-1): the median over instances of
 each selector's best-of-R wall time for ``EnumerationJointSelector`` (enumeration, n <= 20 only),
 ``BranchAndCutJointSelector(time_limit_s=None)`` and ``CombinatorialJointSelector``; their
 ratios; median / max search nodes (combinatorial: sets extended; branch and cut: LP nodes);
 and whether every selector chose the same ``Selection`` (solver bookkeeping fields aside).
 Figures only: nothing here asserts a time.
 
-Usage: ``python bench/exact_crossover.py [--instances K] [--repeats R] [--sizes ...] [--json]``
+Usage: ``python bench/perf/exact_crossover.py [--instances K] [--repeats R] [--sizes ...] [--json]``
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # exact_solver.py beside it
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 from exact_solver import SOLVER_FIELDS  # noqa: E402
 from junction.select.instances import random_problem  # noqa: E402
@@ -87,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows = [row(n, t, args.instances, args.repeats) for t in args.tightness
             for n in args.sizes]
+    write_results(__file__, {"instances": args.instances, "repeats": args.repeats, "rows": rows})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

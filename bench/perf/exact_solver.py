@@ -4,24 +4,24 @@
 branch and bound (``CombinatorialJointSelector``) up to 32 candidates, the branch and cut
 (``BranchAndCutJointSelector``) above. Prints, side by side in one run:
 
-- the family table (issue 19), one cell per family, size and density (``--cells``,
+- the family table, one cell per family, size and density (``--cells``,
   default ``DEFAULT_CELLS``: ``gallo`` at 200 and 400 candidates, Δ = 0.25 and 0.5;
   ``mixed`` at 200 and 400, density 0.1, limits at 40%): every instance's seed and
   parameters (contexts, tools, pairs, each limit), the solver's time, status, objective,
   nodes and simplex iterations; the same for the branch and cut without product rows
-  and probing (``baseline``, the solver before issue 19); median and worst time and
+  and probing (``baseline``: the solver before those two); median and worst time and
   proven count of both; and the root gap (bound - best) / |best| and cost in seconds of
   each bound: ``mccormick`` (the standard linearisation's LP), ``mccormick_cycles``
-  (plus root odd-cycle cuts: the root before issue 19), ``product`` (plus
+  (plus root odd-cycle cuts: the root without product rows), ``product`` (plus
   ``model.product_rows``), ``product_cycles`` (both: the root now), each capped by
   the time limit; "best" is the better set of the two runs (``best_proven`` says
   whether either proved it, else the gap is an upper bound on the true gap);
 - the enumerating selector's and the solvers' median times at 12, 16 and 20 candidates
   (``random_problem``), with their ratios and whether all chose the same set; "milp"
-  (``MilpJointSelector`` of junction/select/exact/milp_reference.py, HiGHS's own branch and cut on the
-  same model) is timed there too;
+  (``MilpJointSelector`` of junction/select/exact/milp_reference.py, HiGHS's own branch and
+  cut on the same model) is timed there too;
 - with ``--scaling N ...`` only: the older scaling runs of the ``mixed`` family (median
-  and worst times at each size for two tightnesses, with the MILP and the issue's plain
+  and worst times at each size for two tightnesses, with the MILP and the plain direct
   model, ``PlainMilp``, on the same instances).
 
 The load average (``os.getloadavg``) at the start and end and the wall time are printed
@@ -32,11 +32,12 @@ Simeone 1980's QKP generator restricted to context–tool pairs, with a tool-cou
 and ``mixed`` (``random_problem``, below: today's mixed-sign family).
 
 The older scaling runs (``--scaling``) use two tightnesses, because the tightness
-changes the difficulty by orders of magnitude: at 0.4 (the default family) the issue's
-plain model proves none of 5 instances at 200 candidates (within this script's 10 s, and none within 30 s either, measured
-separately), where the issue measured a median of 4.1 s for it on its (unstated)
-instances; at 0.7 its median there was 1.7 s in one run of this script and 3.5 s with a
-30 s limit on 2026-11-30, close to the issue's figure. Density matters as much: at 400
+changes the difficulty by orders of magnitude: at 0.4 (the default family) the plain
+direct model proves none of 5 instances at 200 candidates (within this script's 10 s,
+and none within 30 s either, measured separately), against a median of 4.1 s reported for
+it on other, unstated instances; at 0.7 its median there was 1.7 s in one run of this
+script and 3.5 s with a 30 s limit on 2026-11-30, close to that 4.1 s, so 0.7 is the
+tightness at which the two agree. Density matters as much: at 400
 candidates the solver proves none of 5 within 10 s at density 0.1, but all 5 at density
 0.05 with limits at 70% (median 0.97 s) and at density 0.025 with limits at 40% (2.4 s);
 ``--density`` sets it.
@@ -49,7 +50,7 @@ random order; every budget limit is ``tightness`` (0.4) times the pool's total (
 fits, so enumeration visits all 2^n subsets; tight budgets let it prune). Scores are
 rounded to 4 decimals, as the synthetic suites round them. Seeded with ``random.Random``.
 
-Usage: ``python bench/exact_solver.py [--json] [--cells FAMILY:N:DENSITY ...]
+Usage: ``python bench/perf/exact_solver.py [--json] [--cells FAMILY:N:DENSITY ...]
 [--instances K] [--time-limit S] [--no-baseline] [--versus N ...] [--scaling N ...]
 [--scaling-tightness T ...] [--no-milp] [--no-plain]`` (``--help`` for all)
 """
@@ -69,8 +70,10 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_array
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # qkp_bounds.py beside it
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 from junction.select import (  # noqa: E402
     AutoJointSelector,
@@ -112,7 +115,7 @@ def versus_enumeration(sizes, instances: int, tightness: float) -> list[dict]:
                 same &= got.model_dump(exclude=SOLVER_FIELDS) == want
         e = statistics.median(enum_times)
         row = {"n": n, "tightness": tightness, "enumeration_median_s": round(e, 4)}
-        for name in solvers:  # the issue's keys for the solver: solver_median_s, ratio
+        for name in solvers:  # the solver's keys are solver_median_s and plain ratio
             m = statistics.median(times[name])
             row[f"{name}_median_s"] = round(m, 4)
             row["ratio" if name == "solver" else f"{name}_ratio"] = round(e / m, 1)
@@ -122,8 +125,8 @@ def versus_enumeration(sizes, instances: int, tightness: float) -> list[dict]:
 
 
 class PlainMilp:
-    """The direct model the issue measured, for calibrating instance families against its
-    figures: one binary per candidate, one y_ct in [0, 1] per pair with W != 0 and the
+    """The plain direct model, for calibrating instance families against figures reported
+    for it: one binary per candidate, one y_ct in [0, 1] per pair with W != 0 and the
     standard three rows (y <= x_c, y <= x_t, y >= x_c + x_t - 1) whatever W's sign, the
     budget rows, solved by ``scipy.optimize.milp`` (HiGHS) as is: no reductions, no cuts,
     no tie rule (its set may differ from the others' among ties)."""
@@ -194,7 +197,8 @@ def _runs(selector_factory, n: int, instances: int, time_limit: float,
 
 DEFAULT_CELLS = (("gallo", 200, 0.25), ("gallo", 200, 0.5), ("gallo", 400, 0.25),
                  ("gallo", 400, 0.5), ("mixed", 200, 0.1), ("mixed", 400, 0.1))
-"""(family, candidates, density) of the issue's goals; ``mixed`` at tightness 0.4."""
+"""(family, candidates, density) of the cells the solver's goals are stated on; ``mixed``
+at tightness 0.4."""
 
 
 def _bound_row(bounds: dict, best: float) -> dict:
@@ -310,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cells", nargs="*",
                         default=[f"{f}:{n}:{d}" for f, n, d in DEFAULT_CELLS],
                         help="family table cells as family:candidates:density (default: "
-                             "the issue's goals, " + " ".join(
+                             "the cells of the solver's goals, " + " ".join(
                                  f"{f}:{n}:{d}" for f, n, d in DEFAULT_CELLS) + ")")
     parser.add_argument("--no-baseline", action="store_true",
                         help="family table: skip the branch and cut without product rows "
@@ -320,15 +324,15 @@ def main(argv: list[str] | None = None) -> int:
                              "(none unless given; 50 100 200 400 before the family table)")
     parser.add_argument("--scaling-tightness", type=float, nargs="*", default=[0.4, 0.7],
                         help="budget tightness of the scaling families (0.4: the default "
-                             "family; 0.7: where the issue's plain model takes about the "
-                             "issue's 4.1 s at 200 candidates)")
+                             "family; 0.7: where the plain direct model takes about "
+                             "4.1 s at 200 candidates)")
     parser.add_argument("--density", type=float, default=0.1,
-                        help="interaction density of the scaling families (0.1, the issue's)")
+                        help="interaction density of the scaling families (0.1)")
     parser.add_argument("--no-milp", action="store_true",
                         help="skip MilpJointSelector in the scaling runs (it takes ~2 min "
                              "per family); the enumeration comparison still times it")
     parser.add_argument("--no-plain", action="store_true",
-                        help="skip the issue's plain model (PlainMilp) in the scaling runs")
+                        help="skip the plain direct model (PlainMilp) in the scaling runs")
     args = parser.parse_args(argv)
     cells = []
     for spec in args.cells:
@@ -358,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         "wall_s": round(time.time() - started, 1),
         "cpus": os.cpu_count(),
     }
+    write_results(__file__, result)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -7,18 +7,23 @@ simplex iterations (branch and cut) and nodes one selection used, against
 ``DEFAULT_WORK_LIMIT``. Every selection here must be ``optimal``; the work limit must sit
 well above the largest count. Deterministic: the counts repeat on any machine.
 
-    python bench/exact_work.py [--json] [--seed N ...]
+    python bench/perf/exact_work.py [--json] [--seed N ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
 from junction.select import AutoJointSelector
 from junction.select.exact import DEFAULT_WORK_LIMIT
 from junction.strategies import run_selector
 from junction_datasets import build_suite, get_suite, suite_names
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 
 def measure(seeds: list[int]) -> list[dict]:
@@ -48,6 +53,8 @@ def main() -> None:
     args = parser.parse_args()
     rows = measure(args.seed or [0])
     worst = max(r["max_lp_iterations"] for r in rows)
+    write_results(__file__, {"work_limit": DEFAULT_WORK_LIMIT, "max_lp_iterations": worst,
+                             "rows": rows})
     if args.json:
         print(json.dumps({"work_limit": DEFAULT_WORK_LIMIT, "max_lp_iterations": worst,
                           "rows": rows}, sort_keys=True))

@@ -5,9 +5,9 @@ Both sides do the same work in the same process: build the suite, evaluate every
 refresh the warehouse. The flow side adds Prefect (temporary server start-up included,
 task runs, state tracking). Prints one JSON object with --json:
 {"tasks", "flow_s", "loop_s", "overhead"} where overhead = flow_s / loop_s - 1.
-Goal (issue 3): overhead < 0.25 at 10,000 tasks.
+Goal: overhead < 0.25 at 10,000 tasks.
 
-Usage: python bench/flow_overhead.py [--tasks 10000] [--batch-size 500] [--json]
+Usage: python bench/perf/flow_overhead.py [--tasks 10000] [--batch-size 500] [--json]
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 from flows.environment import configure_prefect_env  # noqa: E402
 
@@ -70,6 +72,7 @@ def main() -> None:
     result = {"tasks": args.tasks, "flow_s": round(flow_s, 3), "loop_s": round(loop_s, 3),
               "overhead": round(flow_s / loop_s - 1, 4), "batch_size": args.batch_size,
               "strategies": STRATEGIES, "server_start_included": True}
+    write_results(__file__, result)
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:

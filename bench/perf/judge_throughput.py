@@ -16,7 +16,7 @@ Noise floor per KV cache type: the spread (max - min, logits) of the scores of o
 placed in every candidate slot of a batch, and the largest |batch - naive| difference;
 ``noise_floor`` is the larger of the two.
 
-    python bench/judge_throughput.py --json [--model NAME|PATH] [--kv-types f16 q8_0 q4_0]
+    python bench/perf/judge_throughput.py --json [--model NAME|PATH] [--kv-types f16 q8_0 q4_0]
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 from junction.judge import RETRIEVAL_INSTRUCTION, JudgeConfig, load_judge  # noqa: E402
 from junction.strategies.judge_admission import STRATEGY_JUDGE_CONFIG, candidate_text  # noqa: E402
@@ -133,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         kv: noise_floor(config.model_copy(update={"kv_type": kv}), query, docs)
         for kv in args.kv_types
     }
+    write_results(__file__, result)
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:

@@ -29,12 +29,12 @@ For each fit: seconds (wall clock, ``time.perf_counter``, and this process's CPU
 model's sha256 (``LearnedUtility.sha256``), λ and τ; a line says whether before and now
 give the same sha256 (they can only where both search the same τ grid: ``--tau-grid``
 replaces today's ``TAU_GRID`` for the "now" fits, e.g. ``--tau-grid 0.02,0.05,0.1,0.2``,
-the grid before issue 39 extended it). With ``--profile``, the cold fit runs under
+the grid before it was extended below 0.02). With ``--profile``, the cold fit runs under
 cProfile and the cumulative seconds of its parts are printed: BM25 pools, model-free
 features, lane and pair model fits, the pair model's weights, the selections of the
 λ × τ search (profiler overhead included, so only their shares mean anything).
 
-Usage: ``python bench/learned_fit_time.py [--tau2-data PATH] [--folds 5] [--fits 5]
+Usage: ``python bench/perf/learned_fit_time.py [--tau2-data PATH] [--folds 5] [--fits 5]
 [--no-before] [--before-rev REV] [--workers N] [--family F] [--tau-grid ...] [--profile]``.
 """
 
@@ -57,10 +57,16 @@ from junction.learned.crossfit import DEFAULT_FOLDS, fold_assignment
 from junction_datasets import SUITES, build_suite, family_training_tasks
 from junction_datasets import tau2_banking as tb
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
 from tau2_anchors import data_arguments  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+FITS: list[dict] = []
+"""Every fit timed in this run, in order (the figures ``write_results`` records)."""
+PROFILE: dict[str, float] = {}
+"""``--profile``: cumulative seconds of each of ``PARTS`` in the cold fit."""
 BEFORE_REV = "f318ee4"
 """The last commit whose fit ran its search's selections in one process, one at a time."""
 
@@ -114,6 +120,9 @@ def timed(fit, family: str, tasks, pool_limit, **kw):
 
 def line(label: str, seconds: tuple[float, float], tasks, model) -> str:
     tau = "none" if model.tau == float("inf") else f"{model.tau:g}"
+    FITS.append({"fit": label, "wall_s": round(seconds[0], 2), "cpu_s": round(seconds[1], 2),
+                 "tasks": len(tasks), "sha256": model.sha256[:16], "lam": model.lam,
+                 "tau": tau})
     return (f"  {label:26s} {seconds[0]:7.1f} s wall {seconds[1]:7.1f} s CPU here  "
             f"{len(tasks):3d} tasks  sha256 {model.sha256[:16]}  λ {model.lam:g}  τ {tau}")
 
@@ -132,6 +141,8 @@ def profile_parts(tasks) -> None:
         seconds = sum(ct for (file, lineno, name), (_, _, _, ct, _) in stats.items()
                       if rx.search(f"{file}:{lineno}({name})"))
         print(f"  {label:32s} {seconds:7.1f} s  {100 * seconds / total:5.1f}%")
+        PROFILE[label] = round(seconds, 2)
+    PROFILE["total under cProfile"] = round(total, 2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,6 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     grid.shutdown_workers()
     if args.profile:
         profile_parts(first)
+    write_results(__file__, {"family": args.family, "workers": workers,
+                             "tau_grid": list(utility.TAU_GRID), "fits": FITS,
+                             "sha256_identical": len(set(shas.values())) == 1,
+                             "profile": PROFILE or None})
     return 0
 
 

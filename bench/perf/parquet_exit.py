@@ -8,7 +8,7 @@ file, then runs ``--runs`` child processes per variant, each reading it, writing
 to memory as ``TraceStore`` does, and exiting at once, with ``--hogs`` busy loops beside
 them (the abort needs a loaded machine), and prints the abort count per variant.
 
-    python bench/parquet_exit.py [--runs 100] [--hogs 2]
+    python bench/perf/parquet_exit.py [--runs 100] [--hogs 2]
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 VARIANTS = {
     "threaded read (main before)": "pq.read_table(f)",
@@ -60,15 +63,18 @@ def main() -> None:
             hog.start()
         try:
             print(f"{'variant':<52} aborts (SIGABRT) of {args.runs}")
+            aborted = {}
             for name, read in VARIANTS.items():
                 code = CHILD.format(read=read)
                 aborts = sum(subprocess.run([sys.executable, "-c", code, str(path)],
                                             capture_output=True).returncode == -6
                              for _ in range(args.runs))
                 print(f"{name:<52} {aborts}")
+                aborted[name] = aborts
         finally:
             for hog in hogs:
                 hog.terminate()
+    write_results(__file__, {"runs": args.runs, "hogs": args.hogs, "aborts": aborted})
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ one "from template". Seconds are ``flows.server.start()``'s wall time in the chi
 (imports excluded), and the whole command's wall time for ``junction bench --suite
 coupling --strategy exact --budget-scale 1``.
 
-Usage: ``.venv/bin/python bench/prefect_start.py [--rounds N]`` (default 3).
+Usage: ``.venv/bin/python bench/perf/prefect_start.py [--rounds N]`` (default 3).
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 JUNCTION = str(Path(sys.executable).parent / "junction")
 START = ("import os, time\n"
          "from flows.environment import configure_prefect_env\n"
@@ -86,6 +88,9 @@ def main() -> None:
     for name, values in rows.items():
         print(f"| {name} | {statistics.median(values):.2f} | "
               f"{', '.join(f'{v:.2f}' for v in values)} |")
+    write_results(__file__, {name: {"median_s": round(statistics.median(values), 2),
+                                    "runs_s": [round(v, 2) for v in values]}
+                             for name, values in rows.items()})
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
 """Root bounds of the branch and cut, for measuring them (no search).
 
 ``root_bounds`` runs only the root of ``BranchAndCutJointSelector`` (``root.solve_root``
-on a fresh ``search.Search``) and returns its bounds and their cost; bench/exact_solver.py
+on a fresh ``search.Search``) and returns its bounds and their cost; bench/perf/exact_solver.py
 builds its root-gap table from it. Run as a script it prints the bounds of one named
 instance:
 
-    python bench/qkp_bounds.py gallo 200 0.5 0 [--time-limit S]
+    python bench/perf/qkp_bounds.py gallo 200 0.5 0 [--time-limit S]
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
+from pathlib import Path
 
 from junction.select import JointProblem
 from junction.select.exact import DEFAULT_WORK_LIMIT
@@ -21,6 +23,9 @@ from junction.select.exact.reduction import reduce
 from junction.select.exact.root import solve_root
 from junction.select.exact.search import Search
 from junction.select.instances import FAMILIES, family_problem
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 
 def root_bounds(problem: JointProblem, product_rows: bool = True, cycle_cuts: bool = True,
@@ -66,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = {name: root_bounds(problem, product_rows=products, time_limit_s=args.time_limit)
             for name, products in (("mccormick", False), ("product", True))}
     print(json.dumps(rows, indent=2))
+    write_results(__file__, {"instance": {"family": args.family, "n": args.n,
+                                          "density": args.density, "seed": args.seed},
+                             "bounds": rows})
     return 0
 
 

@@ -12,9 +12,9 @@ tiny run on every worker so Prefect's task engine is initialised there) before i
 starts, and the Prefect temporary server is started by a warm-up run first, so
 the figures time the grid's work and its orchestration, not process start-up. Prints, with
 --json: {"workers_1_s", "workers_2_s", "speedup", "tasks", "units"}; speedup =
-workers_1_s / workers_2_s. Goal (issue 7): >= 1.6 on 2 cores.
+workers_1_s / workers_2_s. Goal: >= 1.6 on 2 cores.
 
-Usage: python bench/scale.py [--tasks 800] [--batch-size 100] [--json]
+Usage: python bench/perf/scale.py [--tasks 800] [--batch-size 100] [--json]
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 from flows.environment import configure_prefect_env  # noqa: E402
 
@@ -97,6 +99,7 @@ def main() -> None:
         two, _ = timed_run(2, f"{tmp}/w2", grid, args.batch_size)
     out = {"workers_1_s": round(one, 3), "workers_2_s": round(two, 3),
            "speedup": round(one / two, 3), "tasks": result["tasks"], "units": result["units"]}
+    write_results(__file__, out)
     if args.json:
         print(json.dumps(out, sort_keys=True))
     else:

@@ -8,10 +8,10 @@ at a short and a long limit, on the two instances where they did not.
 
 ``AutoJointSelector`` (what the ``exact`` strategy runs) with the default work limit.
 Prints one JSON row per run, with the load average (``os.getloadavg``) at its start; run
-it once per code version to set the figures side by side (bench/README.md, "Solver
-limits"). Figures only: nothing here asserts a time.
+it once per code version and set the figures side by side with ``bench/compare.py``
+(docs/measurement.md, "Solver limits"). Figures only: nothing here asserts a time.
 
-    python bench/solver_limits.py [--runs gallo:400:0.5:3:10 ...]
+    python bench/perf/solver_limits.py [--runs gallo:400:0.5:3:10 ...]
 """
 
 from __future__ import annotations
@@ -19,10 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
+from pathlib import Path
 
 from junction.select import AutoJointSelector
 from junction.select.instances import family_problem
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 DEFAULT_RUNS = ("gallo:400:0.5:3:10", "gallo:200:0.5:4:10", "gallo:200:0.5:4:60")
 """family:candidates:density:seed:time limit (s)."""
@@ -45,8 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", nargs="*", default=list(DEFAULT_RUNS))
     args = parser.parse_args(argv)
+    rows = []
     for spec in args.runs:
-        print(json.dumps(run(spec)), flush=True)
+        rows.append(run(spec))
+        print(json.dumps(rows[-1]), flush=True)
+    write_results(__file__, {"runs": rows})
     return 0
 
 

@@ -3,7 +3,7 @@ CPU of the Python processes the tests start.
 
 Runs the suite as `make test` does (pytest-xdist workers, `--dist loadfile
 --no-loadscope-reorder`, the Makefile's Prefect settings) with this file as a pytest plugin
-(`-p suite_profile`, bench/ on PYTHONPATH). Per test it records the wall time and the CPU
+(`-p suite_profile`, bench/perf/ on PYTHONPATH). Per test it records the wall time and the CPU
 time (user + sys, `resource.getrusage`, seconds) of the worker process itself and of the
 child processes the worker reaped meanwhile. With `--subprocesses`, a `sitecustomize`
 module on PYTHONPATH makes every Python process the tests start write its own CPU at exit
@@ -17,7 +17,7 @@ can land on the wrong test; per file it mostly does not. The totals are exact. A
 process's test is the one running when the environment it was given was copied: a module
 fixture's copy names the module's first test.
 
-    .venv/bin/python bench/suite_profile.py [--workers 2] [--top 25] [--subprocesses]
+    .venv/bin/python bench/perf/suite_profile.py [--workers 2] [--top 25] [--subprocesses]
         [-- PYTEST ARGS]
 
 Prints the totals (wall, CPU, cores busy), a table per file (wall summed over its tests,
@@ -38,7 +38,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _OUT = "JUNCTION_SUITE_PROFILE_DIR"
 
 _SITECUSTOMIZE = '''\
@@ -103,7 +103,7 @@ def _environment(folder: Path, subprocesses: bool) -> dict:
 
     configure_prefect_env()  # Prefect's home and offline settings, as the Makefile's exports
     env = dict(os.environ)
-    paths = [str(ROOT / "bench")]
+    paths = [str(Path(__file__).resolve().parent)]  # this file, as the plugin
     if subprocesses:
         (folder / "site").mkdir()
         (folder / "site" / "sitecustomize.py").write_text(_SITECUSTOMIZE)
@@ -113,7 +113,8 @@ def _environment(folder: Path, subprocesses: bool) -> dict:
     return env
 
 
-def _print_report(folder: Path, wall: float, cpu: float, top: int, pytest_pid: int) -> None:
+def _print_report(folder: Path, wall: float, cpu: float, top: int, pytest_pid: int) -> dict:
+    """Print the tables; their figures (totals, per file, the tests with most CPU)."""
     workers = [json.loads(p.read_text()) for p in sorted(folder.glob("worker-gw*.json"))
                or sorted(folder.glob("worker-*.json"))]
     rows = [row for w in workers for row in w["rows"]]
@@ -131,6 +132,14 @@ def _print_report(folder: Path, wall: float, cpu: float, top: int, pytest_pid: i
     print("\n| file | wall s | worker CPU s | children CPU s |\n|---|---|---|---|")
     for name, (w, c, k) in sorted(files.items(), key=lambda kv: -kv[1][0])[:top]:
         print(f"| {name} | {w:.0f} | {c:.0f} | {k:.0f} |")
+    figures = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+               "cores_busy": round(cpu / wall, 2) if wall else None,
+               "files": {name: {"wall_s": round(w, 1), "worker_cpu_s": round(c, 1),
+                                "children_cpu_s": round(k, 1)}
+                         for name, (w, c, k) in sorted(files.items())},
+               "top_tests_cpu": [{"test": r["id"], "wall_s": round(r["wall"], 1),
+                                  "cpu_s": round(r["cpu"], 1)}
+                                 for r in sorted(rows, key=lambda r: -r["cpu"])[:top]]}
     print(f"\n| test (most worker CPU) | wall s | worker CPU s |\n|---|---|---|")
     for row in sorted(rows, key=lambda r: -r["cpu"])[:top]:
         print(f"| {row['id']} | {row['wall']:.1f} | {row['cpu']:.1f} |")
@@ -147,6 +156,9 @@ def _print_report(folder: Path, wall: float, cpu: float, top: int, pytest_pid: i
             argv = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(p["argv"]))
             print(f"| `{argv[:90]}` | {p['cpu']:.1f} | {p['children']:.1f} | {p['wall']:.1f} "
                   f"| {p['test'].split(' ')[0][:80]} |")
+        figures["processes"] = len(procs)
+        figures["processes_cpu_s"] = round(sum(p["cpu"] for p in procs), 1)
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,7 +187,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pytest exit status {proc.returncode}: {' '.join(command[1:])}")
         if proc.returncode:
             print("".join((folder / "pytest.log").read_text().splitlines(True)[-30:]))
-        _print_report(folder, wall, cpu, args.top, proc.pid)
+        figures = _print_report(folder, wall, cpu, args.top, proc.pid)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+    from results import write_results
+
+    write_results(__file__, {"pytest_exit": proc.returncode, **figures})
     return proc.returncode
 
 

@@ -1,6 +1,6 @@
 """The default `make bench` in two unit orders, one after the other: wall time and chains.
 
-Usage: ``python bench/unit_order.py [--json] [--order suite-major --order round-robin]``
+Usage: ``python bench/perf/unit_order.py [--json] [--order suite-major --order round-robin]``
 
 Runs ``junction bench`` (the default plan) once per order, each in a fresh state folder
 (empty agent and judge caches; the embedded model linked in, not copied) and a fresh
@@ -32,10 +32,12 @@ from pathlib import Path
 
 import duckdb
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
 from compare_runs import compare  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RUN_ID = "unit-order"
 
 SUITE_MAJOR = """
@@ -104,6 +106,7 @@ def main() -> None:
            "ratio_run_s": (round(results[1]["run_s"] / results[0]["run_s"], 3)
                            if len(results) == 2 else None),
            "load_average_after": os.getloadavg()}
+    write_results(__file__, out)
     if args.json:
         print(json.dumps(out, indent=1))
         return

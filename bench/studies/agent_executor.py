@@ -8,7 +8,7 @@ set hit the generation cache (a fresh one per run unless ``--cache`` names one).
 each generation the model's KV cache is emptied (``LlamaAgent.forget_prefix``), so every
 generation evaluates its whole prompt and its time compares with the limit below.
 
-    python bench/agent_executor.py --json [--size 2] [--suites ...] [--strategies ...]
+    python bench/studies/agent_executor.py --json [--size 2] [--suites ...] [--strategies ...]
         [--threads 1] [--rate-threads 1 2] [--no-reuse-check]
 
 Prints ``{"sample", "strategies": {name: {"agent_success", "retrieval_success", "tasks",
@@ -49,8 +49,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 from junction.agent.llm import AgentConfig, LlamaAgent, LLMExecutor  # noqa: E402
 from junction.agent.prompt import fit_prompt, render_prompt  # noqa: E402
@@ -278,6 +280,7 @@ def main() -> None:
     if not args.no_reuse_check:
         result["prefix_reuse_pair"] = _reuse_pair(agent, args.pair_scenario, args.pair_tokens)
     print(json.dumps(result, indent=2, sort_keys=True))
+    write_results(__file__, result)
     if tmp is not None:
         tmp.cleanup()
 

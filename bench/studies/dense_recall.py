@@ -1,4 +1,4 @@
-"""The dense first stage against BM25 (issue 40): recall of the candidate lanes, and the cost.
+"""The dense first stage against BM25: recall of the candidate lanes, and the cost.
 
 Prints, in one run:
 
@@ -13,7 +13,7 @@ Prints, in one run:
    gold in that lane (n beside it). Rows ``dense (first passage)`` score a text by its
    first passage only: what plain truncation would give, against MaxP.
 
-Usage: ``JUNCTION_TAU2_DATA=... .venv/bin/python bench/dense_recall.py [--tau2-data PATH]``
+Usage: ``JUNCTION_TAU2_DATA=... .venv/bin/python bench/studies/dense_recall.py [--tau2-data PATH]``
 (without τ data only bfcl-memory is measured).
 """
 
@@ -28,6 +28,9 @@ import time
 from pathlib import Path
 
 import ir_measures
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -107,12 +110,15 @@ def main(argv: list[str] | None = None) -> int:
     _EMBEDDER._load()
     load_s = time.perf_counter() - t0
     print(f"embedder load: {load_s:.1f} s (PyTorch import and weights)")
+    figures: dict = {"embedder_load_s": round(load_s, 1), "recall": {}}
     if "tau2-banking" in built:
         view = built["tau2-banking"][0].router_view()
         texts = [context_text(c) for c in view.contexts] + [tool_text(t) for t in view.tools]
         flat = [p for t in texts for p in passages(t)]
         t0 = time.perf_counter()
         embed_texts(flat)
+        figures["tau2_corpus_cold_s"] = round(time.perf_counter() - t0, 1)
+        figures["tau2_corpus_passages"] = len(flat)
         print(f"tau2-banking corpus, cold: {len(view.contexts)} documents + {len(view.tools)} "
               f"tools = {len(flat)} passages embedded in {time.perf_counter() - t0:.1f} s "
               f"({os.cpu_count()} cores)")
@@ -126,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         for (rule, lane), r in table.items():
             cells = " | ".join("—" if r[k] is None else f"{r[k]:.3f}" for k in ("R@10", "R@50"))
             print(f"| {suite} | {len(tasks)} | {rule} | {lane} | {cells} | {r['n']} |")
+            figures["recall"][f"{suite} {rule} {lane}"] = r
         print(f"<!-- {suite}: measured in {time.perf_counter() - t0:.1f} s -->")
+    write_results(__file__, figures)
     return 0
 
 

@@ -1,8 +1,8 @@
-"""The τ verdict on BM25 pools against hybrid pools (issue 40), from two finished runs.
+"""The τ verdict on BM25 pools against hybrid pools, from two finished runs.
 
 Reads the traces of a run on BM25 pools and one on hybrid pools (same suite, strategies,
 seeds and folds; by default ``tau2-study-3``, made by ``make bench-tau2``, and
-``tau2-hybrid-3``, made by the command in bench/README.md "Dense first stage") at one
+``tau2-hybrid-3``, made by the command in docs/measurement.md, "Dense first stage") at one
 budget scale and prints, side by side:
 
 1. per run, the cross-fitted verdict learned_exact − learned_split (the report's
@@ -15,7 +15,7 @@ budget scale and prints, side by side:
 3. what the pools hold: the mean share of a task's required documents in its context pool
    (the 50 the strategies choose from), per run.
 
-Usage: ``.venv/bin/python bench/dense_verdict.py [--bm25 RUN] [--hybrid RUN] [--scale 1]``.
+Usage: ``.venv/bin/python bench/studies/dense_verdict.py [--bm25 RUN] [--hybrid RUN] [--scale 1]``.
 """
 
 from __future__ import annotations
@@ -24,10 +24,14 @@ import argparse
 import statistics
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 from junction.evidence import verdicts
 from junction.evidence.crossfit import corrected_cv_interval, cross_fitted_verdicts
 from junction.evidence.store import TraceStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 COLUMNS = ("strategy", "task_id", "seed", "repetition", "fold", "budget_scale", "success",
            "suite", "context_candidates", "gold_context_ids", "pool_rule")
@@ -80,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = {"bm25": _rows(args.warehouse, args.bm25, args.scale),
             "hybrid": _rows(args.warehouse, args.hybrid, args.scale)}
     print(f"budget scale {args.scale:g}; runs: bm25 = {args.bm25}, hybrid = {args.hybrid}")
+    figures: dict = {"scale": args.scale, "runs": {"bm25": args.bm25, "hybrid": args.hybrid},
+                     "verdicts": [], "hybrid_minus_bm25": {}, "required_documents_pooled": {}}
     print()
     print("| pools | comparison | A rate | B rate | A − B, points | 95% interval | p | "
           "holds | n |")
@@ -90,11 +96,16 @@ def main(argv: list[str] | None = None) -> int:
                   f"{v['rate_a']:.3f} | {v['rate_b']:.3f} | {_points(v['difference'])} | "
                   f"[{_points(v['ci_low'])}, {_points(v['ci_high'])}] | {v['p_value']:.3f} | "
                   f"{v['holds']}/{v['repetitions']} | {v['n_tasks']} |")
+            figures["verdicts"].append({"pools": rule, **v})
         c = _paired(_first_repetition(rows, "exact"), _first_repetition(rows, "adaptive_split"))
         if c is not None:
             print(f"| {rule} | exact − adaptive_split (paired) | {c.rate_a:.3f} | "
                   f"{c.rate_b:.3f} | {_points(c.difference)} | [{_points(c.ci_low)}, "
                   f"{_points(c.ci_high)}] | {c.p_value:.3f} | | {c.n} |")
+            figures["verdicts"].append({"pools": rule, "a": "exact", "b": "adaptive_split",
+                                        "rate_a": c.rate_a, "rate_b": c.rate_b,
+                                        "difference": c.difference, "ci_low": c.ci_low,
+                                        "ci_high": c.ci_high, "p_value": c.p_value, "n": c.n})
     print()
     print("hybrid − BM25 pools, per strategy:")
     print()
@@ -114,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{_points(ci['difference'])} | [{_points(ci['ci_low'])}, "
               f"{_points(ci['ci_high'])}] | {ci['p_value']:.3f} | corrected CV, "
               f"{len(keys)} folds |")
+        figures["hybrid_minus_bm25"][strategy] = {"bm25": rate["bm25"], "hybrid": rate["hybrid"],
+                                                  **ci}
     for strategy in ("exact", "adaptive_split"):
         c = _paired(_first_repetition(runs["hybrid"], strategy),
                     _first_repetition(runs["bm25"], strategy))
@@ -122,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {strategy} | {c.rate_b:.3f} | {c.rate_a:.3f} | {_points(c.difference)} | "
               f"[{_points(c.ci_low)}, {_points(c.ci_high)}] | {c.p_value:.3f} | paired "
               f"Newcombe, {c.n} tasks |")
+        figures["hybrid_minus_bm25"][strategy] = {
+            "bm25": c.rate_b, "hybrid": c.rate_a, "difference": c.difference,
+            "ci_low": c.ci_low, "ci_high": c.ci_high, "p_value": c.p_value}
     print()
     for rule, rows in runs.items():
         seen, shares = set(), []
@@ -133,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
             shares.append(len(pool & set(r["gold_context_ids"])) / len(r["gold_context_ids"]))
         print(f"{rule}: required documents in the context pool: {statistics.mean(shares):.3f} "
               f"(mean over {len(shares)} tasks)")
+        figures["required_documents_pooled"][rule] = round(statistics.mean(shares), 4)
+    write_results(__file__, figures)
     return 0
 
 

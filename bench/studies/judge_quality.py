@@ -30,7 +30,7 @@ bfcl-multiple and bfcl-live-multiple (tool candidates only): ``schema`` (today's
 (``... Parameters: <required names> (required), <other names>``); judge AUC, the mean
 candidate tokens (uncut, and as judged after the 64-token cut) and the share cut.
 
-    python bench/judge_quality.py --json [--model PATH] [--size 40] [--layouts] [--tool-rendering]
+    python bench/studies/judge_quality.py --json [--model PATH] [--size 40] [--layouts] [--tool-rendering]
 
 Scores go through the persistent score cache (``state_dir()/judge_scores.sqlite``), so a
 re-run re-scores nothing. A suite that is not registered (or cannot be built here) is
@@ -47,8 +47,10 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 from scipy.stats import mannwhitneyu  # noqa: E402
 
@@ -78,7 +80,7 @@ GOALS = {
     "bfcl_memory_auc_within_bm25": 0.05,
     "tool_suite_auc_min": 0.70,
 }
-"""From the judge issue: above 90% on the pair set, within 0.05 of BM25's AUC on
+"""The judge's goals: above 90% on the pair set, within 0.05 of BM25's AUC on
 bfcl-memory, gold tools above non-gold (AUC > 0.7) on both tool suites."""
 
 
@@ -368,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
             out["tool_rendering"][rendering] = row
 
     out["seconds"] = round(time.perf_counter() - t_start, 2)
+    write_results(__file__, out)
     if args.json:
         print(json.dumps(out, sort_keys=True))
     else:

@@ -24,7 +24,7 @@ as the benchmark's learned strategies do), then on the evaluation part of each s
 A reliability curve of the learned model per family (``sklearn.calibration.
 calibration_curve``, 10 uniform bins, evaluation candidates) is drawn to ``--plot``.
 
-    python bench/learned_utility.py --json [--size N] [--judge-tasks N] [--plot PATH]
+    python bench/studies/learned_utility.py --json [--size N] [--judge-tasks N] [--plot PATH]
 """
 
 from __future__ import annotations
@@ -37,8 +37,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 import numpy as np  # noqa: E402
 from sklearn.calibration import calibration_curve  # noqa: E402
@@ -229,6 +231,7 @@ def main() -> None:
         fig.savefig(args.plot, dpi=100, bbox_inches="tight")
         out["plot"] = args.plot
     out["load"] = [round(x, 2) for x in os.getloadavg()]
+    write_results(__file__, out)
     if args.json:
         print(json.dumps(out, indent=1, sort_keys=True))
     else:

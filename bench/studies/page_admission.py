@@ -16,7 +16,7 @@ and selection seconds per task. The judge's scores go through the persistent sco
 (``state_dir()/judge_scores.sqlite``): a re-run re-scores nothing, so its seconds then
 measure the cache.
 
-    python bench/page_admission.py --json [--module typing] [--query Q] [--suite-size 4]
+    python bench/studies/page_admission.py --json [--module typing] [--query Q] [--suite-size 4]
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 DEFAULT_QUERY = "How do I declare a function parameter that can be None?"
 
@@ -99,6 +102,7 @@ def main() -> None:
     result = {"page": page_figures(args.module, args.query, args.budget, args.top_k)}
     if args.suite_size:
         result["suite"] = suite_figures(args.suite_size)
+    write_results(__file__, result)
     if args.json:
         print(json.dumps(result, sort_keys=True, indent=1))
         return

@@ -17,7 +17,7 @@ scale 1 (pools do not depend on the budget):
    (precision), and how many of the evaluation tasks' gold pairs that sit in the
    pools are kept (recall); the same at every τ of ``TAU_GRID`` for comparison.
 
-Usage: ``JUNCTION_TAU2_DATA=... python bench/pair_calibration.py
+Usage: ``JUNCTION_TAU2_DATA=... python bench/studies/pair_calibration.py
 [--tau2-data PATH]``.
 """
 
@@ -36,6 +36,8 @@ from junction_datasets import tau2_banking as tb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tau2_anchors import data_arguments, fit_family_model  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 BIN_EDGES = (0.0, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.2, 0.5, 1.0)
 """Reliability bins of p(pair): log-spaced below 0.01, where almost every pair sits."""
@@ -85,6 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  Brier {brier_score_loss(y, p):.6f}; constant gold rate r(1-r) "
           f"{rate * (1 - rate):.6f}")
     print(f"  ROC AUC {roc_auc_score(y, p):.3f}")
+    figures: dict = {"training_tasks": model.training["n_tasks"], "lambda": model.lam,
+                     "tau": model.tau, "evaluation_tasks": len(evaluation), "pairs": n,
+                     "gold_pairs": k, "gold_rate": rate, "mean_p": float(p.mean()),
+                     "mean_p_over_gold_rate": float(p.mean() / rate),
+                     "brier": float(brier_score_loss(y, p)), "brier_constant": rate * (1 - rate),
+                     "roc_auc": float(roc_auc_score(y, p)), "reliability": [], "kept": {}}
     print("  reliability (bins of p; most pairs sit near 0, so the bins are on a log scale):")
     print("    p in       | pairs  | gold | mean p  | gold rate")
     for lo, hi in zip(BIN_EDGES[:-1], BIN_EDGES[1:]):
@@ -93,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         if m:
             print(f"    [{lo:g}, {hi:g}) | {m:6d} | {int(y[inside].sum()):4d} | "
                   f"{p[inside].mean():.5f} | {y[inside].mean():.5f}")
+            figures["reliability"].append({"bin": [lo, hi], "pairs": m,
+                                           "gold": int(y[inside].sum()),
+                                           "mean_p": float(p[inside].mean()),
+                                           "gold_rate": float(y[inside].mean())})
     print("kept interactions |w| >= tau (per evaluation task; precision = kept pairs that are "
           "gold; recall = gold pool pairs kept):")
     for tau in sorted({*TAU_GRID, model.tau}):
@@ -106,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{int((positive & (y == 1)).sum())} of them with w > 0), "
               f"precision {gold_kept / max(n_kept, 1):.3f}, recall {gold_kept / max(k, 1):.3f}"
               f"{mark}")
+        figures["kept"][f"{tau:g}"] = {"kept": n_kept, "positive": int(positive.sum()),
+                                       "gold": gold_kept,
+                                       "precision": gold_kept / max(n_kept, 1),
+                                       "recall": gold_kept / max(k, 1)}
+    write_results(__file__, figures)
     return 0
 
 

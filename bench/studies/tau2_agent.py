@@ -11,7 +11,7 @@ cache), prompt tokens; then per model the paired coupling value (documents − n
 agent success and action recall. A fresh generation cache per run: every figure is a
 generation.
 
-    python bench/tau2_agent.py --tau2-data ../shared/data/tau2-banking-knowledge \
+    python bench/studies/tau2_agent.py --tau2-data ../shared/data/tau2-banking-knowledge \
         --tasks 10 --models qwen2.5-coder-0.5b-instruct qwen2.5-coder-1.5b-instruct
 """
 
@@ -26,7 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 from junction.agent.generations import AgentCache  # noqa: E402
 from dataclasses import replace  # noqa: E402
@@ -131,6 +133,8 @@ def main() -> None:
               f"{p['recall_difference']:+.3f}")
     if args.json:
         print(json.dumps({"rows": rows, "pairs": pairs}, indent=2))
+    write_results(__file__, {"tasks": [t.metadata["tau2_id"] for t in tasks], "rows": rows,
+                             "pairs": pairs})
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ Prints, on the data ``$JUNCTION_TAU2_DATA`` (or ``--tau2-data PATH``) names:
    on oracle pools (every gold document added to the context pool: an analysis, never a
    strategy), and the joint selector with its pairs switched off.
 
-Usage: ``JUNCTION_TAU2_DATA=... python bench/tau2_anchors.py [--tau2-data PATH]``.
+Usage: ``JUNCTION_TAU2_DATA=... python bench/studies/tau2_anchors.py [--tau2-data PATH]``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import os
 import statistics
 import sys
 from collections import Counter
+from pathlib import Path
 
 import bm25s
 import numpy as np
@@ -40,6 +41,9 @@ from junction.candidates import CandidatePools, candidate_pools
 from junction.strategies.base import joint_problem
 from junction_datasets import build_suite, family_training_tasks
 from junction_datasets import tau2_banking as tb
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 SCALES = (0.5, 1.0, 2.0)
 
@@ -190,12 +194,15 @@ def main(argv: list[str] | None = None) -> int:
     if data_arguments(__doc__.splitlines()[0], argv) is None:
         return 2
     every = build_suite(tb.SUITE, split="all").tasks
+    figures: dict = {"readme_anchors": readme_anchors(every),
+                     "lane_anchors": lane_anchors(every[:: max(1, len(every) // 24)]),
+                     "breakdown": {}}
     print(f"lexical anchors over {len(every)} tasks (README's way: bm25s, English stopwords):")
-    for k, v in readme_anchors(every).items():
+    for k, v in figures["readme_anchors"].items():
         print(f"  {k:14s} {v:.3f}")
     print("the same through Junction's lanes (lexical_tokens, source kind, rendered schema; "
           "every 4th task, one BM25 index per task):")
-    for k, v in lane_anchors(every[:: max(1, len(every) // 24)]).items():
+    for k, v in figures["lane_anchors"].items():
         print(f"  {k:14s} {v:.3f}")
     evaluation = build_suite(tb.SUITE, split="eval").tasks
     model = fit_family_model()
@@ -205,6 +212,11 @@ def main(argv: list[str] | None = None) -> int:
           "coverage")
     for (utility, variant, scale), (s, tr, pc) in sorted(breakdown(evaluation, model).items()):
         print(f"  {utility:8s} {variant:22s} scale {scale:<4g} {s:.3f} {tr:.3f} {pc:.3f}")
+        figures["breakdown"][f"{utility} {variant} scale {scale:g}"] = {
+            "success": s, "tool_recall": tr, "pair_coverage": pc}
+    figures["learned_model"] = {"lambda": model.lam, "tau": model.tau,
+                                "training_tasks": model.training["n_tasks"]}
+    write_results(__file__, figures)
     return 0
 
 

@@ -18,7 +18,7 @@ strategy; this script runs them side by side in one process, through the code a
 Choosing among changes on draws 0-2 and then reading the chosen one's verdict on other
 draws (``--draws 3,4,5``) without retuning is how a change chosen by luck shows.
 
-Usage: ``python bench/tau2_gap.py [--tau2-data PATH] [--draws 0,1,2] [--folds 5]
+Usage: ``python bench/studies/tau2_gap.py [--tau2-data PATH] [--draws 0,1,2] [--folds 5]
 [--column learned_exact@bm25_named ...] [--json out.json]``; a column is
 ``strategy@pool_rule``, a learned one optionally ``learned_exact+link@...`` (its lane
 models also read ``LINK_FEATURES``) or ``learned_exact+weight@...`` (``WEIGHT_GRIDS``).
@@ -31,6 +31,7 @@ import json
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 from junction.candidates import pool_rule
 from junction.evaluate import evaluate_batch
@@ -40,8 +41,10 @@ from junction.strategies.catalog import interaction_blind_strategies, make_strat
 from junction.strategies.learned import LearnedStrategy, TrainingSource
 from junction_datasets import tau2_banking as tb
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tau2_anchors import data_arguments  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 SCALES = (0.5, 1.0, 2.0)
 WEIGHT_GRIDS = (("lambdas", (0.0, 0.25, 1.0)), ("taus", (0.005, 0.01, 0.02, 0.05)),
@@ -172,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in fit_lines:
         print("  " + line)
     print(f"wall {time.perf_counter() - wall0:.0f} s")
+    write_results(__file__, {**figures, "wall_s": round(time.perf_counter() - wall0)})
     if args.json:
         with open(args.json, "w") as f:
             json.dump({**figures, "rows": rows}, f, indent=1, sort_keys=True)

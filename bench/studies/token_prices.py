@@ -13,7 +13,7 @@ and BFCL memory turns (5 ``bfcl-memory`` tasks). ``--json`` prints one object.
 sentences the rates were not fitted on (the bound ``junction.tokens`` states), and the
 per-sentence extremes over all of them.
 
-    python bench/token_prices.py [--json] [--held-out] [--model NAME|PATH]
+    python bench/studies/token_prices.py [--json] [--held-out] [--model NAME|PATH]
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
 
 from junction.models import resolve_model_path  # noqa: E402
 from junction.text import CJK_CHARS, THAI_CHARS  # noqa: E402
@@ -102,6 +104,7 @@ def main() -> None:
         counters = {DEFAULT_TOKEN_COUNTER.name: DEFAULT_TOKEN_COUNTER.count}
     sample = load_sample(HELD_OUT) if args.held_out else {**load_sample(), **bfcl_sample()}
     table = ratios(sample, tokenizer(args.model), counters)
+    write_results(__file__, {"sample": "held-out" if args.held_out else "fitted", "ratios": table})
     if args.json:
         print(json.dumps(table, sort_keys=True))
         return

@@ -59,6 +59,7 @@ from junction_datasets.bfcl.build import (
     POOL_LIMIT,
 )
 from junction_datasets.bfcl.memory import (
+    MEMORY_REFERENCE_NOTE,
     match_source_turns,
     memory_suite,
 )
@@ -91,16 +92,21 @@ from junction_datasets.bfcl.tools import (
 )
 from junction_datasets.split import SPLITS, TRAIN_FRACTION, split_of
 
+REFERENCE_SET = "bfcl"
+"""The BFCL suites' reference set: ``bfcl_listed`` and ``all_tools`` run on them."""
+
 __all__ = [
     "BFCL_VERSION",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MEMORY_POOL_SIZE",
     "DEFAULT_POOL_SIZE",
     "DEFAULT_SIZE",
+    "MEMORY_REFERENCE_NOTE",
     "PAGE_CHUNK_TOKENS",
     "PAGE_POOL_LIMIT",
     "PAGE_TOP_K",
     "POOL_LIMIT",
+    "REFERENCE_SET",
     "SPLITS",
     "SUBTASK_KINDS",
     "TRAIN_FRACTION",

@@ -219,3 +219,20 @@ def memory_suite(
     return _build(loaded, suite, seed, size, make_task,
                   f"{backend} + distractors = {pool_size} tools, budget {max_tokens} tokens",
                   split)
+
+
+MEMORY_REFERENCE_NOTE = (
+    "On this suite bfcl_listed shows what BFCL's own setting gives the model: the memory "
+    "API plus the scenario's whole prior conversation (every turn, outside the budget), "
+    "which BFCL replays to the model before it asks the question; Junction's single-turn "
+    "agent reads the turns as documents. Its agent success is what the agent does when "
+    "nothing is selected away, the budgeted strategies' ceiling for this agent; its "
+    "verified success is 100% by construction (every turn is exposed). A conversation "
+    "longer than the agent's context window (with the memory API's 2,148 tokens, four of "
+    "the five scenarios exceed the embedded agent's 8,192 tokens) is cut: the agent sees "
+    "the most recent turns that fit, the prompt says how many earlier ones were left out, "
+    "and the trace lists them (`agent_dropped_context_ids`); an answer in a left-out turn "
+    "is then out of the agent's reach.")
+"""bfcl-memory's ``SuiteInfo.reference_note``: what ``bfcl_listed`` exposes there
+(``junction.strategies.references``; the window rule: ``junction.agent.prompt.fit_prompt``;
+2,148 tokens: the memory_kv API's prompt with no document, Qwen2.5's tokenizer)."""

@@ -4,10 +4,9 @@ A suite's verifier (``junction.verifiers``) grades the *exposed set* (the retrie
 ``success``); an agent grader grades what a model *did* with it (``agent_success``). Each
 ``GraderInfo`` names the verifier kinds whose tasks it can grade, a predicate that says
 whether it grades one task of such a kind (``gradable``), the function that grades, the
-outcomes it gives (``outcomes``: the report's definitions read them) and, for suites
-whose tasks need another prompt than BFCL's, the prompt layout their agent gets
-(``junction.agent.prompt.PromptLayout``, chosen by the task's suite: the agent reads the
-router view, which never holds the verifier).
+outcomes it gives (``outcomes``: the report's definitions read them). The prompt layout an
+agent gets is the suite's (``junction.suites.SuiteInfo.prompt_layout``, chosen by the
+task's suite: the agent reads the router view, which never holds the verifier).
 
 A task is graded by the first record, in catalog order, whose ``kinds`` hold the task's
 ``verifier.kind`` and whose ``gradable`` accepts it (``grader_for``). Adding a grader is
@@ -21,13 +20,13 @@ Records: ``bfcl`` (BFCL's own checkers, ``junction.agent.grading``) and ``tau2_a
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from junction.agent.prompt import PromptLayout
-from junction.errors import UnknownNameError
+from junction.registry import PLUGINS, Catalog, load
+from junction.suites import SUITES
 
 __all__ = [
     "AGENT_GRADERS",
@@ -42,13 +41,6 @@ __all__ = [
 ]
 
 
-def _load(ref: str | Callable[..., Any]) -> Callable[..., Any]:
-    if isinstance(ref, str):
-        module, _, attr = ref.partition(":")
-        return getattr(importlib.import_module(module), attr)
-    return ref
-
-
 @dataclass(frozen=True)
 class GraderInfo:
     """One agent grader.
@@ -58,7 +50,7 @@ class GraderInfo:
     grades a task of such a kind (a BFCL category, a task with gold agent actions);
     ``check``: ``"module:function"`` or a callable ``(task, ExecutionResult) ->
     AgentGrade``; ``outcomes``: every ``agent_outcome`` it gives -> its meaning in one
-    line; ``suites``: suites whose agent gets ``layout`` (None: BFCL's layout).
+    line.
     """
 
     name: str
@@ -66,34 +58,29 @@ class GraderInfo:
     applies: str | Callable[..., bool]
     check: str | Callable[..., Any]
     outcomes: dict[str, str]
-    suites: tuple[str, ...] = ()
-    layout: PromptLayout | None = None
 
     def gradable(self, task: Any) -> bool:
         """Whether this grader grades ``task`` (its kind is one of ``kinds`` and
         ``applies`` accepts it)."""
-        return task.verifier.kind in self.kinds and bool(_load(self.applies)(task))
+        return task.verifier.kind in self.kinds and bool(load(self.applies)(task))
 
     def grader(self) -> Callable[..., Any]:
         """The grading function (``check``, imported when it is a ``"module:function"``)."""
-        return _load(self.check)
+        return load(self.check)
 
 
-AGENT_GRADERS: dict[str, GraderInfo] = {}
+AGENT_GRADERS: Catalog[GraderInfo] = Catalog("agent grader", entry_points=PLUGINS)
+"""The agent graders (``junction.registry.Catalog``)."""
 
 
 def register_grader(info: GraderInfo) -> None:
     """Add a grader to the catalog (a later record of a name replaces it)."""
-    AGENT_GRADERS[info.name] = info
+    AGENT_GRADERS.register(info.name, info)
 
 
 def grader_info(name: str) -> GraderInfo:
     """The record for ``name``; ``UnknownNameError`` listing the graders otherwise."""
-    try:
-        return AGENT_GRADERS[name]
-    except KeyError:
-        raise UnknownNameError(f"unknown agent grader {name!r}; graders: "
-                               f"{', '.join(sorted(AGENT_GRADERS))}") from None
+    return AGENT_GRADERS.get_record(name)
 
 
 def grader_for(task: Any) -> GraderInfo | None:
@@ -131,16 +118,15 @@ def agent_outcomes() -> dict[str, str]:
 
 
 def prompt_layout(suite: str) -> PromptLayout | None:
-    """The prompt layout a grader asks for ``suite``'s agent; None: BFCL's layout."""
-    for info in AGENT_GRADERS.values():
-        if suite in info.suites:
-            return info.layout
-    return None
+    """The prompt layout ``suite``'s record names (``SuiteInfo.prompt_layout``); None:
+    BFCL's layout (as for a suite the catalog lacks: a suite file)."""
+    info = SUITES.get(suite)
+    return None if info is None or info.prompt_layout is None else load(info.prompt_layout)
 
 
 def _register_builtins() -> None:
     from junction.agent.grading import AGENT_OUTCOMES
-    from junction.agent.tau2_grading import TAU2_LAYOUT, TAU2_OUTCOMES, TAU2_SUITES
+    from junction.agent.tau2_grading import TAU2_OUTCOMES
 
     register_grader(GraderInfo(
         "bfcl", ("tools_exposed", "no_tools", "context_answer"),
@@ -149,7 +135,7 @@ def _register_builtins() -> None:
     register_grader(GraderInfo(
         "tau2_actions", ("tools_with_documents",),
         "junction.agent.tau2_grading:gradable", "junction.agent.tau2_grading:grade",
-        TAU2_OUTCOMES, suites=TAU2_SUITES, layout=TAU2_LAYOUT))
+        TAU2_OUTCOMES))
 
 
 _register_builtins()

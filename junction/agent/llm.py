@@ -39,7 +39,7 @@ class AgentConfig:
     ``max_tokens``: cap on generated tokens (192 holds four BFCL calls); ``n_ctx``: context
     window in tokens (the whole 16-tool pool is about 3,500 prompt tokens); ``n_threads``:
     llama.cpp threads (1 by default, as for the judge: on the shared 2-core machine one
-    thread scored 4x faster than two, ``bench/README.md``; use 2 on a quiet machine);
+    thread scored 4x faster than two, ``docs/measurement.md``; use 2 on a quiet machine);
     temperature 0 and top-k 1 are greedy decoding.
     """
 
@@ -130,7 +130,7 @@ class LlamaAgent:
         with ``ids`` (none without token ids), so llama-cpp-python's own prefix reuse
         evaluates the rest in the same batches as a cold evaluation would: the same
         floating-point sums, hence the same greedy text whatever was asked before. Reuse
-        at any other boundary changed the text (bench/README.md, the agent's cost)."""
+        at any other boundary changed the text (docs/measurement.md, the agent's cost)."""
         llm = self._llm
         keep = 0
         if ids is not None and llm.n_tokens > 0:

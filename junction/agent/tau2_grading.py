@@ -48,7 +48,6 @@ from junction.tasks import BenchmarkTask
 __all__ = [
     "TAU2_LAYOUT",
     "TAU2_OUTCOMES",
-    "TAU2_SUITES",
     "gold_actions",
     "gradable",
     "grade",
@@ -57,9 +56,6 @@ __all__ = [
     "siblings",
     "variant_stem",
 ]
-
-TAU2_SUITES = ("tau2-banking",)
-"""Suites this grader's layout is for."""
 
 TAU2_LAYOUT = PromptLayout(
     documents_header=("Here are the bank's policy documents. Follow them: they say which "
@@ -71,7 +67,8 @@ TAU2_LAYOUT = PromptLayout(
 """The τ agent's prompt: BFCL's system prompt with the exposed tools, the documents
 header above, and the customer's situation asking for every call in order, with an example
 of the answer's form (without it the 0.5B model listed bare tool names: parse rate 0.30-0.50
-against 0.90 on the coupling pair, ``bench/tau2_agent.py --layouts``, bench/README.md)."""
+against 0.90 on the coupling pair, ``bench/studies/tau2_agent.py --layouts``,
+docs/measurement.md)."""
 
 TAU2_OUTCOMES: dict[str, str] = {
     "correct": "every gold agent action met (tau2's action check)",

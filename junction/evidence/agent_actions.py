@@ -8,7 +8,7 @@ On a suite whose agent rows carry ``agent_action_recall`` (``junction.agent.tau2
   and without the documents naming them) compared on agent success,
   paired on (seed, task): the difference is what those documents are worth to this model,
   whatever a selector does; beside it the mean paired difference in action recall;
-- ``verdicts``: each (joint, split twin) pair of the catalog (``JOINT_SPLIT_PAIRS``:
+- ``verdicts``: each (joint, split twin) pair of the catalog (``joint_split_pairs()``:
   learned_exact − learned_split, exact − adaptive_split) on agent success, paired on
   (seed, task), with the count of shared tasks where both exposed the same set;
 - ``strategies``: per strategy n, agent success with its Wilson 95% interval, mean action
@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from junction.evidence import verdicts
-from junction.evidence.joint_split import JOINT_SPLIT_PAIRS
+from junction.evidence.joint_split import joint_split_pairs
 from junction.evidence.summary import exposed_set
 from junction.evidence.verdict_text import percent_text, points_text
 from junction.strategies.catalog import STRATEGIES
@@ -80,7 +80,7 @@ def action_tables(traces: pa.Table) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {"coupling": [], "verdicts": [], "strategies": []}
     for suite, scale in sorted({(s, x) for s, x, _ in cells}):
         pairs = ([("coupling", a, b) for a, b in coupling_pairs()]
-                 + [("verdicts", a, b) for a, b in JOINT_SPLIT_PAIRS])
+                 + [("verdicts", a, b) for a, b in joint_split_pairs()])
         for table, a, b in pairs:
             got = _paired(cells.get((suite, scale, a), {}), cells.get((suite, scale, b), {}))
             if got is not None:

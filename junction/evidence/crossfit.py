@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from junction.evidence import verdicts
-from junction.evidence.joint_split import JOINT_SPLIT_PAIRS
+from junction.evidence.joint_split import joint_split_pairs
 from junction.evidence.verdicts import corrected_cv_interval
 
 __all__ = ["corrected_cv_interval", "cross_fitted_lines", "cross_fitted_verdicts"]
@@ -54,7 +54,7 @@ def cross_fitted_verdicts(rows: Sequence[Mapping[str, Any]],
                           excluded: Mapping[str, Collection[str]] | None = None,
                           ) -> list[dict[str, Any]]:
     """One dict per (suite, budget scale, pair, subset) where both strategies of a
-    ``JOINT_SPLIT_PAIRS`` pair ran with folds: suite, budget_scale, a, b, subset
+    ``joint_split_pairs()`` pair ran with folds: suite, budget_scale, a, b, subset
     (``all``, or ``undisputed`` when ``excluded[suite]`` names tasks), n_tasks,
     repetitions, folds, rate_a, rate_b, difference, ci_low, ci_high, p_value, p_a_better,
     df, holds (module docstring). Sorted by suite, scale, pair order, subset.
@@ -71,7 +71,7 @@ def cross_fitted_verdicts(rows: Sequence[Mapping[str, Any]],
             int(row["fold"]), bool(row["success"]))
     out = []
     for suite, scale in sorted({(s, x) for s, x, _ in cells}):
-        for a, b in JOINT_SPLIT_PAIRS:
+        for a, b in joint_split_pairs():
             va, vb = cells.get((suite, scale, a)), cells.get((suite, scale, b))
             if not va or not vb:
                 continue

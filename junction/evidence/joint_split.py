@@ -1,6 +1,6 @@
 """The joint-versus-split verdict: a joint selector against its split twin, per measure.
 
-Pairs compared (``JOINT_SPLIT_PAIRS``): ``learned_exact`` against ``learned_split`` (the
+Pairs compared (``joint_split_pairs()``): ``learned_exact`` against ``learned_split`` (the
 same learned utilities, with and without learned pairs and one shared budget) and
 ``exact`` against ``adaptive_split`` (the same lexical unary utilities and prior pairs).
 For each suite, budget scale and pair that ran on shared (seed, task_id) tasks:
@@ -32,22 +32,23 @@ from junction.evidence import verdicts
 from junction.strategies.catalog import STRATEGIES
 
 __all__ = [
-    "JOINT_SPLIT_PAIRS",
     "MEASURES",
     "TARGET_HALF_WIDTH",
     "joint_split_lines",
+    "joint_split_pairs",
     "joint_split_verdicts",
 ]
 
-JOINT_SPLIT_PAIRS = tuple(
-    (name, info.split_twin) for name, info in sorted(
+def joint_split_pairs() -> tuple[tuple[str, str], ...]:
+    """(joint, split twin) pairs from the strategy catalog's ``split_twin``, learned first
+    (read at each call, so a strategy registered later is paired too)."""
+    return tuple((name, info.split_twin) for name, info in sorted(
         STRATEGIES.items(), key=lambda kv: (kv[1].role != "learned", kv[0]))
-    if info.split_twin)
-"""(joint, split twin) pairs from the strategy catalog's ``split_twin``, learned first."""
+        if info.split_twin)
 MEASURES = ("success", "tool_recall", "pair_coverage")
 TARGET_HALF_WIDTH = 0.15
 """The half-width (15 points) a deciding verdict must not exceed (the suite's verdict must
-decide: bench/README.md, tau2-banking)."""
+decide: docs/measurement.md, tau2-banking)."""
 
 
 def _continuous(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
@@ -91,7 +92,7 @@ def joint_split_verdicts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, An
                 values.setdefault(key, {}).setdefault(m, {})[(row["seed"], row["task_id"])] = row[m]
     out = []
     for suite, scale in sorted({(s, x) for s, x, _ in values}):
-        for a, b in JOINT_SPLIT_PAIRS:
+        for a, b in joint_split_pairs():
             va, vb = values.get((suite, scale, a)), values.get((suite, scale, b))
             if not va or not vb:
                 continue

@@ -26,27 +26,25 @@ from junction.evidence.verdict_text import (
     joint_against_split_lines,
 )
 from junction.strategies.catalog import reference_strategies
+from junction.suites import SUITES, finding_suite
 from junction.verifiers import verifier_meaning
 
-__all__ = ["FINDING_SUITE", "MEMORY_REFERENCE_NOTE", "REFERENCE_NOTE", "ReportSections",
+__all__ = ["REFERENCE_NOTE", "ReportSections",
            "finding_absent_sentence", "plan_sentence", "render_markdown"]
 
-FINDING_SUITE = "tau2-banking"
-"""The suite that holds the study's finding: the only one whose gold couples documents
-with tools, so the only one where joint selection can beat split selection on real data
-(docs/suites.md, "τ-Knowledge")."""
-
-
 def finding_absent_sentence(run: dict[str, Any]) -> str | None:
-    """One sentence for the first screen when the run left ``FINDING_SUITE`` out because
-    its data is absent or unreadable (run.json's ``suites_skipped``: the reason, which says
-    how to get the data or which file failed); None when the run did not skip it."""
-    reason = (run.get("suites_skipped") or {}).get(FINDING_SUITE)
+    """One sentence for the first screen when the run left the finding's suite
+    (``junction.suites.finding_suite``: the record that says ``finding``; on τ-Knowledge,
+    the only suite whose gold couples documents with tools, docs/suites.md) out because its
+    data is absent or unreadable (run.json's ``suites_skipped``: the reason, which says how
+    to get the data or which file failed); None when the run did not skip it."""
+    suite = finding_suite()
+    reason = (run.get("suites_skipped") or {}).get(suite) if suite else None
     if not reason:
         return None
-    reason = reason.removeprefix(f"{FINDING_SUITE}: ")
+    reason = reason.removeprefix(f"{suite}: ")
     return (f"The study's finding, joint against split selection where documents and tools "
-            f"really belong together, is on suite `{FINDING_SUITE}`, which this run left "
+            f"really belong together, is on suite `{suite}`, which this run left "
             f"out: {reason.rstrip('.')}.")
 
 
@@ -222,23 +220,6 @@ def _plan_lines(params: dict[str, Any]) -> list[str]:
             "both ran, so a smaller sample is compared on its own tasks only."]
 
 
-MEMORY_REFERENCE_NOTE = (
-    "On this suite bfcl_listed shows what BFCL's own setting gives the model: the memory "
-    "API plus the scenario's whole prior conversation (every turn, outside the budget), "
-    "which BFCL replays to the model before it asks the question; Junction's single-turn "
-    "agent reads the turns as documents. Its agent success is what the agent does when "
-    "nothing is selected away, the budgeted strategies' ceiling for this agent; its "
-    "verified success is 100% by construction (every turn is exposed). A conversation "
-    "longer than the agent's context window (with the memory API's 2,148 tokens, four of "
-    "the five scenarios exceed the embedded agent's 8,192 tokens) is cut: the agent sees "
-    "the most recent turns that fit, the prompt says how many earlier ones were left out, "
-    "and the trace lists them (`agent_dropped_context_ids`); an answer in a left-out turn "
-    "is then out of the agent's reach.")
-"""The reference note of the bfcl-memory suites (what ``bfcl_listed`` exposes there:
-``junction.strategies.references``; the window rule: ``junction.agent.prompt.fit_prompt``;
-2,148 tokens: the memory_kv API's prompt with no document, Qwen2.5's tokenizer)."""
-
-
 def _agent_left_out(params: dict[str, Any], names: list[str]) -> list[str]:
     """Those of ``names`` the run's agent did not act for (``agent_strategies`` is recorded
     in ``params`` only when it leaves a strategy out), in the order given."""
@@ -323,7 +304,9 @@ def render_markdown(sections: ReportSections) -> str:
     lines.append(f"- strategies: {', '.join(params.get('strategies', []))}")
     lines.append(f"- seeds: {params.get('seeds')}; budget scales: {params.get('budget_scales')}")
     rule = params.get("pool", DEFAULT_POOL_RULE)
-    lines.append(f"- candidate pools: {rule} ({POOL_RULES.get(rule, 'unknown rule')})")
+    known = POOL_RULES.get(rule)
+    lines.append(f"- candidate pools: {rule} "
+                 f"({known.description if known is not None else 'unknown rule'})")
     lines.extend(_plan_lines(params))
     lines.extend(_agent_lines(params, run.get("agent_exposed_sets"), suites))
     lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")
@@ -391,14 +374,14 @@ def render_markdown(sections: ReportSections) -> str:
             for row in references:
                 cells = " | ".join(_table_cell(c, row[c]) for c in columns)
                 lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
-            if suite.startswith("bfcl-memory"):
+            info = SUITES.get(suite.split("@")[0])
+            if info is not None and info.reference_note:
                 lines.append("")
                 left = _agent_left_out(params, sorted({r["strategy"] for r in references}))
-                unmeasured = ([f"In this run the agent did not act for {', '.join(left)}; "
-                               "`make bench-agent` measures bfcl_listed's agent success."]
-                              if left else [])
-                lines.append(" ".join([MEMORY_REFERENCE_NOTE, *fit_lines(sections.fit, suite),
-                                       *unmeasured]))
+                unmeasured = ([f"In this run the agent did not act for {', '.join(left)}.",
+                               info.agent_sample_note] if left else [])
+                lines.append(" ".join([info.reference_note, *fit_lines(sections.fit, suite),
+                                       *filter(None, unmeasured)]))
         lines.append("")
     lines.extend(_calibration_lines(sections.calibration))
     if sections.cost:

@@ -173,7 +173,7 @@ class TraceStore:
                     # no thread pool and no pre-buffering: either leaves work on Arrow's pools
                     # after a read of a Python file object returns, and a process exiting soon
                     # after can abort in their teardown (SIGABRT, "terminate called without
-                    # an active exception"; apache/arrow#33975; bench/README.md, "Parquet
+                    # an active exception"; apache/arrow#33975; docs/measurement.md, "Parquet
                     # reads and exit")
                     table = pq.read_table(handle, use_threads=False, pre_buffer=False)
             except (OSError, pa.ArrowException) as exc:

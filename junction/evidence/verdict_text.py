@@ -9,6 +9,7 @@ from typing import Any
 from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
 from junction.strategies.catalog import interaction_blind_strategies
+from junction.suites import SUITES
 
 __all__ = [
     "AGENT_SAMPLE_THAT_DECIDES",
@@ -120,12 +121,13 @@ def passed_over_sentence(lines: list[dict[str, Any]]) -> str | None:
                      f"{verdicts.MIN_DECIDING_TASKS} shared tasks) on "
                      f"{', '.join(s for s, _ in mine)}")
     text = "; ".join(parts)
-    agent_suites = {suite for suite, k, _ in cells if k == "agent_success"}
-    tail = (" `make bench-agent` runs an agent sample that decides (Agent outcome, below)."
-            if any(not s.startswith("tau2-") for s in agent_suites) else "")
-    if any(s.startswith("tau2-") for s in agent_suites):
-        tail += (" `make bench-tau2-agent` runs a larger τ-Knowledge sample (every task with "
-                 "`--agent-url` on a server).")
+    # a run of several seeds keys its suites "name@seed=N"
+    agent_suites = sorted({suite.split("@")[0] for suite, k, _ in cells
+                           if k == "agent_success"})
+    # each suite record's own sentence on its larger agent sample, once each
+    notes = dict.fromkeys(SUITES[s].agent_sample_note for s in agent_suites
+                          if s in SUITES and SUITES[s].agent_sample_note)
+    tail = "".join(f" {note}" for note in notes)
     return f"Too few tasks to decide on {text}: the verdicts above use verified success.{tail}"
 
 

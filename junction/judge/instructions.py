@@ -53,9 +53,9 @@ class RerankInstruction(BaseModel):
         return value
 
 
-# min_gap: the France fixture's measured gap (`junction judge smoke`; bench/README.md,
+# min_gap: the France fixture's measured gap (`junction judge smoke`; docs/measurement.md,
 # "Judge quality"). 0.5 logit (odds ratio e^0.5 ≈ 1.6) is half the measured
-# gap, above the batch-vs-naive noise floor (bench/judge_throughput.py), while a swapped
+# gap, above the batch-vs-naive noise floor (bench/perf/judge_throughput.py), while a swapped
 # yes/no (gap ≈ -1.0) or a broken template still fails.
 RETRIEVAL_INSTRUCTION = RerankInstruction(
     text="Given a request, decide whether the document is relevant and useful for carrying it out.",

@@ -40,7 +40,7 @@ class JudgeConfig(BaseModel):
     - ``n_threads``: CPU threads for decode (fixed, for reproducible timings and scores);
       1 by default: on this project's shared 2-core machines one thread scored a pair in
       1.6 s where two took 6.5 s (llama.cpp's threads wait on each other when another
-      process holds a core; ``bench/README.md``); use 2 on a quiet machine
+      process holds a core; ``docs/measurement.md``); use 2 on a quiet machine
     - ``n_seq``: sequence slots; slot 0 holds the prefix, slot 1 the query, the rest are
       candidates (so ``n_seq - 2`` candidates per ``llama_decode``); 16 (``llama_decode``
       groups of 14 candidates)

@@ -9,7 +9,7 @@ Two sources of noise in a logit gap (logits), both measured on a fixed probe
   (``LlamaJudge.score`` against ``LlamaJudge.score_naive``).
 
 ``floor = max(slot_spread, batch_naive_gap)`` rounded up to 0.01 logit, the rule
-``bench/judge_throughput.py`` used for the Gemma table (``NOISE_FLOOR_LOGITS``). A floor
+``bench/perf/judge_throughput.py`` used for the Gemma table (``NOISE_FLOOR_LOGITS``). A floor
 depends on the model file, the KV cache type and the batch settings, so a measurement is
 stored under ``state_dir()/judge/noise/`` keyed by ``LlamaJudge.runtime_key()``;
 ``noise_floor(judge)`` returns the stored one, else the shipped measurement for the model's
@@ -81,7 +81,7 @@ SHIPPED_NOISE_FLOORS: dict[tuple[str, str], float] = {
     # with the judge_admission strategy's config (2 threads, n_seq 16): slot spread 0.066,
     # batch vs one pair 0.213 (on the France group)
     ("1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "q8_0"): 0.22,
-    # Gemma 3 270M: bench/judge_throughput.py's table, kept in one place
+    # Gemma 3 270M: bench/perf/judge_throughput.py's table, kept in one place
     **{("a5fd3b62230a", kv): floor for kv, floor in NOISE_FLOOR_LOGITS.items()},
 }
 """Measured floors (logits) by (model sha256 or its 12-character prefix, KV type)."""

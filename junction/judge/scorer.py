@@ -25,7 +25,7 @@ therefore turns ``swa_full`` on by default (``JudgeConfig.swa_full``).
 
 Decoding uses a fixed thread count and no sampling, so the same inputs in the same groups
 give the same scores. The batch path differs from the naive path by the KV-cache noise
-floor measured by ``bench/judge_throughput.py`` (per cache type).
+floor measured by ``bench/perf/judge_throughput.py`` (per cache type).
 
 Tokenising (the prompt's parts, the answer tokens): prompt_tokens.py; what a call returns:
 batch.py; the llama.cpp binding: llama.py.
@@ -57,7 +57,7 @@ __all__ = ["NOISE_FLOOR_LOGITS", "LlamaJudge", "load_judge"]
 NOISE_FLOOR_LOGITS = {"f16": 0.44, "q8_0": 0.22, "q4_0": 1.06}
 """Shipped noise floor per KV cache type (logits) of the embedded Gemma 3 270M only, so that
 model needs no measurement: the larger of one passage's spread across batch slots and the
-largest batch-vs-naive gap (bench/README.md, "Judge throughput"). Any other model, the
+largest batch-vs-naive gap (docs/measurement.md, "Judge throughput"). Any other model, the
 default Qwen included, is measured once by ``junction judge noise`` (``noise.noise_floor``).
 Score differences below the floor mean nothing."""
 

@@ -16,12 +16,12 @@ Two layouts:
   (Qwen team, 2025), for reranker and instruct models.
 - ``few_shot``: a completion layout for base models: an instruction line and four worked
   examples in the shared prefix (free per candidate), then ``Query:``/``Document:``/``Answer:``.
-  Worked examples widen a base model's yes/no gap on the smoke fixture (bench/README.md,
+  Worked examples widen a base model's yes/no gap on the smoke fixture (docs/measurement.md,
   "Judge quality").
 
 ``choose_template`` picks from GGUF metadata by model family (``general.architecture``)
-from ``TEMPLATE_BY_FAMILY``, a table measured by ``bench/judge_quality.py --layouts``
-(negation-pair accuracy and bfcl-memory AUC per layout; results in ``bench/README.md``);
+from ``TEMPLATE_BY_FAMILY``, a table measured by ``bench/studies/judge_quality.py --layouts``
+(negation-pair accuracy and bfcl-memory AUC per layout; results in ``docs/measurement.md``);
 a model whose name says "reranker" gets ``qwen3_reranker``, the layout its model card
 defines; an unmeasured family gets ``few_shot``.
 """
@@ -180,8 +180,8 @@ TEMPLATE_BY_FAMILY: dict[str, str] = {
     "qwen2": "few_shot",
     "qwen3": "few_shot",
 }
-"""Layout per GGUF ``general.architecture``, the best measured per family (bench/README.md,
-"Judge quality"; ``bench/judge_quality.py --layouts`` re-measures)."""
+"""Layout per GGUF ``general.architecture``, the best measured per family (docs/measurement.md,
+"Judge quality"; ``bench/studies/judge_quality.py --layouts`` re-measures)."""
 
 
 def choose_template(metadata: Mapping[str, str]) -> PromptTemplate:

@@ -68,7 +68,7 @@ def solve_variants(contexts: Sequence[Any], tools: Sequence[Any], budget: Any,
     with the combinatorial branch and bound up to ``bnb.COMBINATORIAL_MAX`` candidates:
     both of its searches are exact with the same tie rule, so they select the same set,
     and on these one-row (token budget) problems the combinatorial one is the faster up
-    to there (bench/README.md, "Learned fit time")."""
+    to there (docs/measurement.md, "Learned fit time")."""
     selector = AutoJointSelector(combinatorial_max=COMBINATORIAL_MAX)
     solved: dict[tuple, Picked] = {}
     out = []

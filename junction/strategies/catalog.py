@@ -20,12 +20,11 @@ library holds no suite builders).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from junction.errors import UnknownNameError
+from junction.registry import PLUGINS, Catalog, load
 from junction.strategies.base import Strategy
 from junction.tasks import BenchmarkTask
 
@@ -68,8 +67,8 @@ class StrategyInfo:
     ``ranks_apart``: it ranks each type alone (the headline's interaction-blind side).
     ``claims_optimal``: its selections carry a solver status (the report counts those not
     proven optimal). ``reads_task``: it is given the ``BenchmarkTask`` (a reference reads
-    the row's listing), not the router view; such strategies run on the suites named in
-    ``reference_suites``, or on BFCL suites when it is empty.
+    the row's listing), not the router view; such strategies run on the suites whose
+    record (``junction.suites.SuiteInfo``) has the same ``reference_set``.
     ``default_size``: its cap on tasks per suite in the default run (None: the suite's);
     ``default_scales``: its budget scales in the default run (None: the run's grid).
     ``colour`` and ``marker``: how every figure draws it (a matplotlib colour name and
@@ -90,7 +89,7 @@ class StrategyInfo:
     ranks_apart: bool = False
     claims_optimal: bool = False
     reads_task: bool = False
-    reference_suites: tuple[str, ...] = ()
+    reference_set: str | None = None
     needs_calibration: bool = False
     needs_training: bool = False
     options: tuple[tuple[str, Any], ...] = ()
@@ -105,10 +104,7 @@ class StrategyInfo:
     def build(self, calibration_tasks: Sequence[BenchmarkTask] = (),
               training: Any = None) -> Strategy:
         """A ready ``Strategy`` (see the class docstring for what the factory is given)."""
-        factory = self.factory
-        if isinstance(factory, str):
-            module, _, attr = factory.partition(":")
-            factory = getattr(importlib.import_module(module), attr)
+        factory = load(self.factory)
         kwargs: dict[str, Any] = dict(self.options)
         if self.needs_calibration:
             kwargs["calibration_tasks"] = tuple(calibration_tasks)
@@ -117,12 +113,13 @@ class StrategyInfo:
         return factory(**kwargs)
 
 
-STRATEGIES: dict[str, StrategyInfo] = {}
+STRATEGIES: Catalog[StrategyInfo] = Catalog("strategy", "strategies", entry_points=PLUGINS)
+"""The strategy catalog (``junction.registry.Catalog``)."""
 
 
 def register_strategy(info: StrategyInfo) -> None:
     """Add a strategy to the catalog (a later record of a name replaces it)."""
-    STRATEGIES[info.name] = info
+    STRATEGIES.register(info.name, info)
 
 
 def strategy_names() -> list[str]:
@@ -132,12 +129,7 @@ def strategy_names() -> list[str]:
 
 def strategy_info(name: str) -> StrategyInfo:
     """The record for ``name``; ``UnknownNameError`` listing the valid names otherwise."""
-    try:
-        return STRATEGIES[name]
-    except KeyError:
-        raise UnknownNameError(
-            f"unknown strategy {name!r}; valid strategies: {', '.join(strategy_names())}"
-        ) from None
+    return STRATEGIES.get_record(name)
 
 
 def strategies_where(**fields: Any) -> tuple[str, ...]:
@@ -199,7 +191,8 @@ for _info in (
                  ranks_apart=True, in_default_run=True,
                  colour="tab:green", marker="^"),
     # The judge scores every candidate with a llama.cpp model: a few tasks per suite at one
-    # scale keep the default run inside its time (bench/README.md, "Overview figures").
+    # scale keep the default run inside its time (docs/measurement.md, "The default
+    # benchmark (`make bench`)").
     StrategyInfo("judge_admission", _M + "judge_admission:make_judge_admission_strategy",
                  "judge", "BM25 first stage, then a yes/no judge on llama.cpp",
                  needs_calibration=True, in_default_run=True, default_size=4,
@@ -219,24 +212,25 @@ for _info in (
     # References ignore the budget, so one scale says all they can.
     StrategyInfo("bfcl_listed", _M + "references:make_bfcl_listed", "reference",
                  "the row's own listed functions: BFCL's setting",
-                 respects_budget=False, reads_task=True, in_default_run=True,
-                 default_scales=(1.0,),
+                 respects_budget=False, reads_task=True, reference_set="bfcl",
+                 in_default_run=True, default_scales=(1.0,),
                  colour="black", marker="x"),
     # Not in the default run: its agent sample alone took half of the default run's agent
-    # time (bench/README.md, "Overview figures"); make bench-nightly runs it.
+    # time (docs/measurement.md, "The default benchmark (`make bench`)"); make
+    # bench-nightly runs it.
     StrategyInfo("all_tools", _M + "references:make_all_tools", "reference",
                  "every tool of the task's pool", respects_budget=False, reads_task=True,
-                 default_scales=(1.0,),
+                 reference_set="bfcl", default_scales=(1.0,),
                  colour="tab:gray", marker="+"),
     # τ-Knowledge's coupling pair: the same tools without and with the documents
     # naming them; make bench-tau2-agent runs them.
     StrategyInfo("gold_tools_only", _M + "references:make_gold_tools_only", "reference",
                  "τ: the gold tools and their look-alike siblings, no document",
-                 respects_budget=False, reads_task=True, reference_suites=("tau2-banking",),
+                 respects_budget=False, reads_task=True, reference_set="tau2",
                  default_scales=(1.0,), colour="darkgray", marker="1"),
     StrategyInfo("gold_tools_documents", _M + "references:make_gold_tools_documents",
                  "reference", "τ: the same tools and the required documents naming them",
-                 respects_budget=False, reads_task=True, reference_suites=("tau2-banking",),
+                 respects_budget=False, reads_task=True, reference_set="tau2",
                  default_scales=(1.0,), colour="darkgoldenrod", marker="2",
                  documents_twin="gold_tools_only"),
     # τ-Knowledge's ceiling: the cheapest set the verifier accepts where it fits the budget,
@@ -244,7 +238,7 @@ for _info in (
     StrategyInfo("gold_minimal", _M + "references:make_gold_minimal", "reference",
                  "τ: the gold tools and the cheapest documents naming them, where they fit "
                  "the budget (the ceiling)",
-                 respects_budget=False, reads_task=True, reference_suites=("tau2-banking",),
+                 respects_budget=False, reads_task=True, reference_set="tau2",
                  colour="goldenrod", marker="*"),
     StrategyInfo("learned_exact", _M + "learned:make_learned_strategy", "learned",
                  "the exact joint selector on learned unaries and learned pairs",

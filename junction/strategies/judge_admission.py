@@ -5,9 +5,9 @@ Per task (``RouterView``):
 1. BM25 first stage (``junction.strategies.base.candidate_pools``): the top
    ``min(pool_limit, pool_per_lane)`` contexts and tools;
 2. every candidate is judged against ``view.objective`` in one batch (contexts as their
-   content, tools as ``Tool <id>: <description>``: ``bench/judge_quality.py
+   content, tools as ``Tool <id>: <description>``: ``bench/studies/judge_quality.py
    --tool-rendering`` measured name + description against adding the rendered schema or
-   the parameter names, and kept the winner; see ``bench/README.md``), through the
+   the parameter names, and kept the winner; see ``docs/measurement.md``), through the
    persistent score cache;
 3. admission (``junction.pages.admission.admit_above_floor``): candidates scoring at least the
    calibrated floor, best first, each admitted only if the exposed set still fits every
@@ -62,12 +62,12 @@ __all__ = [
 
 DEFAULT_POOL_PER_LANE = 4
 """Judged candidates per lane: 8 per task are one ``llama_decode`` group, which keeps the
-default benchmark inside its time (bench/README.md, "Judge throughput")."""
+default benchmark inside its time (docs/measurement.md, "Judge throughput")."""
 
 STRATEGY_JUDGE_CONFIG = JudgeConfig(max_document_tokens=64)
 """Documents cut to 64 tokens in the strategy: the head of a passage or a tool's description
 carries most of its topic, and the cut keeps the judge inside the default run's time
-without changing its AUC (bench/README.md, "Judge quality")."""
+without changing its AUC (docs/measurement.md, "Judge quality")."""
 
 TARGET_PRECISION = 0.5
 """Floor calibration target: at least half of what passes the floor is gold."""

@@ -2,7 +2,7 @@
 
 Both searches give the enumerator's selection; the dispatch changes only the time and the
 bookkeeping fields. The threshold ``AUTO_COMBINATORIAL_MAX`` comes from
-bench/exact_crossover.py (figures in bench/README.md).
+bench/perf/exact_crossover.py (figures in docs/measurement.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Same objective, budget limits, size cap and tie rule as ``junction.select.problem`` and
 ``EnumerationJointSelector``, and the same removal of candidates that can never be
 selected (``reduction.reduce``). Plain Python: one node costs a few microseconds, where one
-HiGHS LP of ``BranchAndCutJointSelector`` costs far more (figures in bench/README.md).
+HiGHS LP of ``BranchAndCutJointSelector`` costs far more (figures in docs/measurement.md).
 
 Search. The candidates get a static order: tools first, then contexts, each group by
 optimistic value per token (u_i + Σ_j max(W_ij, 0), divided by tokens), descending. A node
@@ -12,7 +12,7 @@ T ⊆ F, F the candidates at positions p, p+1, ... It includes the candidate at 
 (child S + {p}, from p + 1), then skips it (S, from p + 1), depth first. Tools first: once
 every tool is decided each context's value is exact (pairs join a context and a tool), so
 the bound below is the fractional knapsack of the contexts and the context part of the
-tree is almost a single dive (fewer nodes than one ratio order; bench/README.md).
+tree is almost a single dive (fewer nodes than one ratio order; docs/measurement.md).
 
 Bound: an upper bound on objective(S ∪ T) over every T ⊆ F that fits. With
 g_j = u_j + Σ_{i∈S} W_ij (the exact gain of j given S, kept incrementally),
@@ -21,7 +21,7 @@ g_j = u_j + Σ_{i∈S} W_ij (the exact gain of j given S, kept incrementally),
     o_j = g_j + ½ Σ_{k∈F} max(W_jk, 0)                      (optimistic value of j)
 
 since each free–free positive pair inside T is then counted once (half at each end;
-pairs with one end outside T only add; other share rules: bench/README.md). Then
+pairs with one end outside T only add; other share rules: docs/measurement.md). Then
 max Σ_{j∈T} o_j over the T that fit is a 0/1 knapsack with side constraints; the bound is
 the smallest of
 
@@ -72,7 +72,7 @@ __all__ = ["COMBINATORIAL_MAX", "CombinatorialJointSelector"]
 COMBINATORIAL_MAX = 48
 """Largest pool (after removal) ``CombinatorialJointSelector`` accepts: the search has no
 time limit and its bound is weak when little constrains the search (growth with the pool
-size measured with bench/exact_crossover.py; figures in bench/README.md)."""
+size measured with bench/perf/exact_crossover.py; figures in docs/measurement.md)."""
 
 
 class _Search:
@@ -272,7 +272,7 @@ class CombinatorialJointSelector(ReducingSelector):
     Same objective, limits (tokens, tool count, latency ms, cost USD), size cap and tie
     rule as ``EnumerationJointSelector``; the bound and search are in the module
     docstring. For small pools (faster than ``BranchAndCutJointSelector`` up to about
-    ``AUTO_COMBINATORIAL_MAX`` candidates, bench/exact_crossover.py); no time limit.
+    ``AUTO_COMBINATORIAL_MAX`` candidates, bench/perf/exact_crossover.py); no time limit.
     ``max_size`` overrides the problem's when given. ``subsets_examined`` counts search
     nodes (sets extended); ``gap`` is 0.0. Raises ``ValueError`` on a ``max_size`` that
     is not an integer >= 0, ``SelectionError`` when more than ``COMBINATORIAL_MAX``

@@ -10,7 +10,7 @@ the rest: root.py (root bounds and incumbents), probing.py (fixing before the se
 branching.py (branching and the tie split), search.py (the state they share); this
 module drives them.
 (junction/select/exact/milp_reference.py hands the same model to HiGHS's own branch and cut instead;
-comparison in bench/README.md.)
+comparison in docs/measurement.md.)
 
 1. Root (root.py): the product rows (``model.product_rows``: every limit row times each
    x_j, the rows behind the quadratic knapsack bounds of Gallo, Hammer & Simeone 1980 and
@@ -49,7 +49,7 @@ comparison in bench/README.md.)
 
 A rounded LP point that breaks a limit in exact arithmetic (LP tolerance) is branched on
 its free member with the largest use of that limit. (Variants tried and dropped:
-bench/README.md.)
+docs/measurement.md.)
 
 Status: ``optimal`` when the tree is exhausted; ``work_limit`` when the work limit (simplex
 iterations summed over every LP of the search, HiGHS's own count) stopped it, with the

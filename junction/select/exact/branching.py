@@ -23,7 +23,7 @@ __all__ = ["Brancher"]
 
 _RELIABLE = 1
 """Pseudo-costs of an x count as reliable after this many observations per direction
-(HiGHS uses 8; why 1: bench/README.md)."""
+(HiGHS uses 8; why 1: docs/measurement.md)."""
 _LOOKAHEAD = 8
 """Stop evaluating branching candidates after this many without a better score."""
 

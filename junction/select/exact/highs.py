@@ -54,7 +54,7 @@ NO_HEURISTICS: dict[str, object] = {
 }
 """HiGHS options that switch its primal heuristics off, for solves that are almost always
 infeasibility proofs (junction/select/exact/milp_reference.py's tie pass; timings in
-bench/README.md)."""
+docs/measurement.md)."""
 
 _HIGHS_BANNER_SHOWN = False
 
@@ -140,7 +140,7 @@ def highs_milp(c: np.ndarray, A: csr_array, row_lo: np.ndarray, row_hi: np.ndarr
     ``deadline`` (a ``time.perf_counter()`` value; None: none): HiGHS runs in highspy's
     solver thread (``Highs.startSolve``) and is abandoned at the deadline: HiGHS checks
     its own ``time_limit`` only between root separation rounds and nodes, which took
-    tens of seconds on large sub-MIPs (bench/README.md, "Solver limits"), so the caller
+    tens of seconds on large sub-MIPs (docs/measurement.md, "Solver limits"), so the caller
     stops waiting instead, asks HiGHS to stop (``cancelSolve``; it does at its next
     check, in the background) and gets the improving points reported so far."""
     import highspy

@@ -8,7 +8,7 @@ DEFAULT_WORK_LIMIT = 500_000
 """Work limit of one ``select`` call of the branch and cut: simplex iterations summed over
 its LPs (HiGHS's count; deterministic, so results never depend on the machine's load).
 Chosen so every instance of the default benchmark proves optimal with room to spare
-(bench/exact_work.py prints the iterations each one uses; figures in bench/README.md)."""
+(bench/perf/exact_work.py prints the iterations each one uses; figures in docs/measurement.md)."""
 
 DEFAULT_TIME_LIMIT_S = 300.0
 """Wall-clock safety net (seconds) of one ``select`` call of the LP-based solvers; a search
@@ -21,4 +21,4 @@ plus this (seconds). Why a slack at all: the clock is read between steps (HiGHS 
 inside each LP; the RENS sub-MIP is abandoned at the deadline), so what runs between two
 reads can pass it: the set-up before the first LP (reduction, model, product rows), one
 round of cut separation, one local search, one interior-point iteration. Measured
-overshoot: bench/README.md, "Solver limits"."""
+overshoot: docs/measurement.md, "Solver limits"."""

@@ -13,7 +13,7 @@ __all__ = ["lp_bound"]
 
 _LP_METHOD = "highs-ipm"
 """LP method of the separation rounds: interior point with crossover, so reduced costs
-are exact (chosen over dual simplex: bench/README.md)."""
+are exact (chosen over dual simplex: docs/measurement.md)."""
 
 _CUT_ROUNDS = 20
 """At most this many rounds of odd-cycle separation at the root."""

@@ -1,6 +1,6 @@
 """Reference: the whole joint-selection MILP handed to HiGHS's own branch and cut.
 
-Used by tests (tests/test_milp.py) and benchmarks (bench/exact_solver.py) only, as a
+Used by tests (tests/test_milp.py) and benchmarks (bench/perf/exact_solver.py) only, as a
 second exact search to set beside ``junction.select.exact.bnc``. It is not independent
 of the library: it shares ``reduction.reduce``, ``model.Model``, the local search, the
 odd-cycle cuts and ``Reduced.exceeded`` and the HiGHS glue with the branch
@@ -21,7 +21,7 @@ and a greedy + single-flip local search, with the relative gap (dual bound - obj
 |objective| against HiGHS's dual bound (None if HiGHS gave no bound); if pass 1 finished
 and a tie pass did not, the set is optimal in objective but the tie rule is unproven, and
 the gap is 0.0. Deterministic: the tie rule fixes the answer, whichever optimal set HiGHS
-returns first. Timings: bench/README.md.
+returns first. Timings: docs/measurement.md.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ __all__ = ["CYCLE_CUT_MIN_CANDIDATES", "MilpJointSelector"]
 
 CYCLE_CUT_MIN_CANDIDATES = 40
 """Odd-cycle cuts are separated at the root from this many candidates up (below 40 HiGHS
-alone is faster; bench/README.md)."""
+alone is faster; docs/measurement.md)."""
 
 
 class MilpJointSelector(ReducingSelector):

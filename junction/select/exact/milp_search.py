@@ -217,7 +217,7 @@ class MilpSearch:
             # A row objective >= z0 - tolerance (z0: the incumbent's exact objective, so the
             # optimum lies in the row's region) plus the incumbent as HiGHS's start. The row
             # lets presolve and propagation use the bound, which the start alone does not
-            # (timings: bench/README.md).
+            # (timings: docs/measurement.md).
             start_set, point = incumbent
             self._record(start_set)
             row = self._objective_row(self.found[start_set].objective)

@@ -21,7 +21,7 @@ solver therefore re-checks its sets with ``Reduced.exceeded`` (the budget's arit
 Odd-cycle cuts (``cycle_cuts``): the LP above is weak when interactions are dense (it puts
 every x near the budget's fraction, earns min(x_c, x_t) on positive pairs and pays nothing
 on negative ones); the odd-cycle inequalities of the Boolean quadric polytope close most
-of that gap (figures in bench/README.md).
+of that gap (figures in docs/measurement.md).
 
 Product rows (``product_rows``): each limit row multiplied by one candidate's x, the
 linear constraints behind the quadratic knapsack bounds of Caprara, Pisinger & Toth

@@ -40,7 +40,7 @@ class NodeLP:
         h.setOptionValue("simplex_strategy", 1)  # dual simplex: bound changes keep dual feasibility
         # Costs below 1 scaled up to max |c| = 1: HiGHS's tolerances (1e-7) are absolute, so
         # scores of 1e-7 would otherwise drown in them (found by fuzzing); values are
-        # scaled back. Larger costs are left alone (slower; bench/README.md).
+        # scaled back. Larger costs are left alone (slower; docs/measurement.md).
         obj = np.asarray(model.obj, dtype=float)
         top = float(np.abs(obj).max()) if obj.size else 0.0
         self.scale = top if 0.0 < top < 1.0 else 1.0

@@ -30,7 +30,7 @@ _RENS_NODES = 200
 """Node limit of the RENS sub-MIP (HiGHS's ``mip_max_nodes``: deterministic)."""
 _ROOT_IPM_MIN_COLUMNS = 5000
 """The first root LP is solved by interior point (with crossover) from this many columns
-up (``gallo`` at 200 candidates, Δ = 0.5, has about 5,200; timings in bench/README.md)."""
+up (``gallo`` at 200 candidates, Δ = 0.5, has about 5,200; timings in docs/measurement.md)."""
 
 
 def solve_root(search: Search, products: bool = True, cut_min: float = 0) -> LPResult:
@@ -86,7 +86,7 @@ def rens(search: Search, point: np.ndarray) -> None:
     HiGHS reports is recorded as it is if it fits exactly, and the last one seeds
     ``Search.heuristic`` unless the clock cut the solve short: a point found before the
     clock struck is an intermediate one in a longer run, where no local search starts
-    from it, so a larger time limit never yields a worse set (bench/README.md, "Solver
+    from it, so a larger time limit never yields a worse set (docs/measurement.md, "Solver
     limits"). Skipped, and ``clock_touched`` set, when an earlier call's sub-MIP abandoned
     at its deadline is still running past this search's deadline (``highs_milp``)."""
     x = point[: search.nx]

@@ -1,0 +1,165 @@
+"""Two commits' bench figures side by side, as ``asv compare`` sets two runs side by side.
+
+    python bench/compare.py A B [--script NAME ...] [--changed] [--results DIR]
+
+A and B are commits (a prefix of the id ``bench/results.py`` records, e.g. ``1a2b3c4`` or
+``1a2b3c4-dirty``) or paths of result files. For a commit, every script that has a result
+file for it in the results folder (``results/<script>/<commit>.json`` beside this file, or
+``$JUNCTION_BENCH_RESULTS``, or ``--results``) counts. For every script measured at A or
+at B it prints the commit, date and machine load of each side, then one row per figure:
+the value at A, at B, B / A where both are numbers, and the figure's name (nested figures
+are named by their path, ``family_table[0].median_s``). ``*`` marks a figure whose value
+differs. The machine's load is printed with each side because these machines are shared:
+a figure measured under load 6 is not comparable with one at load 1.
+
+Exit status: 0; 2 with one line on stderr when A or B has no result file at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # results.py beside it
+from results import read_results, results_dir  # noqa: E402
+
+MISSING = "—"
+
+
+class NoResults(Exception):
+    """A commit or path with no result file."""
+
+
+def load(which: str, folder: Path) -> dict[str, dict]:
+    """script id -> record for ``which``: a result file's path, or a commit (prefix).
+
+    Per script, a file named exactly ``which`` wins; otherwise one commit must start with
+    ``which`` (two commits that both do are refused as ambiguous)."""
+    path = Path(which)
+    if path.suffix == ".json" and path.is_file():
+        record = read_results(path)
+        return {record["script"]: record}
+    found: dict[str, dict] = {}
+    for script in sorted(p for p in folder.glob("*") if p.is_dir()) if folder.is_dir() else ():
+        files = sorted(script.glob(f"{which}*.json"))
+        exact = [f for f in files if f.stem == which]
+        if exact:
+            files = exact
+        if len(files) > 1:
+            raise NoResults(f"{which!r} is ambiguous for {script.name}: "
+                            + ", ".join(f.stem for f in files))
+        if files:
+            record = read_results(files[0])
+            found[record["script"]] = record
+    if not found:
+        raise NoResults(f"no results for {which!r} in {folder} (a bench script writes "
+                        "them when it runs at that commit)")
+    return found
+
+
+def flatten(value, name: str = "") -> dict[str, object]:
+    """Leaves of nested dicts and lists by path: ``a.b``, ``a[0].c``."""
+    if isinstance(value, dict) and value:
+        out: dict[str, object] = {}
+        for key, item in value.items():
+            out.update(flatten(item, f"{name}.{key}" if name else str(key)))
+        return out
+    if isinstance(value, list) and value:
+        out = {}
+        for i, item in enumerate(value):
+            out.update(flatten(item, f"{name}[{i}]"))
+        return out
+    return {name: value}
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def show(value) -> str:
+    """A figure as a table cell: numbers to 6 significant digits, text cut to 40."""
+    if value is MISSING:
+        return MISSING
+    if _number(value):
+        return f"{value:.6g}" if isinstance(value, float) else str(value)
+    text = str(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def ratio(a, b) -> str:
+    """B / A for two numbers, A not 0; else empty."""
+    if _number(a) and _number(b) and a != 0:
+        return f"{b / a:.2f}"
+    return ""
+
+
+def side(record: dict | None) -> str:
+    """``commit (date, load L on N cpus)`` of one side."""
+    if record is None:
+        return "not measured"
+    m = record.get("machine", {})
+    return (f"{record['commit']} ({record.get('written_at', '?')[:10]}, load "
+            f"{m.get('load_1m', '?')} on {m.get('cpus', '?')} cpus)")
+
+
+def table(a: dict[str, dict], b: dict[str, dict], scripts: list[str] | None = None,
+          changed: bool = False) -> list[str]:
+    """The lines ``main`` prints for records ``a`` and ``b`` (script id -> record)."""
+    lines = []
+    names = sorted(set(a) | set(b))
+    if scripts:
+        names = [n for n in names if n in scripts or n.split("/")[-1] in scripts]
+    for name in names:
+        ra, rb = a.get(name), b.get(name)
+        fa = flatten(ra["figures"]) if ra else {}
+        fb = flatten(rb["figures"]) if rb else {}
+        rows = []
+        for key in list(dict.fromkeys([*fa, *fb])):
+            va, vb = fa.get(key, MISSING), fb.get(key, MISSING)
+            differs = va != vb
+            if changed and not differs:
+                continue
+            rows.append(("*" if differs else " ", show(va), show(vb), ratio(va, vb), key))
+        lines.append("")
+        lines.append(f"{name}")
+        lines.append(f"  A: {side(ra)}")
+        lines.append(f"  B: {side(rb)}")
+        if ra and rb and ra.get("argv") != rb.get("argv"):
+            lines.append(f"  arguments differ: A {' '.join(ra.get('argv', []))!r}, "
+                         f"B {' '.join(rb.get('argv', []))!r}")
+        if not rows:
+            lines.append("  (no figure differs)" if changed else "  (no figures)")
+            continue
+        wa = max(len("A"), *(len(r[1]) for r in rows))
+        wb = max(len("B"), *(len(r[2]) for r in rows))
+        lines.append(f"    {'A':>{wa}}  {'B':>{wb}}  {'B/A':>6}  figure")
+        for mark, va, vb, rt, key in rows:
+            lines.append(f"  {mark} {va:>{wa}}  {vb:>{wb}}  {rt:>6}  {key}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("a", help="commit (or prefix) or result file: the A side")
+    parser.add_argument("b", help="commit (or prefix) or result file: the B side")
+    parser.add_argument("--script", action="append",
+                        help="only this script (perf/exact_solver or exact_solver; repeatable)")
+    parser.add_argument("--changed", action="store_true", help="only figures that differ")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="the results folder (default: $JUNCTION_BENCH_RESULTS or "
+                             "bench/results/)")
+    args = parser.parse_args(argv)
+    folder = args.results or results_dir()
+    try:
+        a, b = load(args.a, folder), load(args.b, folder)
+    except NoResults as exc:
+        print(f"compare: {exc}", file=sys.stderr)
+        return 2
+    print(f"A = {args.a}, B = {args.b}; * marks a figure that differs")
+    print("\n".join(table(a, b, args.script, args.changed)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
