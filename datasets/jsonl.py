@@ -4,7 +4,10 @@ Every line is validated before any task is returned (a NUL byte, or a string hol
 content, is refused as "binary content at byte N"); the first bad line raises
 ``DatasetError`` naming the file, the line number, the task id (when readable) and the
 field, so a malformed suite is refused whole and nothing downstream is written. All tasks
-of a file must share one ``suite`` name, and task ids must be unique.
+of a file must share one ``suite`` name, and task ids must be unique. The fields of a line
+are ``junction.tasks.BenchmarkTask``'s (docs/extending.md lists them); a context's
+``token_cost`` or a tool's ``schema_token_cost`` left out is computed by the project's
+token counter (``price_missing_costs``).
 
 Pages: a context may be an HTML page, ``{"id": "guide", "format": "html", "content":
 "<html>...", "source": "policy", "metadata": {...}}`` (no ``token_cost``). It is chunked at
@@ -29,8 +32,10 @@ from junction.errors import DatasetError
 from junction.pages.chunking import ChunkingError, chunk_page
 from junction.tasks import BenchmarkTask
 from junction.text import binary_offset
+from junction.tokens import DEFAULT_TOKEN_COUNTER, render_tool_schema
 
-__all__ = ["CONTEXT_FORMATS", "MAX_LINE_BYTES", "expand_html_contexts", "load_suite_file"]
+__all__ = ["CONTEXT_FORMATS", "MAX_LINE_BYTES", "expand_html_contexts", "load_suite_file",
+           "price_missing_costs"]
 
 CONTEXT_FORMATS = ("text", "html")
 """Values of a context's ``format`` field in a suite file."""
@@ -137,6 +142,33 @@ def _binary_field(value: object, where: str = "") -> tuple[str, int] | None:
     return None
 
 
+def price_missing_costs(obj: dict) -> dict:
+    """``obj`` (one task, as parsed JSON) with every cost it leaves out computed by the
+    project's counter (``DEFAULT_TOKEN_COUNTER``, tokens): a context's ``token_cost`` from
+    its ``content`` (as ``ContextResource.from_text``), a tool's ``schema_token_cost`` from
+    its rendered schema (as ``ToolResource.from_schema``). A cost given is kept; an entry
+    whose text is not a string is left for validation to name."""
+    def context(c: object) -> object:
+        if isinstance(c, dict) and "token_cost" not in c and isinstance(c.get("content"), str):
+            return {**c, "token_cost": DEFAULT_TOKEN_COUNTER.count(c["content"])}
+        return c
+
+    def tool(t: object) -> object:
+        if (isinstance(t, dict) and "schema_token_cost" not in t
+                and isinstance(t.get("id"), str) and isinstance(t.get("description"), str)
+                and isinstance(t.get("json_schema", {}), dict)):
+            rendered = render_tool_schema(t["id"], t["description"], t.get("json_schema", {}))
+            return {**t, "schema_token_cost": DEFAULT_TOKEN_COUNTER.count(rendered)}
+        return t
+
+    out = dict(obj)
+    if isinstance(obj.get("contexts"), list):
+        out["contexts"] = [context(c) for c in obj["contexts"]]
+    if isinstance(obj.get("tools"), list):
+        out["tools"] = [tool(t) for t in obj["tools"]]
+    return out
+
+
 def load_suite_file(path: str | Path, size: int | None = None) -> SuiteBuild:
     """Load and validate every task of ``path``; keep the first ``size`` (None: all).
 
@@ -179,7 +211,7 @@ def load_suite_file(path: str | Path, size: int | None = None) -> SuiteBuild:
                 raise DatasetError(f"{path}:{line_no}: task {task_id!r}: {binary[0]}: binary "
                                    f"content at byte {binary[1]}")
             try:
-                obj = expand_html_contexts(obj)
+                obj = price_missing_costs(expand_html_contexts(obj))
             except ValueError as exc:
                 raise DatasetError(f"{path}:{line_no}: task {task_id!r}: {exc}") from None
             try:

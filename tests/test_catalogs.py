@@ -50,8 +50,10 @@ def _task(kind: str, params: dict | None = None) -> BenchmarkTask:
 # ---------------------------------------------------------------- verifier kinds
 
 def test_every_catalogued_kind_has_a_grader_and_a_meaning():
-    assert verifier_names() == ["context_answer", "contexts_exact", "no_tools",
-                                "tools_exposed", "tools_with_documents", "toy_calls"]
+    # the kinds the suites here use are there; a kind registered later (a plug-in's) is
+    # checked the same way
+    assert {"context_answer", "contexts_exact", "no_tools", "tools_exposed",
+            "tools_with_documents", "toy_calls"} <= set(verifier_names())
     for name in verifier_names():
         info = verifier_info(name)
         assert callable(info.grader()) and info.meaning and info.grades in ("exposure", "calls")

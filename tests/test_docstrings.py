@@ -26,7 +26,10 @@ PATH = re.compile(r"(?<![\w./-])((?:junction|flows|datasets|bench|tests|docs)/[\
 NOT_OBJECTS = {
     "junction.duckdb": "the warehouse's DuckDB file name",
     "junction.judge.llama_cpp": "the logger llama.cpp's output is routed to",
+    "junction.plugins": "the entry-point group every catalog loads (junction.registry.PLUGINS)",
 }
+DOCS = sorted([*(ROOT / "docs").glob("*.md"), ROOT / "README.md"])
+"""The prose a reader follows: every dotted name and path it quotes must resolve too."""
 
 
 def _strings(path: Path) -> list[tuple[str, int]]:
@@ -71,6 +74,24 @@ def test_every_quoted_name_and_path_resolves(path):
     stale = [f"line {line}: {what}" for kind, what, line in quoted(path)
              if (kind == "name" and what not in NOT_OBJECTS and not resolves(what))
              or (kind == "path" and not (ROOT / what).exists())]
+    assert not stale, f"{path.relative_to(ROOT)}: stale pointers {stale}"
+
+
+def _stale(pointers: list[tuple[str, str, int]]) -> list[str]:
+    return [f"line {line}: {what}" for kind, what, line in pointers
+            if (kind == "name" and what not in NOT_OBJECTS and not resolves(what))
+            or (kind == "path" and not (ROOT / what).exists())]
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_name_and_path_the_docs_quote_resolves(path):
+    pointers = []
+    for line_no, text in enumerate(path.read_text().splitlines(), start=1):
+        pointers += [("name", m.group(1), line_no) for m in DOTTED.finditer(text)]
+        pointers += [("path", m.group(1), line_no) for m in PATH.finditer(text)
+                     if not any(c in m.group(1) for c in "*<{")
+                     and not text[m.end():].startswith(("/<", "/{", "/*"))]  # a pattern
+    stale = _stale(pointers)
     assert not stale, f"{path.relative_to(ROOT)}: stale pointers {stale}"
 
 
