@@ -46,6 +46,7 @@ def _demo_coupling_result() -> dict:
     from junction_datasets.toy import coupling_task
 
     from junction.agent.execution import execute
+    from junction.candidates import PoolRequest
     from junction.strategies import make_strategy, strategies_where
     from junction.verifiers import verify
 
@@ -53,7 +54,7 @@ def _demo_coupling_result() -> dict:
     view = task.router_view()
     strategies = {}
     for name in (*strategies_where(role="joint"), *strategies_where(role="split")):
-        sel = make_strategy(name).select(view, None).selection
+        sel = make_strategy(name).select(view, PoolRequest()).selection
         outcome = verify(task, execute(task, sel.context_ids, sel.tool_ids))
         strategies[name] = {
             "context_ids": list(sel.context_ids),

@@ -11,7 +11,10 @@ the query: it is not a match (``Candidate.matched`` is False), ranks after every
 worth exposing.
 
 A pool rule (``POOL_RULES``; a run plan's ``pool``, recorded on every trace) says which
-lanes make the candidate pools every strategy of a run sees:
+lanes make the candidate pools. It is an argument of every selection, never ambient state:
+a strategy is handed a ``PoolRequest`` (the run's rule and its pool limit) and passes it to
+``candidate_pools``; a strategy that owns its rule (``learned_named``, ``bm25_top_k``) uses
+its own whatever the run's. The rules:
 
 - ``bm25``: the BM25 lanes above (the default);
 - ``dense``: the dense lanes (``junction.dense``: MaxP cosine of the objective against each
@@ -32,13 +35,11 @@ first stage finds; it never admits: what is exposed is the strategy's decision.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,14 +65,15 @@ __all__ = [
     "LexicalContextCandidateGenerator",
     "LexicalToolCandidateGenerator",
     "PoolLimit",
+    "PoolRequest",
+    "PoolRuleInfo",
     "bm25_scores",
     "candidate_pools",
     "check_pool_rule",
     "context_text",
-    "current_pool_rule",
     "normalise_scores",
-    "pool_rule",
     "reciprocal_rank_fusion",
+    "register_pool_rule",
     "tool_text",
 ]
 
@@ -273,8 +275,6 @@ None (the whole lane)."""
 DEFAULT_POOL_RULE = "bm25"
 """The default pool rule: the BM25 lanes every earlier run used."""
 
-_POOL_RULE: contextvars.ContextVar[str] = contextvars.ContextVar("junction_pool_rule",
-                                                                 default=DEFAULT_POOL_RULE)
 
 
 def check_pool_rule(rule: str) -> str:
@@ -282,23 +282,23 @@ def check_pool_rule(rule: str) -> str:
     return POOL_RULES.get_record(rule).name
 
 
-def current_pool_rule() -> str:
-    """The pool rule ``candidate_pools`` uses here (``pool_rule`` sets it; default bm25)."""
-    return _POOL_RULE.get()
+@dataclass(frozen=True)
+class PoolRequest:
+    """The candidate pools a selection asks for: ``limit`` per lane (``PoolLimit``) ranked
+    by the pool rule ``rule`` (``POOL_RULES``). ``junction.evaluate.evaluate_batch`` hands
+    every strategy the run's; ``with_rule`` gives a strategy that owns its rule its own."""
 
+    limit: PoolLimit = None
+    rule: str = DEFAULT_POOL_RULE
 
-@contextlib.contextmanager
-def pool_rule(rule: str) -> Iterator[str]:
-    """Within the block (this thread or task), ``candidate_pools`` ranks by ``rule``.
+    def with_rule(self, rule: str | None) -> PoolRequest:
+        """This request ranked by ``rule`` instead (None: unchanged)."""
+        return self if rule is None or rule == self.rule else PoolRequest(self.limit, rule)
 
-    ``junction.evaluate.evaluate_batch`` sets it around every strategy's selection, so every
-    strategy of a run, and the learned fit inside one, sees the run's pools. Raises
-    ``UnknownNameError`` for an unknown rule."""
-    token = _POOL_RULE.set(check_pool_rule(rule))
-    try:
-        yield rule
-    finally:
-        _POOL_RULE.reset(token)
+    @classmethod
+    def of(cls, pool: PoolRequest | PoolLimit) -> PoolRequest:
+        """``pool`` itself, or a bare limit as a request on ``DEFAULT_POOL_RULE``."""
+        return pool if isinstance(pool, PoolRequest) else cls(pool)
 
 
 def _lanes(rule: str, query: str, contexts: Sequence[ContextResource],
@@ -369,15 +369,17 @@ class CandidatePools:
     tools: list[Candidate]
 
 
-def candidate_pools(view: RouterView, pool_limit: PoolLimit,
+def candidate_pools(view: RouterView, pool: PoolRequest | PoolLimit,
                     rule: str | None = None) -> CandidatePools:
-    """Rank the view's contexts and tools against its objective; keep ``pool_limit`` each
-    (a pair: ``(context limit, tool limit)``; None: the whole lane). ``rule``: a pool rule
-    (``POOL_RULES``; None: ``current_pool_rule()``). Raises ``UnknownNameError`` for an
+    """Rank the view's contexts and tools against its objective and keep the request's
+    limit each. ``pool``: a ``PoolRequest``, or a bare limit (a pair: ``(context limit,
+    tool limit)``; None: the whole lane) ranked by ``rule`` (None: ``DEFAULT_POOL_RULE``);
+    ``rule`` given with a request overrides its rule. Raises ``UnknownNameError`` for an
     unknown rule and ``junction.dense.DenseError`` when a dense lane's model is missing."""
-    context_limit, tool_limit = (pool_limit if isinstance(pool_limit, (tuple, list))
-                                 else (pool_limit, pool_limit))
-    contexts, tools = _lanes(check_pool_rule(rule or current_pool_rule()), view.objective,
+    request = PoolRequest.of(pool).with_rule(rule)
+    limit = request.limit
+    context_limit, tool_limit = (limit if isinstance(limit, (tuple, list)) else (limit, limit))
+    contexts, tools = _lanes(check_pool_rule(request.rule), view.objective,
                              view.contexts, view.tools, context_limit, tool_limit)
     return CandidatePools(contexts=contexts, tools=tools)
 

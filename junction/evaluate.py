@@ -14,7 +14,13 @@ from typing import Any
 
 from junction.agent.execution import ExecutionResult, Executor, execute
 from junction.agent.graders import gradable, grade_agent
-from junction.candidates import DEFAULT_POOL_RULE, Candidate, PoolLimit, pool_rule
+from junction.candidates import (
+    DEFAULT_POOL_RULE,
+    Candidate,
+    PoolLimit,
+    PoolRequest,
+    check_pool_rule,
+)
 from junction.evidence import metrics as catalog
 from junction.evidence.losses import loss_cause
 from junction.evidence.metrics import (
@@ -119,12 +125,12 @@ def evaluate_batch(
     lanes: list[LaneRanking] = []
     info = STRATEGIES.get(strategy_name)
     reads_task = info is not None and info.reads_task
+    request = PoolRequest(pool_limit, check_pool_rule(pool))
     steps = []
     for raw_task in tasks:
         task = scale_budget(raw_task, budget_scale)
         t0 = time.perf_counter()
-        with pool_rule(pool):
-            result = strategy.select(task if reads_task else task.router_view(), pool_limit)
+        result = strategy.select(task if reads_task else task.router_view(), request)
         t1 = time.perf_counter()
         sel = result.selection
         execution = execute(task, sel.context_ids, sel.tool_ids)

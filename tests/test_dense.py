@@ -21,7 +21,7 @@ from junction.candidates import (
     LexicalContextCandidateGenerator,
     candidate_pools,
     context_text,
-    pool_rule,
+    PoolRequest,
     reciprocal_rank_fusion,
 )
 from junction.dense import DENSE_MODEL, DenseError, DenseModel, dense_model_dir, passages
@@ -130,12 +130,10 @@ def test_pool_rule_reaches_candidate_pools() -> None:
 
     view = coupling_task().router_view()
     lexical = candidate_pools(view, None)
-    with pool_rule("dense"):
-        dense = candidate_pools(view, None)
-    with pool_rule("hybrid"):
-        hybrid = candidate_pools(view, None)
+    dense = candidate_pools(view, PoolRequest(None, "dense"))
+    hybrid = candidate_pools(view, PoolRequest(None, "hybrid"))
     assert candidate_pools(view, None, "dense") == dense
-    assert candidate_pools(view, None) == lexical  # the rule ends with the block
+    assert candidate_pools(view, PoolRequest(None, "bm25")) == lexical  # the default
     for pools in (dense, hybrid):
         assert sorted(c.resource_id for c in pools.contexts) == sorted(
             c.resource_id for c in lexical.contexts)

@@ -39,9 +39,10 @@ def _drop_field(task, data):
 
 
 def _resource_field_drop(task, data):
+    # a cost left out is computed (datasets.jsonl.price_missing_costs), so it is no fault;
+    # a tool without the description its cost is computed from is
     kind = data.draw(st.sampled_from(["contexts", "tools"]))
-    key = data.draw(st.sampled_from(["id", "token_cost"] if kind == "contexts"
-                                    else ["id", "schema_token_cost", "description"]))
+    key = data.draw(st.sampled_from(["id"] if kind == "contexts" else ["id", "description"]))
     del task[kind][0][key]
     return key
 

@@ -523,12 +523,9 @@ _LINKED: list = []
 
 def _linked_fixture_model():
     """A linked model fitted on the τ fixture's tasks under ``bm25_named`` (once)."""
-    from junction.candidates import pool_rule
-
     if not _LINKED:
-        with pool_rule("bm25_named"):
-            _LINKED.append(fit_learned_utility("tau2-banking", _fixture_tasks(), (3, None),
-                                               link=True))
+        _LINKED.append(fit_learned_utility("tau2-banking", _fixture_tasks(), (3, None),
+                                           link=True, rule="bm25_named"))
     return _LINKED[0]
 
 
@@ -569,14 +566,11 @@ def test_a_pair_weight_grid_is_searched_recorded_and_applied():
     success, records the grids and the choice, and the model's interactions are the
     unweighted model's times that weight; on the default grids nothing of this is in the
     record."""
-    from junction.candidates import pool_rule
-
     tasks = _fixture_tasks()
-    with pool_rule("bm25_named"):
-        one = fit_learned_utility("tau2-banking", tasks[1:], (3, None), lambdas=(0.0,),
-                                  taus=(0.01,))
-        weighted = fit_learned_utility("tau2-banking", tasks[1:], (3, None), lambdas=(0.0,),
-                                       taus=(0.01,), pair_weights=(1.0, 3.0))
+    one = fit_learned_utility("tau2-banking", tasks[1:], (3, None), lambdas=(0.0,),
+                              taus=(0.01,), rule="bm25_named")
+    weighted = fit_learned_utility("tau2-banking", tasks[1:], (3, None), lambdas=(0.0,),
+                                   taus=(0.01,), pair_weights=(1.0, 3.0), rule="bm25_named")
     record = weighted.record()
     assert record["grids"] == {"lambda": [0.0], "tau": [0.01], "pair_weight": [1.0, 3.0]}
     assert record["pair_weight"] == weighted.pair_weight in (1.0, 3.0)

@@ -33,7 +33,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from junction.candidates import pool_rule
 from junction.evaluate import evaluate_batch
 from junction.evidence.verdicts import compare_strategies
 from junction.learned.crossfit import DEFAULT_FOLDS, CrossFitFold, fold_assignment
@@ -90,8 +89,7 @@ def run_column(tasks, column: str, draws: list[int], folds: int) -> tuple[list[d
                 CrossFitFold(draw, fold, folds))
             part = [t for t in tasks if assignment[t.task_id] == fold]
             t0 = time.perf_counter()
-            with pool_rule(pool):
-                model = strategy.model(tb.SUITE, tb.POOL_LIMIT)
+            model = strategy.model(tb.SUITE, tb.POOL_LIMIT, pool)
             fits.append((time.perf_counter() - t0, model.lam, model.tau))
             for scale in SCALES:
                 records, _ = evaluate_batch(part, strategy, name, "gap", draw, scale,

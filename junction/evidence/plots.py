@@ -112,7 +112,7 @@ def success_figure(summary: Sequence[Mapping[str, Any]]) -> tuple[Any, list[dict
                              squeeze=False, sharey=True)
     offsets = {s: (i - (len(strategies) - 1) / 2) * 0.015 for i, s in enumerate(strategies)}
     lines: list[dict[str, Any]] = []
-    for ax, suite in zip(axes.flat, suites, strict=True):
+    for ax, suite in zip(axes.flat, suites, strict=False):
         for strategy in strategies:
             rows = sorted((r for r in summary if r["suite"] == suite and r["strategy"] == strategy
                            and r["success_rate"] is not None), key=lambda r: r["budget_scale"])

@@ -55,7 +55,6 @@ from junction.candidates import (
     CandidatePools,
     PoolLimit,
     candidate_pools,
-    current_pool_rule,
 )
 from junction.learned.features import (
     LINK_FEATURES,
@@ -261,19 +260,20 @@ def _limit_key(pool_limit: int | tuple[int | None, int | None] | None) -> Any:
     return tuple(pool_limit) if isinstance(pool_limit, (tuple, list)) else pool_limit
 
 
-def _training_view(task: BenchmarkTask, pool_limit: Any) -> tuple[RouterView, CandidatePools,
-                                                                   ViewFeatures]:
-    """The task's router view, its BM25 pools and model-free features, from the process
-    caches when an equal view (``view_fingerprint``) was seen with this pool limit."""
+def _training_view(task: BenchmarkTask, pool_limit: Any,
+                   rule: str) -> tuple[RouterView, CandidatePools, ViewFeatures]:
+    """The task's router view, its pools by pool rule ``rule`` and model-free features, from
+    the process caches when an equal view (``view_fingerprint``) was seen with this pool
+    limit and rule."""
     view = task.router_view()
     fingerprint = view_fingerprint(view)
-    key = (fingerprint, _limit_key(pool_limit), current_pool_rule())
+    key = (fingerprint, _limit_key(pool_limit), rule)
     with _POOLS_LOCK:
         pools = _POOLS.get(key)
         if pools is not None:
             _POOLS.move_to_end(key)
     if pools is None:
-        pools = candidate_pools(view, pool_limit)
+        pools = candidate_pools(view, pool_limit, rule)
         with _POOLS_LOCK:
             _POOLS[key] = pools
             while len(_POOLS) > POOL_CACHE_SIZE:
@@ -304,9 +304,12 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                         seed: int = 0, workers: int | None = None,
                         link: bool = False, lambdas: Sequence[float] | None = None,
                         taus: Sequence[float] | None = None,
-                        pair_weights: Sequence[float] = (1.0,)) -> LearnedUtility:
+                        pair_weights: Sequence[float] = (1.0,),
+                        rule: str = DEFAULT_POOL_RULE) -> LearnedUtility:
     """Fit the family's models, lam and tau on training ``tasks`` (module docstring).
 
+    ``rule``: the pool rule of the training pools (``junction.candidates.POOL_RULES``),
+    recorded as the model's ``pool_rule``.
     ``link``: the lane models also read ``LINK_FEATURES``. ``lambdas``, ``taus``: the grids
     searched (None: ``LAMBDA_GRID``, ``TAU_GRID``); ``pair_weights``: factors the kept
     interactions are multiplied by, searched with them (ties keep the earlier value of
@@ -320,7 +323,7 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     """
     if not tasks:
         raise LearnedModelError(f"family {family!r}: no training tasks")
-    prepared = [_training_view(t, pool_limit) for t in tasks]
+    prepared = [_training_view(t, pool_limit, rule) for t in tasks]
     views = [v for v, _, _ in prepared]
     pools = [p for _, p, _ in prepared]
     features = [f for _, _, f in prepared]
@@ -341,7 +344,7 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                 counts[c.resource_id] += c.resource_id in t.gold_tool_ids
     prior = PairPrior({k: (counts[k], seen[k]) for k in sorted(seen)})
     model = LearnedUtility(family, pool_limit, seed, lanes, None, prior,
-                           pool_rule=current_pool_rule(), link=link)
+                           pool_rule=rule, link=link)
     # p(gold) depends on the lane models only: once per task
     probabilities = [model._probabilities(f) for f in features]
     # the pair model: label = both members gold (a task's gold pairs where it has them)

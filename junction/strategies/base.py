@@ -1,9 +1,10 @@
 """What every strategy shares: candidate pools, the joint problem, the result record.
 
-A strategy sees only a ``RouterView``. The candidate pool comes from the lexical lanes
-(``junction.candidates.candidate_pools``), cut to ``pool_limit`` per lane; unary utility is
-the task's prior where the task gives one, else the lane's max-normalised BM25 score
-(``normalise_scores``); interactions are the task's pair scores.
+A strategy sees only a ``RouterView``. The candidate pool comes from the first stage
+(``junction.candidates.candidate_pools``) the selection's ``PoolRequest`` names (the run's
+pool rule and pool limit); unary utility is the task's prior where the task gives one, else
+the lane's max-normalised first-stage score (``normalise_scores``); interactions are the
+task's pair scores.
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from junction.candidates import CandidatePools, PoolLimit, candidate_pools, normalise_scores
+from junction.candidates import (
+    CandidatePools,
+    PoolLimit,
+    PoolRequest,
+    candidate_pools,
+    normalise_scores,
+)
 from junction.select import JointProblem, Selection, Selector
 from junction.tasks import RouterView
 
@@ -52,9 +59,9 @@ def joint_problem(view: RouterView, pools: CandidatePools) -> JointProblem:
     )
 
 
-def run_selector(selector: Selector, view: RouterView, pool_limit: PoolLimit) -> StrategyResult:
+def run_selector(selector: Selector, view: RouterView, pool: PoolRequest) -> StrategyResult:
     """Candidate lanes, then ``selector`` over the joint problem."""
-    pools = candidate_pools(view, pool_limit)
+    pools = candidate_pools(view, pool)
     return StrategyResult(selection=selector.select(joint_problem(view, pools)), pools=pools)
 
 
@@ -62,27 +69,28 @@ def run_selector(selector: Selector, view: RouterView, pool_limit: PoolLimit) ->
 class Strategy(Protocol):
     """What every strategy is: ``select`` on a router view, and the artifacts it made.
 
-    ``select(view, pool_limit) -> StrategyResult``: ``view`` is the task's ``RouterView``
-    (a reference, ``StrategyInfo.reads_task``, is given the ``BenchmarkTask`` itself: it
-    reads the row's listing); ``pool_limit`` caps each lane's candidate pool (None: the
-    whole lane). ``artifacts()`` lists what the strategy fitted in this process (a learned
+    ``select(view, pool) -> StrategyResult``: ``view`` is the task's ``RouterView`` (a
+    reference, ``StrategyInfo.reads_task``, is given the ``BenchmarkTask`` itself: it reads
+    the row's listing); ``pool`` (a ``junction.candidates.PoolRequest``) is the pool rule
+    and the limit per lane of the candidate pools, which the strategy passes to
+    ``candidate_pools``. ``artifacts()`` lists what the strategy fitted in this process (a learned
     strategy's ``LearnedUtility`` records, which the benchmark stores once); [] for most.
     """
 
-    def select(self, view: Any, pool_limit: PoolLimit) -> StrategyResult: ...
+    def select(self, view: Any, pool: PoolRequest | PoolLimit) -> StrategyResult: ...
 
     def artifacts(self) -> list[Any]: ...
 
 
 @dataclass(frozen=True)
 class FunctionStrategy:
-    """A ``Strategy`` from a function ``(view, pool_limit) -> StrategyResult``; no artifacts."""
+    """A ``Strategy`` from a function ``(view, pool) -> StrategyResult``; no artifacts."""
 
-    function: Callable[[RouterView, PoolLimit], StrategyResult]
+    function: Callable[[RouterView, PoolRequest], StrategyResult]
 
-    def select(self, view: RouterView, pool_limit: PoolLimit) -> StrategyResult:
-        """``function(view, pool_limit)``."""
-        return self.function(view, pool_limit)
+    def select(self, view: RouterView, pool: PoolRequest | PoolLimit) -> StrategyResult:
+        """``function(view, pool)`` (a bare pool limit: a request on the default rule)."""
+        return self.function(view, PoolRequest.of(pool))
 
     def artifacts(self) -> list[Any]:
         """Nothing: a function strategy fits nothing."""
@@ -91,4 +99,4 @@ class FunctionStrategy:
 
 def selector_strategy(selector: Selector) -> Strategy:
     """The strategy that runs ``selector`` over the lanes' joint problem (``run_selector``)."""
-    return FunctionStrategy(lambda view, pool_limit: run_selector(selector, view, pool_limit))
+    return FunctionStrategy(lambda view, pool: run_selector(selector, view, pool))

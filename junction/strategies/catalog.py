@@ -183,18 +183,18 @@ for _info in (
                  sees_interactions=True, claims_optimal=True, in_default_run=True,
                  colour="tab:blue", marker="o", split_twin="adaptive_split"),
     StrategyInfo("fixed_split", _M + "splits:make_fixed_split_strategy", "split",
-                 "BM25 rank per type, a fixed share of the budget each",
+                 "first-stage rank per type, a fixed share of the budget each",
                  ranks_apart=True, in_default_run=True,
                  colour="tab:orange", marker="s"),
     StrategyInfo("adaptive_split", _M + "splits:make_adaptive_split_strategy", "split",
-                 "BM25 rank per type, the budget split where the ranked utilities say",
+                 "first-stage rank per type, the budget split where the ranked utilities say",
                  ranks_apart=True, in_default_run=True,
                  colour="tab:green", marker="^"),
     # The judge scores every candidate with a llama.cpp model: a few tasks per suite at one
     # scale keep the default run inside its time (docs/measurement.md, "The default
     # benchmark (`make bench`)").
     StrategyInfo("judge_admission", _M + "judge_admission:make_judge_admission_strategy",
-                 "judge", "BM25 first stage, then a yes/no judge on llama.cpp",
+                 "judge", "first stage, then a yes/no judge on llama.cpp",
                  needs_calibration=True, in_default_run=True, default_size=4,
                  default_scales=(1.0,),
                  colour="tab:red", marker="D"),

@@ -16,5 +16,5 @@ __all__ = ["make_exact_strategy"]
 
 
 def make_exact_strategy() -> Strategy:
-    """A ready ``exact`` strategy ``(view, pool_limit) -> StrategyResult``."""
+    """A ready ``exact`` strategy ``(view, pool) -> StrategyResult``."""
     return selector_strategy(AutoJointSelector())

@@ -1,9 +1,9 @@
-"""The ``judge_admission`` strategy: BM25 first stage, yes/no judge, floor admission.
+"""The ``judge_admission`` strategy: first stage, yes/no judge, floor admission.
 
 Per task (``RouterView``):
 
-1. BM25 first stage (``junction.strategies.base.candidate_pools``): the top
-   ``min(pool_limit, pool_per_lane)`` contexts and tools;
+1. first stage (``junction.strategies.base.candidate_pools``, the run's pool rule: BM25 by
+   default): the top ``min(pool limit, pool_per_lane)`` contexts and tools;
 2. every candidate is judged against ``view.objective`` in one batch (contexts as their
    content, tools as ``Tool <id>: <description>``: ``bench/studies/judge_quality.py
    --tool-rendering`` measured name + description against adding the rendered schema or
@@ -31,7 +31,7 @@ import threading
 from collections.abc import Sequence
 from typing import cast
 
-from junction.candidates import Candidate, PoolLimit, candidate_pools
+from junction.candidates import Candidate, PoolRequest, candidate_pools
 from junction.judge.cache import ScoreCache, judge_documents
 from junction.judge.instructions import RETRIEVAL_INSTRUCTION, RerankInstruction
 from junction.judge.model import JudgeConfig
@@ -158,7 +158,7 @@ def make_judge_admission_strategy(
     floor: float | None = None,
     use_cache: bool = True,
 ) -> FunctionStrategy:
-    """A ready ``judge_admission`` strategy ``(view, pool_limit) -> StrategyResult``.
+    """A ready ``judge_admission`` strategy ``(view, pool) -> StrategyResult``.
 
     Loads the judge once per process (``load_judge``), runs the smoke test (raises
     ``SmokeTestError`` naming the failed gate), opens the score cache
@@ -188,11 +188,12 @@ def make_judge_admission_strategy(
         floor_value = float(floor)
         floor_info = {}
 
-    def strategy(view: RouterView, pool_limit: PoolLimit) -> StrategyResult:
-        lanes = pool_limit if isinstance(pool_limit, (tuple, list)) else (pool_limit, pool_limit)
+    def strategy(view: RouterView, pool: PoolRequest) -> StrategyResult:
+        limit = pool.limit
+        lanes = limit if isinstance(limit, (tuple, list)) else (limit, limit)
         n = cast(tuple[int, int],  # one limit per lane, as ``lanes`` has
                  tuple(pool_per_lane if k is None else min(k, pool_per_lane) for k in lanes))
-        pools = candidate_pools(view, n)
+        pools = candidate_pools(view, n, pool.rule)
         problem = joint_problem(view, pools)
         judged = _judge_pools(judge, cache, view, pools, instruction, noise.floor)
         resources: tuple[Resource, ...] = (*problem.contexts, *problem.tools)

@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from junction.candidates import (
+    DEFAULT_POOL_RULE,
     PoolLimit,
+    PoolRequest,
     candidate_pools,
     check_pool_rule,
-    current_pool_rule,
-    pool_rule,
 )
 from junction.errors import JunctionError
 from junction.learned.crossfit import CrossFitFold
@@ -110,9 +110,9 @@ class LearnedStrategy:
         return LearnedStrategy(self.joint, self.training, self.seed, fold, self._used,
                                self.pool, self.link, self.grids)
 
-    def _rule(self) -> str:
+    def _rule(self, run_rule: str) -> str:
         """The pool rule this strategy ranks and fits by: its own, else the run's."""
-        return self.pool or current_pool_rule()
+        return self.pool or run_rule
 
     def _training_tasks(self, family: str) -> tuple[list[BenchmarkTask], frozenset[str]]:
         """(training tasks, held-out task ids) for ``family`` and this strategy's fold."""
@@ -126,25 +126,27 @@ class LearnedStrategy:
         out = self.fold.held_out([t.task_id for t in every])
         return [t for t in every if t.task_id not in out], out
 
-    def model(self, family: str, pool_limit: PoolLimit) -> LearnedUtility:
+    def model(self, family: str, pool_limit: PoolLimit,
+              run_rule: str = DEFAULT_POOL_RULE) -> LearnedUtility:
         """The family's fitted model (fitted on first call in the process; thread-safe):
         on the family's training part, or for a cross-fitted family on every task outside
-        this strategy's fold. Raises ``LearnedModelError`` when the family has no training
-        task, ``CrossFitError`` for a cross-fitted family and no fold."""
+        this strategy's fold, on pools of this strategy's own pool rule, else ``run_rule``.
+        Raises ``LearnedModelError`` when the family has no training task,
+        ``CrossFitError`` for a cross-fitted family and no fold."""
         if self.training is None:
             raise ValueError("a learned strategy made without a training source has no model")
         fold = self.fold if self.training.is_cross_fitted(family) else None
-        key = (self.training, family, pool_limit, self.seed, fold, self._rule(), self.link,
+        rule = self._rule(run_rule)
+        key = (self.training, family, pool_limit, self.seed, fold, rule, self.link,
                self.grids)
         with _FITTED_LOCK:
             if key not in _FITTED:
                 tasks, _ = self._training_tasks(family)
-                with pool_rule(self._rule()):
-                    grid = dict(self.grids)
-                    _FITTED[key] = fit_learned_utility(
-                        family, tasks, pool_limit, self.seed, link=self.link,
-                        lambdas=grid.get("lambdas"), taus=grid.get("taus"),
-                        pair_weights=grid.get("pair_weights", (1.0,)))
+                grid = dict(self.grids)
+                _FITTED[key] = fit_learned_utility(
+                    family, tasks, pool_limit, self.seed, link=self.link,
+                    lambdas=grid.get("lambdas"), taus=grid.get("taus"),
+                    pair_weights=grid.get("pair_weights", (1.0,)), rule=rule)
             self._used[key] = _FITTED[key]
             return _FITTED[key]
 
@@ -153,9 +155,10 @@ class LearnedStrategy:
         with _FITTED_LOCK:
             return list(self._used.values())
 
-    def select(self, view: RouterView, pool_limit: PoolLimit) -> StrategyResult:
+    def select(self, view: RouterView, pool: PoolRequest | PoolLimit) -> StrategyResult:
         """The selection on the family's learned utilities (module docstring)."""
-        pools = candidate_pools(view, pool_limit, self._rule())
+        pool = PoolRequest.of(pool)
+        pools = candidate_pools(view, pool, self._rule(pool.rule))
         family = self.training.family(view.suite) if self.training is not None else None
         if family is None:
             problem = joint_problem(view, pools)
@@ -166,7 +169,7 @@ class LearnedStrategy:
                       else f"suite {view.suite!r} has no training part: the task's utilities")
             return StrategyResult(self.selector.select(problem), pools,
                                   {"learned_fallback": reason})
-        model = self.model(family, pool_limit)
+        model = self.model(family, pool.limit, pool.rule)
         extra: dict[str, Any] = {}
         if self.training is not None and self.training.is_cross_fitted(family):
             assert self.fold is not None  # model() refused an unbound strategy

@@ -3,9 +3,11 @@
 Two strategies for suites whose contexts are the chunks of a page (``bfcl-memory-pages``,
 JSON Lines suites with ``"format": "html"`` contexts); both expose contexts only, no tool:
 
-- ``bm25_top_k``: the BM25 lane's order (``junction.candidates``), matches only (a chunk
-  sharing no term with the query is never admitted);
-- ``judge_top_k``: the BM25 first stage (``pool_limit`` chunks), then every chunk of the
+- ``bm25_top_k``: the BM25 lane's order (``junction.candidates``) whatever the run's pool
+  rule (the strategy owns it, as its name says), matches only (a chunk sharing no term
+  with the query is never admitted);
+- ``judge_top_k``: the first stage (the run's pool rule, BM25 by default; the pool
+  limit's chunks), then every chunk of the
   pool judged against the objective in one batch (explore mode: each chunk keeps the score
   it earned against the query), the judge reading the chunk's heading path then its text
   (``junction.pages.chunking.heading_document``), cut to ``STRATEGY_JUDGE_CONFIG``'s 64 tokens;
@@ -29,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from junction.candidates import CandidatePools, PoolLimit, candidate_pools
+from junction.candidates import CandidatePools, PoolRequest, candidate_pools
 from junction.judge.cache import judge_documents
 from junction.pages.admission import (
     DEFAULT_TOP_K,
@@ -121,11 +123,15 @@ def _top_k_result(name: str, view: RouterView, pools, items: list[ScoredResource
     })
 
 
+BM25_RULE = "bm25"
+"""The pool rule ``bm25_top_k`` ranks by, whatever the run's."""
+
+
 def make_bm25_top_k_strategy(top_k: int = DEFAULT_TOP_K) -> FunctionStrategy:
     """``bm25_top_k``: the BM25 lane's matching chunks, top ``top_k`` within the budget."""
 
-    def strategy(view: RouterView, pool_limit: PoolLimit) -> StrategyResult:
-        pools = candidate_pools(view, pool_limit)
+    def strategy(view: RouterView, pool: PoolRequest) -> StrategyResult:
+        pools = candidate_pools(view, pool.with_rule(BM25_RULE))
         pools = CandidatePools(contexts=pools.contexts, tools=[])
         items = [ScoredResource(view.context(c.resource_id), c.score)
                  for c in pools.contexts if c.matched]
@@ -156,8 +162,8 @@ def make_judge_top_k_strategy(
     judge, cache, noise = session.judge, session.cache, session.noise
     provenance = session.provenance(instruction)
 
-    def strategy(view: RouterView, pool_limit: PoolLimit) -> StrategyResult:
-        pools = candidate_pools(view, pool_limit)
+    def strategy(view: RouterView, pool: PoolRequest) -> StrategyResult:
+        pools = candidate_pools(view, pool)
         pools = CandidatePools(contexts=pools.contexts, tools=[])
         contexts = [view.context(c.resource_id) for c in pools.contexts]
         judged = judge_page_documents(judge, cache, view.objective,

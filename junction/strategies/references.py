@@ -24,17 +24,18 @@ is False; the report shows them apart and the headline never names one best):
   the two is what a document is worth to that model, whatever a selector does.
 
 A reference reads the task (the listing is not in the router view), so it is called as
-``select(task, pool_limit)``; its candidate pools are the whole lanes (``pool_limit`` is
-ignored), so every exposed resource is a candidate. A whole prior conversation can exceed
-the agent's context window; the agent, not the reference, then keeps the most recent turns
-that fit (``junction.agent.prompt.fit_prompt``), so the exposed set stays BFCL's.
+``select(task, pool)``; its candidate pools are the whole lanes ranked by ``pool``'s rule
+(its limit is ignored), so every exposed resource is a candidate. A whole prior
+conversation can exceed the agent's context window; the agent, not the reference, then
+keeps the most recent turns that fit (``junction.agent.prompt.fit_prompt``), so the exposed
+set stays BFCL's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from junction.candidates import PoolLimit, candidate_pools
+from junction.candidates import PoolLimit, PoolRequest, candidate_pools
 from junction.errors import JunctionError
 from junction.select import Selection
 from junction.strategies.base import StrategyResult
@@ -67,7 +68,7 @@ def _none(task: BenchmarkTask) -> tuple[str, ...]:
 
 
 class ReferenceStrategy:
-    """A reference: ``select(task, pool_limit) -> StrategyResult`` (module docstring)."""
+    """A reference: ``select(task, pool) -> StrategyResult`` (module docstring)."""
 
     respects_budget = False
 
@@ -77,16 +78,16 @@ class ReferenceStrategy:
         self._choose = choose
         self._choose_contexts = choose_contexts
 
-    def select(self, task: BenchmarkTask, pool_limit: PoolLimit) -> StrategyResult:
+    def select(self, task: BenchmarkTask, pool: PoolRequest | PoolLimit) -> StrategyResult:
         """The reference's exposed set for ``task`` (not its router view: the catalog's
         ``reads_task``), with whole-lane candidate pools; ``JunctionError`` when given a
         router view."""
         if not isinstance(task, BenchmarkTask):
             raise JunctionError(f"{self.name} is a reference strategy: it reads the task, "
-                                "call select(task, pool_limit)")
+                                "call select(task, pool)")
         tool_ids = tuple(sorted(self._choose(task)))
         context_ids = tuple(sorted(self._choose_contexts(task)))
-        pools = candidate_pools(task.router_view(), None)
+        pools = candidate_pools(task.router_view(), PoolRequest(None, PoolRequest.of(pool).rule))
         tokens = (sum(task.tool(t).token_cost for t in tool_ids)
                   + sum(task.context(c).token_cost for c in context_ids))
         selection = Selection(strategy=self.name, context_ids=context_ids, tool_ids=tool_ids,

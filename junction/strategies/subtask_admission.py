@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from junction.candidates import CandidatePools, PoolLimit, candidate_pools
+from junction.candidates import CandidatePools, PoolRequest, candidate_pools
 from junction.pages.admission import admit_subtasks
 from junction.select.problem import make_selection
 from junction.strategies.base import FunctionStrategy, StrategyResult, joint_problem
@@ -67,8 +67,8 @@ def make_subtask_admission_strategy(
         return cast(list[float],
                     judge_documents(judge, cache, query, documents, ECHO_INSTRUCTION).scores)
 
-    def strategy(view: RouterView, pool_limit: PoolLimit) -> StrategyResult:
-        pools = candidate_pools(view, pool_limit)
+    def strategy(view: RouterView, pool: PoolRequest) -> StrategyResult:
+        pools = candidate_pools(view, pool)
         pools = CandidatePools(contexts=pools.contexts, tools=[])
         contexts = [view.context(c.resource_id) for c in pools.contexts]
         decisions = admit_subtasks([c.content for c in contexts], view.objective,
