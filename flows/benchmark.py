@@ -8,18 +8,17 @@ completes only what is missing and never duplicates a row. Only file I/O is retr
 (``retry_condition_fn`` accepts ``OSError`` only); pure work that fails, fails once.
 Units are submitted a few at a time, so a stop asked by a signal (``flows.interrupts``,
 armed by the command line) takes effect between two units: the run is then marked
-``interrupted`` and ``RunInterrupted`` says how many units were done.
+``interrupted`` and ``RunInterrupted`` says how many units were done. The checks before a
+run are in ``flows.preflight``; the task runners and the entry points that run the flow
+(``run_benchmark``) in ``flows.runners``.
 """
 
 import contextlib
 import itertools
-import logging
-import os
 import queue
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -30,37 +29,37 @@ from junction_datasets.jsonl import load_suite_file
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from flows import interrupts, run_log, server
+from flows import interrupts
 from flows.interrupts import RunInterrupted
-from flows.plan import RunPlan, check_resume, check_writable, new_run_id, prepare_run
+from flows.plan import REPORT_LEFT_OUT, RunPlan, new_run_id
+from flows.preflight import check_resume, check_writable
 from flows.run_record import finish_run, start_run
 from flows.sampling import LoadedSuite, agent_sample, capped, is_bfcl, short_agent_sample
 from flows.unit import UnitSpec
 from flows.workers import run_unit_now
-from junction.errors import JunctionError, UnknownNameError
+from junction.errors import JunctionError
 from junction.evidence.reports import write_report
 from junction.evidence.store import TraceStore, check_name
 from junction.evidence.warehouse import Warehouse
 from junction.learned.crossfit import fold_assignment
 from junction.strategies import strategy_info
+from junction.tasks import BenchmarkTask
 
 __all__ = [
+    "PlannedUnit",
     "RunPlan",
-    "Unit",
     "UnitFailedError",
     "benchmark",
     "load_suites",
     "plan_units",
-    "run_benchmark",
-    "run_prepared",
-    "task_runner",
+    "progress_observer",
 ]
 
 _PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("junction_progress",
                                                                      default=None)
-"""The progress observer of the current ``run_benchmark`` call (set for its duration only).
+"""The progress observer of the current run (``progress_observer`` sets it for the run's
+duration only: ``flows.runners.run_prepared``).
 
 Read only by ``_report_progress``, in the process that owns the flow, as unit futures
 complete. Prefect ships the running flow (by value: ``benchmark`` names the Flow, not its
@@ -74,6 +73,18 @@ def _report_progress(done: int, total: int) -> None:
     observer = _PROGRESS.get()
     if observer is not None:
         observer(done, total)
+
+
+@contextlib.contextmanager
+def progress_observer(observer: Callable[[int, int], None] | None) -> Iterator[None]:
+    """Make ``observer`` (None: none) the progress observer of the runs inside the block,
+    called in this process with (units done, units total) as units finish; the previous
+    observer is back after it."""
+    token = _PROGRESS.set(observer)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
 
 # --------------------------------------------------------------------------- tasks
 
@@ -142,17 +153,16 @@ def write_run_report(root: str, reports_root: str, run_id: str,
                      suites: dict[str, Any], run: dict[str, Any] | None = None) -> str:
     """Write ``reports/<run_id>/`` from the run's ``RunData``, read once through the
     warehouse's views (``Warehouse.run_data``; ``run``: its run.json dict, None: the stored
-    one), and publish the Markdown as a Prefect artifact."""
+    one), metrics.json without the parameters the plan leaves out of it
+    (``flows.plan.REPORT_LEFT_OUT``), and publish the Markdown as a Prefect artifact."""
     paths = write_report(Path(reports_root) / run_id,
-                         Warehouse(root).run_data(run_id, run=run, suites=suites))
+                         Warehouse(root).run_data(run_id, run=run, suites=suites),
+                         params_left_out=REPORT_LEFT_OUT)
     create_markdown_artifact(markdown=paths["report.md"].read_text(),
                              key=f"report-{run_id.lower().replace('_', '-')[:60]}",
                              description=f"Junction report for run {run_id}")
     return str(paths["report.md"])
 
-
-
-# --------------------------------------------------------------------------- checks
 
 # --------------------------------------------------------------------------- the flow
 
@@ -239,26 +249,15 @@ def _sampling(plan: RunPlan, name: str, n_tasks: int) -> str:
     return f"size={plan.size}"
 
 
-@dataclass(frozen=True)
-class Unit:
-    """One unit of work: a batch of one suite's tasks for one strategy at one seed and
-    budget scale; ``name`` is its trace file's stem, ``agent_ids`` the tasks of the batch
-    the agent acts on. On a cross-fitted suite ``repetition`` is the seed, and a learned
-    strategy's unit holds the tasks of one ``fold`` only (its model is fitted on the
-    others)."""
-
-    suite: LoadedSuite
-    strategy: str
-    scale: float
-    name: str
-    tasks: list
-    agent_ids: list[str]
-    repetition: int | None = None
-    fold: int | None = None
+PlannedUnit = tuple[UnitSpec, list[BenchmarkTask]]
+"""One unit of work: the ``UnitSpec`` the worker takes, and the batch of tasks that travels
+beside it (``TaskBatch``). On a cross-fitted suite the spec's ``repetition`` is the seed,
+and a learned strategy's unit holds the tasks of one ``fold`` only (its model is fitted on
+the others)."""
 
 
-def plan_units(plan: RunPlan, suites: list[LoadedSuite]) -> list[Unit]:
-    """Every unit the plan runs, in submission order: round-robin over the strategies
+def plan_units(plan: RunPlan, suites: list[LoadedSuite], run_id: str) -> list[PlannedUnit]:
+    """Every unit of run ``run_id``, in submission order: round-robin over the strategies
     (``plan.steps()`` order), each strategy's units per suite, scale, batch of
     ``plan.batch_size`` tasks. The references (catalog ``reads_task``) run only on the
     suites of their ``reference_set`` (``LoadedSuite.reference_set``); the agent acts at
@@ -271,7 +270,7 @@ def plan_units(plan: RunPlan, suites: list[LoadedSuite]) -> list[Unit]:
     instead of queuing behind every BFCL suite's agent units (docs/measurement.md, "The
     default benchmark (`make bench`)")."""
     agent_scale = plan.agent_scale()
-    chains: dict[str, list[Unit]] = {name: [] for name in plan.steps()}
+    chains: dict[str, list[PlannedUnit]] = {name: [] for name in plan.steps()}
     for suite in suites:
         for strategy, step in plan.steps().items():
             info = strategy_info(strategy)
@@ -298,10 +297,12 @@ def plan_units(plan: RunPlan, suites: list[LoadedSuite]) -> list[Unit]:
                         ids = ([t.task_id for t in batch if t.task_id in suite.agent_ids]
                                if scale == agent_scale and strategy in plan.agent_strategies
                                else [])
-                        chains[strategy].append(Unit(
-                            suite, strategy, scale,
-                            f"seed{suite.seed}-scale{scale:g}{tag}-{lo:06d}-{hi:06d}", batch,
-                            ids, repetition, fold))
+                        chains[strategy].append((plan.unit_spec(
+                            run_id, suite=suite.name, strategy=strategy, seed=suite.seed,
+                            scale=scale, unit=f"seed{suite.seed}-scale{scale:g}{tag}"
+                                              f"-{lo:06d}-{hi:06d}",
+                            pool_limit=suite.info.pool_limit, agent_task_ids=tuple(ids),
+                            repetition=repetition, fold=fold), batch))
     rounds = itertools.zip_longest(*chains.values())
     return [unit for one_round in rounds for unit in one_round if unit is not None]
 
@@ -313,7 +314,7 @@ def benchmark(plan: RunPlan, run_id: str | None = None,
 
     ``run_id``: resume/complete this run (default: a new id, ``new_run_id``);
     ``write_reports``: write ``reports/<run_id>/`` at the end. The task runner is set by
-    ``run_benchmark`` (``flow.with_options``). Returns {run_id, report, units,
+    ``flows.runners.run_benchmark`` (``flow.with_options``). Returns {run_id, report, units,
     units_skipped, tasks}. Raises ``JunctionError`` when a resumed run's parameters differ
     or the traces root cannot be written, ``DatasetError`` for a malformed suite; a run that
     fails after it started is marked ``failed`` in its run.json.
@@ -327,7 +328,7 @@ def benchmark(plan: RunPlan, run_id: str | None = None,
     meta = start_run(store, plan, run_id, suites)
     interrupts.track(root=plan.output_root, meta=meta, reports=plan.reports_root)
     try:
-        results = _submit(plan, run_id, plan_units(plan, suites))
+        results = _submit(plan, plan_units(plan, suites, run_id))
         completed = finish_run(store, meta, results, suites, plan)
         report = (write_run_report(plan.output_root, plan.reports_root, run_id,
                                    completed["suites"], completed) if write_reports else None)
@@ -355,7 +356,7 @@ class UnitFailedError(JunctionError):
     (the traceback is the ``__cause__``)."""
 
 
-def _submit(plan: RunPlan, run_id: str, units: list[Unit]) -> list[dict[str, Any]]:
+def _submit(plan: RunPlan, units: list[PlannedUnit]) -> list[dict[str, Any]]:
     """Submit the units to the task runner, at most ``2 × workers`` in flight, and wait
     for them (progress per finished unit); returns their results in completion order.
 
@@ -373,12 +374,10 @@ def _submit(plan: RunPlan, run_id: str, units: list[Unit]) -> list[dict[str, Any
             unit = next(waiting, None)
             if unit is None:
                 break
-            spec = plan.unit_spec(run_id, unit.suite.name, unit.strategy, unit.suite.seed,
-                                  unit.scale, unit.name, unit.suite.info.pool_limit,
-                                  tuple(unit.agent_ids), unit.repetition, unit.fold)
-            future = run_unit.submit(spec, TaskBatch(unit.tasks))
+            spec, tasks = unit
+            future = run_unit.submit(spec, TaskBatch(tasks))
 
-            def on_done(f: Any, u: Unit = unit) -> None:
+            def on_done(f: Any, u: UnitSpec = spec) -> None:
                 finished.put((f, u))
 
             future.add_done_callback(on_done)
@@ -405,110 +404,11 @@ def _submit(plan: RunPlan, run_id: str, units: list[Unit]) -> list[dict[str, Any
     return results
 
 
-def _unit_result(future, unit: Unit) -> dict[str, Any]:
+def _unit_result(future, unit: UnitSpec) -> dict[str, Any]:
     """The unit's result, or ``UnitFailedError`` naming it if it raised."""
     try:
         return future.result()
     except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else ""
-        raise UnitFailedError(f"unit {unit.suite.name}/{unit.strategy}/{unit.name} failed: "
+        raise UnitFailedError(f"unit {unit.suite}/{unit.strategy}/{unit.unit} failed: "
                               f"{type(exc).__name__}: {first}".rstrip(": ")) from exc
-
-
-# --------------------------------------------------------------------------- running it
-
-def task_runner(runner: str = "thread", workers: int | None = None,
-                dask_address: str | None = None) -> TaskRunner[Any]:
-    """The Prefect task runner for ``runner``: a thread pool, or Dask (a scheduler at
-    ``dask_address``, else a ``LocalCluster`` of ``workers`` processes the runner starts and
-    stops). ``local_dask_cluster`` makes the cluster a command line uses instead."""
-    if runner == "thread":
-        return ThreadPoolTaskRunner(max_workers=workers or 4)
-    if runner == "dask":
-        from prefect_dask import DaskTaskRunner
-
-        if dask_address:
-            return DaskTaskRunner(address=dask_address)
-        return DaskTaskRunner(cluster_kwargs=_cluster_kwargs(workers))
-    raise UnknownNameError(f"unknown runner {runner!r}; valid runners: dask, thread")
-
-
-def _cluster_kwargs(workers: int | None) -> dict[str, Any]:
-    return {"n_workers": workers or 2, "threads_per_worker": 1, "processes": True,
-            "dashboard_address": None}
-
-
-def local_dask_cluster(workers: int | None):
-    """A ``distributed.LocalCluster`` (``workers`` processes, one thread each) whose
-    processes ignore the terminal's Ctrl-C (started from a thread that blocks SIGINT:
-    ``flows.server.in_thread_without_sigint``; the ``junction`` process stops the run and
-    then them) and report to this process's temporary Prefect server
-    (``PREFECT_API_URL`` in their environment), their log records and their stderr going
-    to the run's log (``JUNCTION_RUN_LOG``, ``flows.run_log.route_worker``): a worker a
-    Ctrl-C reaches while it starts prints its traceback there. Close it after the run."""
-    from distributed import LocalCluster
-
-    env = {"PREFECT_API_URL": server.api_url() or ""}
-    if os.environ.get(run_log.LOG_ENV):
-        env[run_log.LOG_ENV] = os.environ[run_log.LOG_ENV]
-    env = {k: v for k, v in env.items() if v}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # a spawned worker process starts with this environment
-    log = os.environ.get(run_log.LOG_ENV)
-    try:
-        with server.stderr_to(Path(log) if log else None):  # workers' fd 2: the log
-            return server.in_thread_without_sigint(
-                lambda: LocalCluster(**_cluster_kwargs(workers), silence_logs=logging.ERROR))
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def run_benchmark(plan: RunPlan | None = None, *, run_id: str | None = None,
-                  progress: Callable[[int, int], None] | None = None,
-                  write_reports: bool = True, **given: Any) -> dict[str, Any]:
-    """Run the flow on ``plan`` (or ``RunPlan.build(**given)``) with the task runner it
-    names.
-
-    ``progress``, if given, is called in this process with (units done, units total) each
-    time a unit finishes; it is never sent to a worker. The checks of ``prepare_run`` run
-    first, then the run id's lock is taken (``TraceStore.run_lock``: a second writer fails
-    at once), and only then does Prefect start. Returns the flow's result.
-    """
-    if plan is None:
-        plan = RunPlan.build(**given)
-    elif given:
-        raise JunctionError(f"run_benchmark takes a plan or its fields, not both "
-                            f"(got {', '.join(sorted(given))})")
-    run_id = prepare_run(plan, run_id)
-    with TraceStore(plan.output_root).run_lock(run_id):
-        return run_prepared(plan, run_id, progress, write_reports)
-
-
-def run_prepared(plan: RunPlan, run_id: str,
-                 progress: Callable[[int, int], None] | None = None,
-                 write_reports: bool = True) -> dict[str, Any]:
-    """``run_benchmark`` for a caller that has run ``prepare_run`` and holds the run id's
-    lock (the command line takes it before it imports Prefect): start the temporary
-    Prefect server if none is configured, then run the flow."""
-    token = _PROGRESS.set(progress)
-    cluster = None
-    try:
-        server.start()
-        if plan.runner == "dask" and not plan.dask_address and interrupts.armed():
-            from prefect_dask import DaskTaskRunner
-
-            cluster = local_dask_cluster(plan.workers)  # a command line's: quiet on Ctrl-C
-            # prefect_dask's class subclasses a bare TaskRunner (its default future type)
-            runner = cast("TaskRunner[Any]", DaskTaskRunner(address=cluster.scheduler_address))
-        else:
-            runner = task_runner(plan.runner, plan.workers, plan.dask_address)
-        return benchmark.with_options(task_runner=runner)(plan, run_id, write_reports)
-    finally:
-        _PROGRESS.reset(token)
-        if cluster is not None:
-            with contextlib.suppress(Exception):
-                cluster.close(timeout=10)

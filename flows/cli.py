@@ -181,13 +181,15 @@ def report(
     reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
 ) -> None:
     """(Re)write the report of one run."""
+    from flows.plan import REPORT_LEFT_OUT
     from junction.evidence.diff import resolve_run
     from junction.evidence.reports import write_report
     from junction.evidence.warehouse import Warehouse
 
     wh = Warehouse(warehouse or warehouse_root())
     run_id = resolve_run(wh.store, run)
-    paths = write_report(Path(reports or reports_root()) / run_id, wh.run_data(run_id))
+    paths = write_report(Path(reports or reports_root()) / run_id, wh.run_data(run_id),
+                         params_left_out=REPORT_LEFT_OUT)
     typer.echo(f"report: {paths['report.md']}")
 
 

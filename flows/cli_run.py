@@ -236,7 +236,8 @@ def bench(
         check_run_free(Path(output_root), run_id)
     from junction_datasets.jsonl import load_suite_file
 
-    from flows.plan import RunPlan, prepare_run, unreadable_named_folders
+    from flows.plan import RunPlan, unreadable_named_folders
+    from flows.preflight import prepare_run
     from junction.evidence.store import TraceStore
 
     data_folders = parse_data_folders(data, tau2_data)
@@ -282,7 +283,7 @@ def _run_with_progress(plan, run_id: str) -> dict:
     """Run a prepared plan (its run lock held) with a progress bar of units."""
     from rich.progress import Progress
 
-    import flows.benchmark as fb
+    import flows.runners as fb
 
     with Progress(transient=False) as progress:
         bar = progress.add_task("benchmark units", total=None)

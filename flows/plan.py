@@ -3,8 +3,14 @@
 ``RunPlan`` is what the command line builds from its options and what the ``benchmark``
 flow takes. It fills the default plan in (the ``DEFAULT_*`` constants below, each with its
 reason), refuses a plan that cannot run with one ``JunctionError`` line naming the field,
-and owns the params hash a resumed run must repeat (``junction.evidence.params`` lists the
-result-neutral fields it leaves out).
+and owns the params hash a resumed run must repeat.
+
+What each field is beyond its value is declared on the field (a ``ParamPolicy`` in its
+``Annotated`` metadata): result-neutral (no trace row depends on it), a unit-layout
+parameter a resumed run keeps all the same, a machine path metrics.json leaves out, or
+recorded in ``params`` only when not its default. The lists the params hash and the report
+read are derived from those markers (``RESULT_NEUTRAL_PARAMS``, ``UNIT_LAYOUT_PARAMS``,
+``MACHINE_PATH_PARAMS``, ``REPORT_LEFT_OUT``).
 """
 
 from __future__ import annotations
@@ -13,25 +19,20 @@ import hashlib
 import json
 import math
 import os
-import shutil
-import tempfile
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from junction_datasets import SUITES, get_suite, suite_names
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from flows.unit import AgentSpec, StrictInt, UnitSpec
 from junction.candidates import DEFAULT_POOL_RULE, check_pool_rule
-from junction.environment import PROJECT_ROOT, state_dir
+from junction.environment import PROJECT_ROOT
 from junction.errors import JunctionError, UnknownNameError
-from junction.evidence.params import resume_params
-from junction.evidence.store import TraceStore, check_name
 from junction.learned.crossfit import DEFAULT_FOLDS, MIN_FOLDS
-from junction.sqlite_cache import check_caches
 from junction.strategies import STRATEGIES, default_strategies, strategy_info
 
 __all__ = [
@@ -43,18 +44,23 @@ __all__ = [
     "DEFAULT_STRATEGY_SCALES",
     "DEFAULT_STRATEGY_SIZE",
     "DEFAULT_WAREHOUSE",
+    "FLOW_ARGUMENTS",
+    "MACHINE_PATH_PARAMS",
     "MAX_SEED",
+    "REPORT_LEFT_OUT",
+    "RESULT_NEUTRAL_PARAMS",
     "RUNNERS",
+    "UNIT_LAYOUT_PARAMS",
+    "ParamPolicy",
     "RunPlan",
     "StrategyStep",
-    "check_folds",
-    "check_resume",
-    "check_writable",
     "default_agent_strategies",
     "default_suites",
+    "field_policy",
     "new_run_id",
     "params_hash",
-    "prepare_run",
+    "report_params",
+    "resume_params",
     "skipped_default_suites",
     "unreadable_named_folders",
 ]
@@ -162,8 +168,39 @@ def new_run_id(now: datetime | None = None) -> str:
 
 def params_hash(params: dict[str, Any]) -> str:
     """SHA-256 (hex) of the canonical JSON of the parameters a resumed run must repeat
-    (``junction.evidence.params.resume_params``)."""
+    (``resume_params``)."""
     return hashlib.sha256(json.dumps(resume_params(params), sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ParamPolicy:
+    """What a ``RunPlan`` field is beyond its value: a marker in the field's ``Annotated``
+    metadata (``field_policy`` reads it). A field without one changes results, is always
+    in ``params`` and in metrics.json, and a resumed run must repeat it."""
+
+    neutral: str | None = None
+    """Why no trace row depends on the field (given: it is result-neutral, so
+    ``params_hash`` and metrics.json leave it out)."""
+
+    unit_layout: bool = False
+    """Result-neutral, but it names a run's unit files (``seed0-scale1-000000-000100``): a
+    run resumed with another batch size would not find its finished units, run them again
+    under new names and duplicate their rows. ``params_hash`` keeps it."""
+
+    machine_path: bool = False
+    """Changes results, but as a path on one machine (the agent model is named in the
+    traces by its sha256, a remote one by ``agent_remote``; a data folder's suite by its
+    tasks): the report names each file suite (suite name, file name, tasks) and each built
+    suite (its source and tasks) in its ``suites`` section instead, so metrics.json leaves
+    it out."""
+
+    omit_default: bool = False
+    """In ``params`` only when not the field's default, so a plan from before the field
+    existed keeps its ``params_hash`` (a resumed run)."""
+
+    omit_same_as: str | None = None
+    """In ``params`` only when it differs from this other field (``agent_strategies``: only
+    when it leaves a strategy out)."""
 
 
 class StrategyStep(BaseModel):
@@ -179,7 +216,7 @@ class StrategyStep(BaseModel):
 def default_agent_threads(workers: int | None) -> int:
     """llama.cpp threads of the embedded agent when the plan gives none: the CPUs this
     process may use, shared among the run's unit workers (``workers``; None: the thread
-    runner's default of 4, ``flows.benchmark.task_runner``), at least 1. One agent thread
+    runner's default of 4, ``flows.runners.task_runner``), at least 1. One agent thread
     per core runs beside a busy worker on each core; with one worker the agent has every
     core (prompt evaluation is about twice as fast on two threads as on one here:
     docs/measurement.md, "The agent near the hardware")."""
@@ -234,7 +271,10 @@ class RunPlan(BaseModel):
       fit, in this process or a worker. A folder given for a suite the default plan then
       leaves out because that folder cannot be read is refused (its reason, one line). In
       ``params`` only when not empty; never in ``metrics.json`` (a machine path,
-      ``junction.evidence.params.MACHINE_PATH_PARAMS``)
+      ``MACHINE_PATH_PARAMS``)
+
+    Each field's ``ParamPolicy`` (in its annotation) says whether it is result-neutral, a
+    unit-layout parameter, a machine path, and when ``params`` leaves it out.
 
     Raises ``UnknownNameError`` (suite, strategy, runner, pool rule) or ``JunctionError`` naming the
     field and its value for a plan that cannot run (a suite whose data is absent, a seed
@@ -253,25 +293,45 @@ class RunPlan(BaseModel):
     full: bool
     strategy_size: dict[str, StrictInt]
     strategy_scales: dict[str, list[float]]
-    batch_size: StrictInt = DEFAULT_BATCH_SIZE
-    output_root: str = DEFAULT_WAREHOUSE
-    reports_root: str = DEFAULT_REPORTS
-    runner: str = "thread"
-    workers: StrictInt | None = None
-    dask_address: str | None = None
-    suite_files: list[str] = Field(default_factory=list)
+    batch_size: Annotated[StrictInt, ParamPolicy(
+        neutral="tasks per work unit: every task is evaluated on its own",
+        unit_layout=True)] = DEFAULT_BATCH_SIZE
+    output_root: Annotated[str, ParamPolicy(
+        neutral="where traces are written")] = DEFAULT_WAREHOUSE
+    reports_root: Annotated[str, ParamPolicy(
+        neutral="where reports are written")] = DEFAULT_REPORTS
+    runner: Annotated[str, ParamPolicy(neutral="thread pool or Dask")] = "thread"
+    workers: Annotated[StrictInt | None, ParamPolicy(
+        neutral="how many workers run units")] = None
+    dask_address: Annotated[str | None, ParamPolicy(
+        neutral="which Dask scheduler runs units")] = None
+    suite_files: Annotated[list[str], ParamPolicy(machine_path=True)] = Field(
+        default_factory=list)
     agent_size: StrictInt | None = None
-    agent_model: str | None = None
-    agent_url: str | None = None
-    agent_concurrency: StrictInt = 1
-    agent_context_tokens: StrictInt | None = None
-    agent_timeout: float | None = None
-    agent_check_timeout: float | None = None
-    agent_threads: StrictInt | None = None
-    agent_strategies: list[str] = Field(default_factory=list)
-    folds: StrictInt = DEFAULT_FOLDS
-    pool: str = DEFAULT_POOL_RULE
-    data_folders: dict[str, str] = Field(default_factory=dict)
+    agent_model: Annotated[str | None, ParamPolicy(machine_path=True)] = None
+    agent_url: Annotated[str | None, ParamPolicy(machine_path=True)] = None
+    agent_concurrency: Annotated[StrictInt, ParamPolicy(
+        neutral="how many requests a remote agent gets at once: each is answered on its "
+                "own, greedily")] = 1
+    agent_context_tokens: Annotated[StrictInt | None, ParamPolicy(omit_default=True)] = None
+    agent_timeout: Annotated[float | None, ParamPolicy(
+        neutral="how long one remote generation may take: an answer in time is the same "
+                "answer; one past it fails the run",
+        omit_default=True)] = None
+    agent_check_timeout: Annotated[float | None, ParamPolicy(
+        neutral="how long each check of a remote agent's server before the run may take: "
+                "the checks change no answer",
+        omit_default=True)] = None
+    agent_threads: Annotated[StrictInt | None, ParamPolicy(
+        neutral="llama.cpp threads of the embedded agent: greedy decoding gives the same "
+                "text on any thread count (AgentConfig.key leaves it out)",
+        omit_default=True)] = None
+    agent_strategies: Annotated[list[str], ParamPolicy(omit_same_as="strategies")] = Field(
+        default_factory=list)
+    folds: Annotated[StrictInt, ParamPolicy(omit_default=True)] = DEFAULT_FOLDS
+    pool: Annotated[str, ParamPolicy(omit_default=True)] = DEFAULT_POOL_RULE
+    data_folders: Annotated[dict[str, str], ParamPolicy(
+        machine_path=True, omit_default=True)] = Field(default_factory=dict)
 
     @classmethod
     def build(cls, **given: Any) -> RunPlan:
@@ -396,7 +456,7 @@ class RunPlan(BaseModel):
 
     def _check_remote_agent(self) -> None:
         """A remote agent's static checks; the server's model list is checked by
-        ``flows.benchmark.prepare_run``, which may reach the server."""
+        ``flows.preflight.prepare_run``, which may reach the server."""
         from junction.agent.prompt import AgentError
         from junction.agent.remote import RemoteAgentConfig, check_agent_url
 
@@ -428,25 +488,21 @@ class RunPlan(BaseModel):
 
     def params(self) -> dict[str, Any]:
         """The parameters a run records in run.json (``params``), as plain JSON values;
-        ``agent_context_tokens`` only when given, ``agent_strategies`` only when it leaves
-        a strategy out, ``data_folders`` only when not empty, ``folds`` only when not
-        ``DEFAULT_FOLDS`` (run.json's ``cross_fit`` records the folds of every cross-fitted
-        run) and ``pool`` only when not ``DEFAULT_POOL_RULE``, so a plan from before they
-        existed keeps its ``params_hash`` (a resumed run)."""
+        a field whose ``ParamPolicy`` says so only when not its default
+        (``agent_context_tokens``, ``agent_timeout``, ``agent_check_timeout``,
+        ``agent_threads`` only when given, ``data_folders`` only when not empty, ``folds``
+        only when not ``DEFAULT_FOLDS``: run.json's ``cross_fit`` records the folds of every
+        cross-fitted run, ``pool`` only when not ``DEFAULT_POOL_RULE``) or only when it
+        differs from another field (``agent_strategies``: when it leaves a strategy out), so
+        a plan from before they existed keeps its ``params_hash`` (a resumed run)."""
         exclude = set()
-        if not self.data_folders:
-            exclude.add("data_folders")
-        if self.pool == DEFAULT_POOL_RULE:
-            exclude.add("pool")
-        if self.folds == DEFAULT_FOLDS:
-            exclude.add("folds")
-        if self.agent_context_tokens is None:
-            exclude.add("agent_context_tokens")
-        for name in ("agent_timeout", "agent_check_timeout", "agent_threads"):
-            if getattr(self, name) is None:
+        for name, policy in FIELD_POLICY.items():
+            value = getattr(self, name)
+            if (policy.omit_default and value == type(self).model_fields[name].get_default(
+                    call_default_factory=True)) or (
+                    policy.omit_same_as is not None
+                    and value == getattr(self, policy.omit_same_as)):
                 exclude.add(name)
-        if self.agent_strategies == self.strategies:
-            exclude.add("agent_strategies")
         return self.model_dump(exclude=exclude or None)
 
     def params_hash(self) -> str:
@@ -463,18 +519,16 @@ class RunPlan(BaseModel):
                          threads=(None if self.agent_url is not None else
                                   self.agent_threads or default_agent_threads(self.workers)))
 
-    def unit_spec(self, run_id: str, suite: str, strategy: str, seed: int, scale: float,
-                  unit: str, pool_limit: int | tuple[int | None, int | None] | None,
-                  agent_task_ids: tuple[str, ...] = (), repetition: int | None = None,
-                  fold: int | None = None) -> UnitSpec:
-        """The ``UnitSpec`` of one unit of this plan: the unit's own fields, and the plan's
-        traces root, agent, pool rule, data folders and (for a fold) fold count."""
-        return UnitSpec(root=self.output_root, run_id=run_id, suite=suite, strategy=strategy,
-                        seed=seed, scale=scale, unit=unit, pool_limit=pool_limit,
-                        agent_task_ids=agent_task_ids, agent=self.agent_spec(),
-                        repetition=repetition, fold=fold,
+    def unit_spec(self, run_id: str, **unit: Any) -> UnitSpec:
+        """The ``UnitSpec`` of one unit of run ``run_id``: the unit's own fields, by name
+        (``suite``, ``strategy``, ``seed``, ``scale``, ``unit``, ``pool_limit``,
+        ``agent_task_ids``, ``repetition``, ``fold``), and the plan's traces root, agent,
+        pool rule, data folders and (for a fold) fold count. Raises pydantic's
+        ``ValidationError`` naming a missing or mistyped field."""
+        fold = unit.get("fold")
+        return UnitSpec(root=self.output_root, run_id=run_id, agent=self.agent_spec(),
                         folds=self.folds if fold is not None else None, pool=self.pool,
-                        data_folders=self.data_folders)
+                        data_folders=self.data_folders, **unit)
 
     def steps(self) -> dict[str, StrategyStep]:
         """Per strategy (sorted): the scales it runs and its task cap, the plan the flow
@@ -501,83 +555,54 @@ def _is_count(value: Any, least: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
-# --------------------------------------------------------------------------- before a run
+# --------------------------------------------------------------------------- field policy
 
-def check_writable(output_root: str) -> None:
-    """Refuse a local traces root that is a file or cannot be created and written (by
-    making it and a temporary file in it, then removing what was made)."""
-    store = TraceStore(output_root)
-    if not store.is_local:
-        return
-    root = Path(store.base)
-    if root.exists() and not root.is_dir():
-        raise JunctionError(f"warehouse {output_root} is a file, not a folder; pass a folder "
-                            "to --warehouse")
-    created = next((p for p in [*reversed(root.parents), root] if not p.exists()), None)
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=root):
-            pass
-    except OSError as exc:
-        raise JunctionError(f"warehouse {output_root} is not a writable folder: "
-                            f"{exc.strerror or exc}") from None
-    finally:  # a check writes nothing: remove the folders it made
-        if created is not None and created.is_dir():
-            shutil.rmtree(created, ignore_errors=True)
+def field_policy(name: str) -> ParamPolicy:
+    """The ``ParamPolicy`` of ``RunPlan`` field ``name`` (from its annotation; none: the
+    default, a field that changes results and is always recorded)."""
+    return next((m for m in RunPlan.model_fields[name].metadata
+                 if isinstance(m, ParamPolicy)), ParamPolicy())
 
 
+FIELD_POLICY: dict[str, ParamPolicy] = {name: field_policy(name) for name in RunPlan.model_fields}
+"""``RunPlan`` field -> its ``ParamPolicy``, in field order."""
 
-def check_resume(plan: RunPlan, run_id: str) -> None:
-    """Refuse to resume ``run_id`` with a plan other than the one it was started with
-    (``JunctionError``)."""
-    existing = TraceStore(plan.output_root).read_run_meta(run_id)
-    if existing and existing.get("params_hash") != plan.params_hash():
-        raise JunctionError(f"run {run_id} was started with different parameters; "
-                            "use a new run id or the same parameters")
+FLOW_ARGUMENTS: dict[str, str] = {"run_id": "names the run",
+                                  "write_reports": "whether a report is written"}
+"""The ``benchmark`` flow's arguments beside the plan (``flows.benchmark.benchmark``), both
+result-neutral: name -> why no trace row depends on it."""
+
+RESULT_NEUTRAL_PARAMS: dict[str, str] = {
+    **FLOW_ARGUMENTS,
+    **{name: p.neutral for name, p in FIELD_POLICY.items() if p.neutral is not None}}
+"""Parameter name -> why no trace row depends on it: the flow's own arguments and every
+field whose ``ParamPolicy`` gives ``neutral``."""
+
+UNIT_LAYOUT_PARAMS: tuple[str, ...] = tuple(
+    name for name, p in FIELD_POLICY.items() if p.unit_layout)
+"""Result-neutral, but they name a run's unit files (``ParamPolicy.unit_layout``):
+``params_hash`` keeps them."""
+
+MACHINE_PATH_PARAMS: tuple[str, ...] = tuple(
+    name for name, p in FIELD_POLICY.items() if p.machine_path)
+"""Change results, but as paths on one machine (``ParamPolicy.machine_path``):
+metrics.json leaves them out."""
+
+REPORT_LEFT_OUT: frozenset[str] = frozenset(RESULT_NEUTRAL_PARAMS) | frozenset(
+    MACHINE_PATH_PARAMS)
+"""The parameters metrics.json leaves out (neither result-neutral nor machine paths are
+recorded there): what the flow hands the report
+(``junction.evidence.reports.write_report``'s ``params_left_out``)."""
 
 
-def check_folds(plan: RunPlan) -> None:
-    """Refuse a fold count that a cross-fitted suite of ``plan`` cannot fill: every fold
-    needs at least one of the family's tasks (``junction.learned.crossfit.fold_assignment``),
-    so ``folds`` may not exceed the family's task count. One ``JunctionError`` line naming
-    the suite and its task count; nothing to check when no learned strategy runs (then no
-    fold is drawn). Builds each such family once (the τ family: about a second)."""
-    if not any(strategy_info(s).role == "learned" for s in plan.strategies):
-        return
-    from junction_datasets import family_all_tasks
-
-    for name in plan.suites:
-        info = get_suite(name)
-        if not info.cross_fit or info.family is None:
-            continue
-        n = len(family_all_tasks(info.family, plan.data_folders))
-        if plan.folds > n:
-            raise JunctionError(f"folds: {plan.folds} folds cannot be filled: suite {name} "
-                                f"has {n} tasks to deal into folds; give --folds {n} or fewer")
+def resume_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters a resumed run must repeat: all but the result-neutral ones, except the
+    unit layout."""
+    return {k: v for k, v in params.items()
+            if k not in RESULT_NEUTRAL_PARAMS or k in UNIT_LAYOUT_PARAMS}
 
 
-def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
-    """Check what ``plan`` needs of the world before anything starts; return the run id.
-
-    The run id (``check_name``; a new one when None), the traces root
-    (``check_writable``), a resumed run's parameters (``check_resume``), the sqlite caches
-    (``check_caches``: a corrupt one is set aside with a warning), the fold count of a
-    cross-fitted suite (``check_folds``), the dense embedder for
-    a pool rule that uses it (``junction.dense.DenseError``: missing or off its pin) and,
-    for a remote agent that will act, the server's model list (``AgentError``, one line).
-    So a mistake is one error before Prefect or any work starts.
-    """
-    run_id = check_name(run_id, "run_id") if run_id else new_run_id()
-    check_writable(plan.output_root)  # an unknown protocol or a missing fsspec backend too
-    check_resume(plan, run_id)
-    check_caches(state_dir())  # a corrupt cache: one warning, set aside; unwritable: one line
-    check_folds(plan)
-    if plan.pool != DEFAULT_POOL_RULE:
-        from junction.dense import dense_model_dir
-
-        dense_model_dir()
-    if plan.agent_url is not None and plan.agent_size != 0:
-        from flows.workers import agent_executor
-
-        agent_executor(plan.agent_spec())
-    return run_id
+def report_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters ``metrics.json`` records: neither result-neutral nor machine paths
+    (``REPORT_LEFT_OUT``)."""
+    return {k: v for k, v in params.items() if k not in REPORT_LEFT_OUT}

@@ -124,10 +124,7 @@ def run_unit_now(spec: UnitSpec, tasks: list) -> dict[str, Any]:
     agent = agent_executor(spec.agent) if ids else None
     learned = strategy_info(spec.strategy).role == "learned"
     with interrupts.abandonable() if learned else contextlib.nullcontext(), lock:
-        records, timings = evaluate_batch(tasks, selecting, spec.strategy, spec.run_id,
-                                          spec.seed, spec.scale, spec.pool_limit, agent=agent,
-                                          agent_task_ids=ids, repetition=spec.repetition,
-                                          fold=spec.fold, pool=spec.pool)
+        records, timings = evaluate_batch(tasks, selecting, spec, agent)
     with interrupts.unit_write() as allowed:
         if not allowed:
             return {"unit": spec.unit, "cancelled": True}

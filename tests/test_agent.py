@@ -15,18 +15,23 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from junction_datasets.bfcl import (
+    irrelevance_suite,
+    memory_suite,
+    multiple_suite,
+    parallel_multiple_suite,
+)
 
 from junction.agent import bfcl_checker
+from junction.agent.execution import ExecutionResult, ToolCall
+from junction.agent.generations import EMBEDDED_GENERATIONS, AgentCache, Generation
+from junction.agent.grading import AGENT_OUTCOMES, bfcl_doc, grade_agent
 from junction.agent.llm import LLMExecutor
 from junction.agent.prompt import parse_output, render_prompt
-from junction.agent.generations import EMBEDDED_GENERATIONS, AgentCache, Generation
 from junction.evaluate import evaluate_batch
-from junction.agent.execution import ExecutionResult, ToolCall
-from junction.agent.grading import AGENT_OUTCOMES, bfcl_doc, grade_agent
-from junction.strategies import make_strategy
 from junction.evidence.traces import records_to_table
-from junction_datasets.bfcl import irrelevance_suite, memory_suite, multiple_suite, \
-    parallel_multiple_suite
+from junction.strategies import make_strategy
+from junction.units import UnitSpec
 
 
 def _task(build, bfcl_id):
@@ -239,9 +244,7 @@ def test_llm_executor_acts_and_a_cache_hit_is_byte_identical(agent_model, multip
     listed = make_strategy("bfcl_listed")
 
     def run():
-        records, timings = evaluate_batch([multiple_123], listed, "bfcl_listed", "r", 0, 1.0,
-                                          8, agent=executor,
-                                          agent_task_ids={multiple_123.task_id})
+        records, timings = evaluate_batch([multiple_123], listed, UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple({multiple_123.task_id})), executor)
         return records, timings
 
     first, t1 = run()
@@ -263,8 +266,8 @@ def test_llm_executor_acts_and_a_cache_hit_is_byte_identical(agent_model, multip
 def test_references_expose_the_listing_or_the_pool_outside_the_budget(multiple_123):
     listed = make_strategy("bfcl_listed")
     everything = make_strategy("all_tools")
-    (a,), _ = evaluate_batch([multiple_123], listed, "bfcl_listed", "r", 0, 1.0, 8)
-    (b,), _ = evaluate_batch([multiple_123], everything, "all_tools", "r", 0, 1.0, 8)
+    (a,), _ = evaluate_batch([multiple_123], listed, UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8))
+    (b,), _ = evaluate_batch([multiple_123], everything, UnitSpec(strategy="all_tools", run_id="r", seed=0, scale=1.0, pool_limit=8))
     assert a.exposed_tool_ids == tuple(sorted(multiple_123.metadata["listed_tool_ids"]))
     assert b.exposed_tool_ids == tuple(sorted(t.id for t in multiple_123.tools))
     assert b.tokens_used > multiple_123.budget.max_tokens  # the pool does not fit
@@ -291,8 +294,7 @@ def memory_task():
 
 
 def test_bfcl_listed_on_memory_exposes_the_whole_prior_conversation(memory_task):
-    (record,), _ = evaluate_batch([memory_task], make_strategy("bfcl_listed"), "bfcl_listed",
-                                  "r", 0, 1.0, 8)
+    (record,), _ = evaluate_batch([memory_task], make_strategy("bfcl_listed"), UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8))
     assert record.exposed_context_ids == tuple(sorted(c.id for c in memory_task.contexts))
     assert record.exposed_tool_ids == tuple(sorted(memory_task.metadata["listed_tool_ids"]))
     assert record.context_tokens == sum(c.token_cost for c in memory_task.contexts)
@@ -376,8 +378,7 @@ def test_agent_on_the_memory_reference_fits_its_window_and_the_trace_says_what_i
     agent = LlamaAgent(path, file_sha256(path), AgentConfig(n_ctx=2560, max_tokens=16))
     task = next(t for t in memory_suite(size=None).tasks if t.metadata["scenario"] == "notetaker")
     executor = LLMExecutor(agent, AgentCache(tmp_path / "agent.sqlite"))
-    (record,), _ = evaluate_batch([task], make_strategy("bfcl_listed"), "bfcl_listed", "r", 0,
-                                  1.0, 8, agent=executor, agent_task_ids={task.task_id})
+    (record,), _ = evaluate_batch([task], make_strategy("bfcl_listed"), UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple({task.task_id})), executor)
     dropped = record.agent_dropped_context_ids
     assert 0 < len(dropped) < len(task.contexts)
     assert list(dropped) == [c.id for c in task.contexts[:len(dropped)]]

@@ -2,7 +2,7 @@
 
 In-process (typer's runner and ``flows.cli.main``), so no Prefect server or subprocess
 starts; a bench whose options are refused stops before anything runs, and the one that is
-accepted is stopped at ``flows.plan.prepare_run``, with the plan it was handed kept.
+accepted is stopped at ``flows.preflight.prepare_run``, with the plan it was handed kept.
 """
 
 from __future__ import annotations
@@ -106,12 +106,12 @@ def test_a_bad_data_value_is_one_line(values, tau2, error, line):
     ["--data", f"{tb.SUITE}=/a", "--tau2-data", "/b"],
 ])
 def test_bench_refuses_a_bad_data_value_in_one_line(args, monkeypatch, capsys, tmp_path):
-    import flows.plan
+    import flows.preflight
 
     def no_run(plan, run_id):  # pragma: no cover - reached only if the refusal is missing
         raise AssertionError("the run was prepared")
 
-    monkeypatch.setattr(flows.plan, "prepare_run", no_run)
+    monkeypatch.setattr(flows.preflight, "prepare_run", no_run)
     bench = ["bench", "--suite", tb.SUITE, "--strategy", "exact", *args,
              "--warehouse", str(tmp_path / "wh"), "--reports", str(tmp_path / "rep")]
     result = CliRunner().invoke(app, bench)
@@ -125,7 +125,7 @@ def test_bench_refuses_a_bad_data_value_in_one_line(args, monkeypatch, capsys, t
 
 @pytest.mark.parametrize("option", ["--data", "--tau2-data"])
 def test_bench_puts_the_data_folder_into_the_plan(option, monkeypatch, tmp_path):
-    import flows.plan
+    import flows.preflight
 
     monkeypatch.delenv(tb.DATA_ENV, raising=False)
     seen = []
@@ -134,7 +134,7 @@ def test_bench_puts_the_data_folder_into_the_plan(option, monkeypatch, tmp_path)
         seen.append(plan)
         raise JunctionError("stopped before the run")
 
-    monkeypatch.setattr(flows.plan, "prepare_run", stop)
+    monkeypatch.setattr(flows.preflight, "prepare_run", stop)
     value = f"{tb.SUITE}={FIXTURE}" if option == "--data" else str(FIXTURE)
     result = CliRunner().invoke(app, ["bench", "--suite", tb.SUITE, "--strategy", "exact",
                                       option, value, "--warehouse", str(tmp_path / "wh"),

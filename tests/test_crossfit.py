@@ -267,7 +267,7 @@ def test_no_fold_model_trains_on_a_task_it_evaluates(fixture_data, repetition, d
 @pytest.mark.flow
 def test_a_cross_fitted_run_evaluates_every_task_once_per_repetition(
         prefect_harness, fixture_data, tmp_path, monkeypatch):
-    from flows.benchmark import run_benchmark
+    from flows.runners import run_benchmark
     from junction.evidence.store import TraceStore
     from junction_datasets import tau2_banking as tb
 

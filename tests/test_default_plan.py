@@ -64,9 +64,8 @@ def test_default_plan_table(given, expected):
 
 
 def test_default_sizes_and_params_recorded():
-    from flows.plan import RunPlan
+    from flows.plan import RunPlan, report_params
     from junction_datasets import SUITES
-    from junction.evidence.params import report_params
 
     p = RunPlan.build().params()
     assert p["budget_scales"] == [0.5, 1.0, 2.0]
@@ -252,8 +251,8 @@ def test_the_agent_acts_only_in_the_units_of_its_strategies(prefect_harness):
     plan = RunPlan.build(suites=["bfcl-irrelevance"], strategies=["bfcl_listed", "exact"],
                          budget_scales=[0.5, 1.0], size=3, agent_size=2,
                          agent_strategies=["exact"])
-    units = plan_units(plan, load_suites(plan))
-    acted = {(u.strategy, u.scale): len(u.agent_ids) for u in units}
+    units = [spec for spec, _ in plan_units(plan, load_suites(plan), "r")]
+    acted = {(u.strategy, u.scale): len(u.agent_task_ids) for u in units}
     assert acted == {("bfcl_listed", 0.5): 0, ("bfcl_listed", 1.0): 0,
                      ("exact", 0.5): 0, ("exact", 1.0): 2}
 
@@ -271,7 +270,8 @@ def test_units_are_submitted_round_robin_over_strategies(prefect_harness):
                          strategies=["exact", "judge_admission"], budget_scales=[0.5, 1.0],
                          size=2, agent_size=0, strategy_size={"judge_admission": 1},
                          strategy_scales={"judge_admission": [1.0]})
-    order = [(u.strategy, u.suite.name, u.scale) for u in plan_units(plan, load_suites(plan))]
+    order = [(u.strategy, u.suite, u.scale)
+             for u, _ in plan_units(plan, load_suites(plan), "r")]
     assert order == [("exact", "bfcl-irrelevance", 0.5),
                      ("judge_admission", "bfcl-irrelevance", 1.0),
                      ("exact", "bfcl-irrelevance", 1.0),
@@ -378,8 +378,7 @@ def test_the_agent_sample_holds_only_gradable_tasks_and_says_when_it_is_short():
 def test_agent_threads_default_shares_the_cpus_and_is_result_neutral():
     import os
 
-    from flows.plan import RunPlan, default_agent_threads
-    from junction.evidence.params import RESULT_NEUTRAL_PARAMS, resume_params
+    from flows.plan import RESULT_NEUTRAL_PARAMS, RunPlan, default_agent_threads, resume_params
 
     cpus = len(os.sched_getaffinity(0))
     assert default_agent_threads(1) == cpus

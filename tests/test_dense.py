@@ -304,7 +304,7 @@ def test_a_hybrid_run_gives_every_strategy_the_same_recorded_pools(
         prefect_harness, fixture_data, tmp_path):  # noqa: F811
     import json
 
-    from flows.benchmark import run_benchmark
+    from flows.runners import run_benchmark
     from junction.evidence.store import TraceStore
 
     result = run_benchmark(suites=["tau2-banking"], seeds=[0], folds=2, pool="hybrid",

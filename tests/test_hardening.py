@@ -196,7 +196,7 @@ def test_non_finite_timings_are_refused_at_write(value):
         timings_to_table([row])
 
 
-_FLOW = ("from flows.benchmark import run_benchmark; "
+_FLOW = ("from flows.runners import run_benchmark; "
          "run_benchmark(suites=['coupling'], strategies=['exact'], budget_scales=[1.0], "
          "output_root={root!r}, "
          "write_reports=False)")

@@ -87,7 +87,7 @@ def interrupted(cli_env):
 
 def test_sigint_stops_the_run_at_once_with_one_line(interrupted):
     # at once: no unit starts after the signal; the units in flight (at most the thread
-    # runner's 4 workers, flows.benchmark.task_runner) may finish and be written
+    # runner's 4 workers, flows.runners.task_runner) may finish and be written
     written, code, stderr, traces = interrupted
     assert code == 130, stderr[-3000:]
     done = len(list(traces.rglob("*.parquet")))

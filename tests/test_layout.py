@@ -207,6 +207,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("junction.suites",),
     ("junction.candidates", "junction.select", "junction.pages", "junction.judge",
      "junction.agent"),
+    ("junction.units",),
     ("junction.learned",),
     ("junction.strategies",),
     ("junction.evidence",),

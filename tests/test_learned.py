@@ -12,9 +12,17 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from junction_datasets import (
+    build_suite,
+    family_training_tasks,
+    suite_family,
+    training_source,
+)
+from junction_datasets.bfcl import TRAIN_FRACTION, split_of
 
 from junction.agent.execution import execute
-from junction.verifiers import verify
+from junction.evaluate import evaluate_batch
+from junction.evidence.store import TraceStore
 from junction.learned import fit_learned_utility, fit_probability_model
 from junction.learned.features import (
     PAIR_FEATURES,
@@ -37,19 +45,11 @@ from junction.learned.grid import (
 from junction.learned.model import LearnedModelError, canonical_sha256
 from junction.learned.utility import clear_pool_cache
 from junction.select import AutoJointSelector
-from junction.evaluate import evaluate_batch
-from junction.evidence.store import TraceStore
 from junction.strategies import candidate_pools, make_strategy
 from junction.tasks import GoldPair, VerifierSpec
 from junction.text import lexical_tokens
-from junction_datasets import (
-    build_suite,
-    family_training_tasks,
-    suite_family,
-    training_source,
-)
-from junction_datasets.bfcl import TRAIN_FRACTION, split_of
-
+from junction.units import UnitSpec
+from junction.verifiers import verify
 from tests.helpers import needs_data
 
 
@@ -556,7 +556,7 @@ def test_learned_named_ranks_and_fits_by_its_own_pool_rule():
     assert result.extra["strategy_pool_rule"] == "bm25_named"
     (model,) = strategy.artifacts()
     assert model.record()["pool_rule"] == "bm25_named"
-    records, _ = evaluate_batch([tasks[0]], strategy, "learned_named", "r", 0, 1.0, (3, None))
+    records, _ = evaluate_batch([tasks[0]], strategy, UnitSpec(strategy="learned_named", run_id="r", seed=0, scale=1.0, pool_limit=(3, None)))
     assert [c.resource_id for c in records[0].context_candidates] == [
         c.resource_id for c in result.pools.contexts]
 

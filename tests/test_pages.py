@@ -10,14 +10,12 @@ import json
 from functools import lru_cache
 
 import pytest
+from junction_datasets import SUITES, bfcl, build_suite
 
-from junction_datasets import SUITES, build_suite
-from junction_datasets import bfcl
-from junction.budget import Budget
-from junction.pages.chunking import chunk_page
-from junction.evaluate import evaluate_batch
 from junction.agent.execution import execute
-from junction.verifiers import verify
+from junction.budget import Budget
+from junction.evaluate import evaluate_batch
+from junction.pages.chunking import chunk_page
 from junction.resources import ContextResource
 from junction.strategies import make_strategy
 from junction.strategies.page_admission import (
@@ -26,7 +24,8 @@ from junction.strategies.page_admission import (
     make_judge_top_k_strategy,
 )
 from junction.tasks import BenchmarkTask, VerifierSpec
-
+from junction.units import UnitSpec
+from junction.verifiers import verify
 from tests.helpers import needs_data, write_bfcl_category
 
 FILLER = "We talked about the weather and the week ahead in some detail today."
@@ -198,8 +197,7 @@ def test_context_document_puts_the_heading_path_first():
 
 def test_page_task_traces_chunk_recall_and_admitted_tokens():
     task = _page_task()
-    (record,), _ = evaluate_batch([task], make_bm25_top_k_strategy(), "bm25_top_k", "r", 0,
-                                  1.0, None)
+    (record,), _ = evaluate_batch([task], make_bm25_top_k_strategy(), UnitSpec(strategy="bm25_top_k", run_id="r", seed=0, scale=1.0, pool_limit=None))
     assert record.success and record.context_recall == 1.0
     assert record.tokens_used == record.context_tokens <= 30 and record.tool_tokens == 0
 
@@ -262,8 +260,7 @@ def test_html_context_in_a_suite_file_is_chunked_at_load(tmp_path):
                                   "chunk_index": 1, "start": page.chunks[1].start,
                                   "end": page.chunks[1].end, "cut": ""}
     assert task.contexts[-1].token_cost == 3  # a text context is as written
-    (record,), _ = evaluate_batch([task], make_bm25_top_k_strategy(), "bm25_top_k", "r", 0,
-                                  1.0, None)
+    (record,), _ = evaluate_batch([task], make_bm25_top_k_strategy(), UnitSpec(strategy="bm25_top_k", run_id="r", seed=0, scale=1.0, pool_limit=None))
     assert record.success and record.context_recall == 1.0
 
 

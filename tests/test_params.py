@@ -1,11 +1,12 @@
-"""The one list of parameters that do not change results, in the params hash and the report."""
+"""The run plan's field policy (``flows.plan.ParamPolicy``): which parameters do not change
+results, in the params hash and the report."""
 
 from __future__ import annotations
 
 import inspect
 from pathlib import Path
 
-from junction.evidence.params import (
+from flows.plan import (
     MACHINE_PATH_PARAMS,
     RESULT_NEUTRAL_PARAMS,
     UNIT_LAYOUT_PARAMS,
@@ -101,7 +102,8 @@ def test_a_data_folder_is_a_plan_field_not_the_environment(monkeypatch):
     plan = RunPlan.build(**base, data_folders={"tau2-banking": str(TAU2_FIXTURE)})
     assert plan.data_folders == {"tau2-banking": str(TAU2_FIXTURE)}
     assert tb.DATA_ENV not in __import__("os").environ  # nothing was set on the side
-    spec = plan.unit_spec("r", "tau2-banking", "exact", 0, 1.0, "u", (50, None))
+    spec = plan.unit_spec("r", suite="tau2-banking", strategy="exact", seed=0, scale=1.0,
+                          unit="u", pool_limit=(50, None))
     assert spec.data_folders == plan.data_folders and spec.root == plan.output_root
     assert plan.params()["data_folders"] == plan.data_folders
     assert "data_folders" not in report_params(plan.params())  # a machine path
@@ -138,12 +140,30 @@ def test_the_unit_spec_is_typed_and_carries_the_agent():
     url = {"agent_url": "http://127.0.0.1:1/v1", "agent_model": "m"}
     plan = RunPlan.build(suites=["coupling"], strategies=["exact"], agent_concurrency=3,
                          agent_timeout=5.0, agent_check_timeout=2.0, **url)
-    spec = plan.unit_spec("r", "coupling", "exact", 0, 1.0, "u", 8, ("t1",), 0, 1)
+    unit = dict(suite="coupling", strategy="exact", seed=0, scale=1.0, unit="u", pool_limit=8)
+    spec = plan.unit_spec("r", **unit, agent_task_ids=("t1",), repetition=0, fold=1)
     assert spec.agent == AgentSpec(model="m", url=url["agent_url"], concurrency=3,
                                    timeout_s=5.0, check_timeout_s=2.0)
     assert spec.folds == plan.folds and spec.fold == 1 and spec.agent_task_ids == ("t1",)
-    assert plan.unit_spec("r", "coupling", "exact", 0, 1.0, "u", 8).folds is None
+    assert plan.unit_spec("r", **unit).folds is None
     with pytest.raises(ValidationError):
         UnitSpec(**{**spec.model_dump(), "seed": "0"})  # strict: no string for a seed
     with pytest.raises(ValidationError):
         UnitSpec(**{**spec.model_dump(), "typo": 1})
+
+
+def test_the_lists_are_read_off_the_plan_fields():
+    from flows.plan import FIELD_POLICY, FLOW_ARGUMENTS, REPORT_LEFT_OUT, ParamPolicy, RunPlan
+
+    assert set(RESULT_NEUTRAL_PARAMS) == set(FLOW_ARGUMENTS) | {
+        "output_root", "reports_root", "runner", "workers", "dask_address", "batch_size",
+        "agent_concurrency", "agent_timeout", "agent_check_timeout", "agent_threads"}
+    assert UNIT_LAYOUT_PARAMS == ("batch_size",)
+    assert MACHINE_PATH_PARAMS == ("suite_files", "agent_model", "agent_url", "data_folders")
+    assert REPORT_LEFT_OUT == set(RESULT_NEUTRAL_PARAMS) | set(MACHINE_PATH_PARAMS)
+    omitted = {n for n, p in FIELD_POLICY.items() if p.omit_default or p.omit_same_as}
+    assert omitted == {"agent_context_tokens", "agent_timeout", "agent_check_timeout",
+                       "agent_threads", "agent_strategies", "folds", "pool", "data_folders"}
+    # the marker sits in the field's own metadata, beside its type's constraints
+    assert ParamPolicy(machine_path=True, omit_default=True) in \
+        RunPlan.model_fields["data_folders"].metadata

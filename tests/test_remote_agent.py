@@ -20,12 +20,17 @@ import urllib.request
 
 import pytest
 
-from junction.agent.prompt import AgentError, fit_prompt, render_prompt
-from junction.agent.prompt import prompt_limit
+from junction.agent.prompt import AgentError, fit_prompt, prompt_limit, render_prompt
+from junction.agent.remote import (
+    RemoteAgent,
+    RemoteAgentConfig,
+    RemoteExecutor,
+    RemoteGenerationCache,
+    check_agent_url,
+)
 from junction.evaluate import evaluate_batch
-from junction.agent.remote import (RemoteAgent, RemoteAgentConfig, RemoteExecutor,
-                                   RemoteGenerationCache, check_agent_url)
 from junction.strategies import make_strategy
+from junction.units import UnitSpec
 
 pytestmark = pytest.mark.model
 
@@ -175,10 +180,8 @@ def test_trace_names_the_server_not_a_sha256_and_a_hit_is_free(server, multiple_
                               RemoteGenerationCache(tmp_path / "agent.sqlite"))
     listed = make_strategy("bfcl_listed")
     ids = {multiple_123.task_id}
-    first, t1 = evaluate_batch([multiple_123], listed, "bfcl_listed", "r", 0, 1.0, 8,
-                               agent=executor, agent_task_ids=ids)
-    second, t2 = evaluate_batch([multiple_123], listed, "bfcl_listed", "r", 0, 1.0, 8,
-                                agent=executor, agent_task_ids=ids)
+    first, t1 = evaluate_batch([multiple_123], listed, UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple(ids)), executor)
+    second, t2 = evaluate_batch([multiple_123], listed, UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple(ids)), executor)
     (record,) = first
     port = server.split(":")[2].split("/")[0]
     assert record.executor == "remote" and record.agent_model_sha256 is None
@@ -199,8 +202,7 @@ def test_a_memory_reference_is_cut_as_the_embedded_agent_cuts_it(server, agent_m
                         RemoteAgentConfig(max_tokens=16, context_tokens=SERVER_CTX))
     assert agent.check_window() == SERVER_CTX
     executor = RemoteExecutor(agent, RemoteGenerationCache(tmp_path / "agent.sqlite"))
-    (record,), _ = evaluate_batch([task], make_strategy("bfcl_listed"), "bfcl_listed", "r", 0,
-                                  1.0, 8, agent=executor, agent_task_ids={task.task_id})
+    (record,), _ = evaluate_batch([task], make_strategy("bfcl_listed"), UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple({task.task_id})), executor)
     view = task.router_view()
     whole = render_prompt(view, record.exposed_context_ids, record.exposed_tool_ids)
     assert agent.count_prompt_tokens(whole) == agent_model.count_prompt_tokens(whole)
@@ -380,10 +382,11 @@ def test_the_remote_agent_gives_the_embedded_agents_tau2_outcomes(server, agent_
     # the documents naming them), the τ layout: the same text, hence the same grade
     from pathlib import Path
 
+    from junction_datasets.tau2_banking import banking_suite
+
     from junction.agent.generations import AgentCache
     from junction.agent.graders import grade_agent
     from junction.agent.llm import LLMExecutor
-    from junction_datasets.tau2_banking import banking_suite
 
     fixture = Path(__file__).resolve().parent / "data" / "tau2_fixture"
     tasks = [t for t in banking_suite(split="all", path=fixture).tasks

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.flow
 
 
 def test_dask_runner_matches_thread_runner(prefect_harness, tmp_path):
-    from flows.benchmark import run_benchmark
+    from flows.runners import run_benchmark
 
     common = dict(suites=["coupling", "synthetic"], strategies=["exact", "fixed_split"],
                   size=12, reports_root=str(tmp_path / "reports"))
@@ -55,6 +55,7 @@ def test_unit_order_changes_no_trace(prefect_harness, tmp_path, monkeypatch):
     (DuckDB ``EXCEPT ALL`` both ways) and the same ``metrics.json`` bytes: no unit reads
     what another unit left behind."""
     import flows.benchmark as benchmark
+    from flows.runners import run_benchmark
     compare = _bench_compare()
 
     common = dict(suites=["coupling", "synthetic"],
@@ -63,17 +64,18 @@ def test_unit_order_changes_no_trace(prefect_harness, tmp_path, monkeypatch):
     planned = benchmark.plan_units
     orders = []
 
-    def record(plan, suites):
-        units = planned(plan, suites)
-        orders.append([u.name for u in units])
+    def record(plan, suites, run_id):
+        units = planned(plan, suites, run_id)
+        orders.append([spec.unit for spec, _ in units])
         return units
 
     monkeypatch.setattr(benchmark, "plan_units", record)
-    benchmark.run_benchmark(**common, output_root=str(tmp_path / "a"),
-                            reports_root=str(tmp_path / "ra"))
-    monkeypatch.setattr(benchmark, "plan_units", lambda plan, suites: record(plan, suites)[::-1])
-    benchmark.run_benchmark(**common, output_root=str(tmp_path / "b"),
-                            reports_root=str(tmp_path / "rb"))
+    run_benchmark(**common, output_root=str(tmp_path / "a"),
+                  reports_root=str(tmp_path / "ra"))
+    monkeypatch.setattr(benchmark, "plan_units",
+                        lambda plan, suites, run_id: record(plan, suites, run_id)[::-1])
+    run_benchmark(**common, output_root=str(tmp_path / "b"),
+                  reports_root=str(tmp_path / "rb"))
     assert len(orders[0]) > 4 and orders[0] == orders[1]  # the same units, submitted reversed
     same = compare(tmp_path / "a", tmp_path / "ra" / "unit-order",
                    tmp_path / "b", tmp_path / "rb" / "unit-order")

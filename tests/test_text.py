@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from junction_datasets import build_suite, get_suite
 from junction_datasets.toy import coupling_task
+
 from junction.candidates import LexicalToolCandidateGenerator, bm25_scores
 from junction.evaluate import evaluate_batch
 from junction.resources import ToolResource
@@ -16,6 +16,7 @@ from junction.strategies import candidate_pools
 from junction.strategies.exact import make_exact_strategy
 from junction.text import lexical_tokens
 from junction.tokens import DEFAULT_TOKEN_COUNTER
+from junction.units import UnitSpec
 
 
 @pytest.mark.parametrize("text, tokens", [
@@ -60,7 +61,7 @@ def test_lane_metrics_never_credit_a_score_zero_candidate() -> None:
     # a stopword-only objective: every candidate scores 0, so the lanes retrieved
     # nothing, whatever the pools' id order puts first (before: recall@5 1.0, MRR 0.33)
     task = coupling_task().model_copy(update={"objective": "the of and to"})
-    records, _ = evaluate_batch([task], make_exact_strategy(), "exact", "r", 0, 1.0, None)
+    records, _ = evaluate_batch([task], make_exact_strategy(), UnitSpec(strategy="exact", run_id="r", seed=0, scale=1.0, pool_limit=None))
     rec = records[0]
     assert all(c.score == 0 for c in (*rec.context_candidates, *rec.tool_candidates))
     for name in ("context_lane_recall_at_5", "context_lane_mrr", "tool_lane_recall_at_5",

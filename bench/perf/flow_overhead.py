@@ -51,7 +51,7 @@ def run_loop(root: str, n_tasks: int, batch_size: int) -> float:
 
 
 def run_flow(root: str, n_tasks: int, batch_size: int) -> float:
-    from flows.benchmark import run_benchmark
+    from flows.runners import run_benchmark
 
     start = time.perf_counter()
     run_benchmark(suites=["synthetic"], strategies=STRATEGIES, size=n_tasks,

@@ -66,7 +66,7 @@ def write_grid(path: str, tasks: int) -> str:
 def timed_run(workers: int, root: str, suite_file: str, batch_size: int) -> tuple[float, dict]:
     from distributed import Client, LocalCluster
 
-    from flows.benchmark import run_benchmark
+    from flows.runners import run_benchmark
 
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
@@ -89,7 +89,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     register_enumeration()
-    from flows.benchmark import run_benchmark
+    from flows.runners import run_benchmark
 
     with tempfile.TemporaryDirectory() as tmp:
         run_benchmark(suites=["coupling"], strategies=["fixed_split"], output_root=f"{tmp}/warm",

@@ -43,11 +43,12 @@ RUN_ID = "unit-order"
 SUITE_MAJOR = """
 import flows.benchmark as b
 _plan_units = b.plan_units
-def suite_major(plan, suites):
-    units = _plan_units(plan, suites)
-    suite_rank = {id(s): i for i, s in enumerate(suites)}
+def suite_major(plan, suites, run_id):
+    units = _plan_units(plan, suites, run_id)
+    suite_rank = {(s.name, s.seed): i for i, s in enumerate(suites)}
     strategy_rank = {n: i for i, n in enumerate(plan.steps())}
-    return sorted(units, key=lambda u: (suite_rank[id(u.suite)], strategy_rank[u.strategy]))
+    return sorted(units, key=lambda u: (suite_rank[(u[0].suite, u[0].seed)],
+                                        strategy_rank[u[0].strategy]))
 b.plan_units = suite_major
 """
 RUN = "import sys; from flows.cli import main; sys.argv = ['junction', *sys.argv[1:]]; main()"

@@ -59,6 +59,7 @@ from junction.agent.prompt import fit_prompt, render_prompt  # noqa: E402
 from junction.agent.generations import AgentCache  # noqa: E402
 from junction.environment import state_dir  # noqa: E402
 from junction.evaluate import evaluate_batch  # noqa: E402
+from junction.units import UnitSpec  # noqa: E402
 from junction.models import file_sha256, resolve_model_path  # noqa: E402
 from junction.strategies import make_strategy, reference_strategies  # noqa: E402
 from junction.evidence.verdicts import paired_comparison  # noqa: E402
@@ -200,9 +201,7 @@ def main() -> None:
         for name, strategy in strategies.items():  # the benchmark's order: a unit per strategy
             for task in tasks:
                 agent.forget_prefix()
-                (record,), (timing,) = evaluate_batch(
-                    [task], strategy, name, "bench", 0, 1.0, get_suite(suite).pool_limit,
-                    agent=executor, agent_task_ids=ids)
+                (record,), (timing,) = evaluate_batch([task], strategy, UnitSpec(strategy=name, run_id="bench", seed=0, scale=1.0, pool_limit=get_suite(suite).pool_limit, agent_task_ids=tuple(ids)), executor)
                 outcomes[name][task.task_id] = bool(record.agent_success)
                 print(f"{suite} {name} {task.task_id}: {record.agent_prompt_tokens} prompt "
                       f"tokens, {timing['agent_ms'] / 1000:.1f} s, cached "

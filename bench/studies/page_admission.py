@@ -67,6 +67,7 @@ def page_figures(module: str, query: str, budget: int, top_k: int) -> dict:
 def suite_figures(size: int) -> dict:
     """``bm25_top_k`` and ``judge_top_k`` on ``size`` bfcl-memory-pages tasks (docstring)."""
     from junction.evaluate import evaluate_batch
+    from junction.units import UnitSpec
     from junction.strategies import make_strategy
     from junction_datasets import build_suite, get_suite
 
@@ -75,7 +76,7 @@ def suite_figures(size: int) -> dict:
     out = {}
     for name in ("bm25_top_k", "judge_top_k"):
         strategy = make_strategy(name)
-        records, timings = evaluate_batch(tasks, strategy, name, "bench", 0, 1.0, pool_limit)
+        records, timings = evaluate_batch(tasks, strategy, UnitSpec(strategy=name, run_id="bench", seed=0, scale=1.0, pool_limit=pool_limit))
         recalls = [r.context_recall for r in records if r.context_recall is not None]
         out[name] = {
             "tasks": len(records),

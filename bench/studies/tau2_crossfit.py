@@ -40,6 +40,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from junction.evaluate import evaluate_batch
+from junction.units import UnitSpec
 from junction.evidence.crossfit import cross_fitted_verdicts
 from junction.learned import utility
 from junction.learned.crossfit import DEFAULT_FOLDS, CrossFitFold, fold_assignment
@@ -113,8 +114,7 @@ def run_configuration(tasks, repetitions: int, folds: int, label: str):
             fits.append((time.perf_counter() - t0, model.lam, model.tau))
             for name, strategy in strategies.items():
                 for scale in SCALES:
-                    records, _ = evaluate_batch(part, strategy, name, label, rep, scale,
-                                                tb.POOL_LIMIT, repetition=rep, fold=fold)
+                    records, _ = evaluate_batch(part, strategy, UnitSpec(strategy=name, run_id=label, seed=rep, scale=scale, pool_limit=tb.POOL_LIMIT, repetition=rep, fold=fold))
                     rows.extend({"suite": tb.SUITE, "budget_scale": scale, "strategy": name,
                                  "repetition": rep, "fold": fold, "task_id": r.task_id,
                                  "success": r.success} for r in records)

@@ -34,6 +34,7 @@ from collections import Counter
 from pathlib import Path
 
 from junction.evaluate import evaluate_batch
+from junction.units import UnitSpec
 from junction.evidence.verdicts import compare_strategies
 from junction.learned.crossfit import DEFAULT_FOLDS, CrossFitFold, fold_assignment
 from junction.strategies.catalog import interaction_blind_strategies, make_strategy
@@ -72,8 +73,7 @@ def run_column(tasks, column: str, draws: list[int], folds: int) -> tuple[list[d
     if name not in ("learned_exact", "learned_split"):
         strategy = make_strategy(name)
         for scale in SCALES:
-            records, _ = evaluate_batch(tasks, strategy, name, "gap", 0, scale, tb.POOL_LIMIT,
-                                        pool=pool)
+            records, _ = evaluate_batch(tasks, strategy, UnitSpec(strategy=name, run_id="gap", seed=0, scale=scale, pool_limit=tb.POOL_LIMIT, pool=pool))
             rows += _rows(records, column, 0, None)
         return rows, fits
     source = TrainingSource(family=lambda suite: tb.SUITE, tasks=lambda family: [],
@@ -92,9 +92,7 @@ def run_column(tasks, column: str, draws: list[int], folds: int) -> tuple[list[d
             model = strategy.model(tb.SUITE, tb.POOL_LIMIT, pool)
             fits.append((time.perf_counter() - t0, model.lam, model.tau))
             for scale in SCALES:
-                records, _ = evaluate_batch(part, strategy, name, "gap", draw, scale,
-                                            tb.POOL_LIMIT, repetition=draw, fold=fold,
-                                            pool=pool)
+                records, _ = evaluate_batch(part, strategy, UnitSpec(strategy=name, run_id="gap", seed=draw, scale=scale, pool_limit=tb.POOL_LIMIT, repetition=draw, fold=fold, pool=pool))
                 rows += _rows(records, column, draw, fold)
         print(f"  {column}: draw {draw} done", file=sys.stderr, flush=True)
     return rows, fits
@@ -133,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         fit_lines.append(line)
     ceiling = make_strategy("gold_minimal")
     for scale in SCALES:
-        records, _ = evaluate_batch(tasks, ceiling, "gold_minimal", "gap", 0, scale, tb.POOL_LIMIT)
+        records, _ = evaluate_batch(tasks, ceiling, UnitSpec(strategy="gold_minimal", run_id="gap", seed=0, scale=scale, pool_limit=tb.POOL_LIMIT))
         rows += _rows(records, "gold_minimal@-", 0, None)
     blind = [c for c in columns
              if c.split("@")[0].split("+")[0] in interaction_blind_strategies()]

@@ -12,8 +12,7 @@
   headline in words), ``report_markdown`` (report.md), ``cost`` (time per strategy),
   ``page`` (the HTML page), ``plots``, ``calibration`` and ``joint_split``, their SQL in
   one DuckDB connection (``arrow_sql``);
-- ``diff``: the comparison of two runs;
-- ``params``: the run plan's hash and its result-neutral fields.
+- ``diff``: the comparison of two runs.
 
 The outcome half (what an agent did with the exposed set) is ``junction.agent``.
 """

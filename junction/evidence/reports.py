@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,6 @@ from junction.evidence.joint_split import MEASURES, joint_split_verdicts
 from junction.evidence.losses import loss_breakdown, loss_document
 from junction.evidence.metrics_json import metrics_document, rounded
 from junction.evidence.page import html_page
-from junction.evidence.params import report_params
 from junction.evidence.report_markdown import ReportSections, render_markdown
 from junction.evidence.summary import (
     agent_rows,
@@ -73,9 +73,15 @@ def _disputed(suites: dict[str, Any]) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
-def write_report(out_dir: Path, data: RunData) -> dict[str, Path]:
+def write_report(out_dir: Path, data: RunData, *,
+                 params_left_out: Collection[str] = ()) -> dict[str, Path]:
     """Write metrics.json, run.json, report.md, report.html, plot.png (success against budget)
     and time.png (selection and execution time per strategy) of ``data`` under ``out_dir``.
+
+    metrics.json records the run's ``params`` (run.json's) but those named in
+    ``params_left_out``: the run plan's result-neutral parameters and machine paths, which
+    the plan declares (``flows.plan.REPORT_LEFT_OUT``), so the same inputs give the same
+    bytes on any machine. run.json and report.md keep every parameter.
 
     ``data.timings`` are shown in the report's cost table and time.png only (never
     metrics.json); no timings, no time.png. Every analysis is computed first
@@ -94,7 +100,7 @@ def write_report(out_dir: Path, data: RunData) -> dict[str, Path]:
     out_dir = final.parent / f".{final.name}.tmp-{os.getpid()}"
     out_dir.mkdir()
     try:
-        paths = _write_report_files(out_dir, sections)
+        paths = _write_report_files(out_dir, sections, params_left_out)
     except BaseException:
         shutil.rmtree(out_dir, ignore_errors=True)
         raise
@@ -156,10 +162,13 @@ def _plot_note(summary: list[dict[str, Any]], run: dict[str, Any]) -> str:
     return note
 
 
-def _metrics(sections: ReportSections) -> dict[str, Any]:
-    """metrics.json's document (``metrics_document``, then the sections that hold rows)."""
-    metrics = metrics_document(sections.summary, report_params(sections.run.get("params", {})),
-                               sections.suites, sections.headline, sections.calibration)
+def _metrics(sections: ReportSections, params_left_out: Collection[str]) -> dict[str, Any]:
+    """metrics.json's document (``metrics_document``, then the sections that hold rows);
+    its ``params``: run.json's but ``params_left_out``."""
+    params = {k: v for k, v in sections.run.get("params", {}).items()
+              if k not in params_left_out}
+    metrics = metrics_document(sections.summary, params, sections.suites, sections.headline,
+                               sections.calibration)
     if sections.joint_split:
         metrics["joint_split"] = sections.joint_split
     if sections.cross_fitted:
@@ -176,7 +185,8 @@ def _metrics(sections: ReportSections) -> dict[str, Any]:
     return metrics
 
 
-def _write_report_files(out_dir: Path, sections: ReportSections) -> dict[str, Path]:
+def _write_report_files(out_dir: Path, sections: ReportSections,
+                        params_left_out: Collection[str]) -> dict[str, Path]:
     """``write_report``'s files, written into the (temporary) folder ``out_dir``."""
     if sections.plot_name:
         tmp_plot, tmp_lines = out_dir / ".plot.tmp.png", out_dir / ".plot.tmp.json"
@@ -191,8 +201,8 @@ def _write_report_files(out_dir: Path, sections: ReportSections) -> dict[str, Pa
     page = html_page("Junction run " + sections.run["run_id"],
                      markdown_lib.markdown(md, extensions=["tables"]))
     files = {
-        "metrics.json": json.dumps(_metrics(sections), sort_keys=True, indent=2,
-                                   allow_nan=False) + "\n",
+        "metrics.json": json.dumps(_metrics(sections, params_left_out), sort_keys=True,
+                                   indent=2, allow_nan=False) + "\n",
         "run.json": json.dumps(sections.run, sort_keys=True, indent=2, allow_nan=False) + "\n",
         "report.md": md,
         "report.html": page,

@@ -24,23 +24,33 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from junction.agent.execution import ExecutionResult
+from junction.agent.grading import AgentGrade
 from junction.errors import TraceError
-from junction.evidence.losses import LOSS_CAUSES
+from junction.evidence.losses import LOSS_CAUSES, loss_cause
+from junction.evidence.metrics import pair_coverage, set_precision, set_recall
+from junction.strategies import StrategyResult
+from junction.tasks import BenchmarkTask
+from junction.units import UnitSpec
+from junction.verifiers import Outcome
 
 __all__ = [
     "SCHEMA_VERSION",
     "TIMING_SCHEMA",
     "TRACE_SCHEMA",
+    "AgentOutcome",
     "CandidateRecord",
     "TaskTraceRecord",
     "ToolCallRecord",
     "records_to_table",
     "timings_to_table",
+    "trace_row",
 ]
 
 SCHEMA_VERSION = 9
@@ -386,3 +396,87 @@ def timings_to_table(rows: list[dict[str, Any]]) -> pa.Table:
         return pa.Table.from_pylist(rows, schema=TIMING_SCHEMA)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
         raise TraceError(f"timing rows do not fit the timings schema: {exc}") from None
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    """What the model agent did on one task and how its grader graded it: the executor's
+    ``name``, its ``ExecutionResult`` and the grader's ``AgentGrade``."""
+
+    name: str
+    execution: ExecutionResult
+    grade: AgentGrade
+
+
+def _finite_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
+
+
+def _agent_columns(agent: AgentOutcome) -> dict[str, Any]:
+    """The trace's agent columns (deterministic: no wall time, no cache flag)."""
+    execution, grade = agent.execution, agent.grade
+    return {"executor": agent.name, "agent_success": grade.success,
+            "agent_outcome": grade.outcome, "agent_error_type": grade.error_type,
+            "agent_prompt_tokens": execution.prompt_tokens,
+            "agent_generated_tokens": execution.generated_tokens,
+            "agent_model_sha256": execution.model_sha256,
+            "agent_prompt_sha256": execution.prompt_sha256, "agent_output": execution.text,
+            "agent_remote": execution.remote,
+            "agent_dropped_context_ids": execution.dropped_context_ids,
+            "agent_action_recall": grade.action_recall,
+            "agent_wrong_variant_calls": grade.wrong_variant_calls}
+
+
+def trace_row(spec: UnitSpec, task: BenchmarkTask, result: StrategyResult,
+              execution: ExecutionResult, outcome: Outcome,
+              agent: AgentOutcome | None = None) -> dict[str, Any]:
+    """The one place a trace row is built: ``TaskTraceRecord``'s fields for ``task``
+    (budget-scaled) under unit ``spec``, from the strategy's ``result``, the toy executor's
+    ``execution`` and the verifier's ``outcome``; where the agent acted, its columns, and
+    its calls as ``tool_calls`` instead of the toy executor's. The lane ranking metrics
+    are added by the caller (they rank the whole batch). Token counts in tokens."""
+    sel = result.selection
+    calls = (agent.execution if agent is not None else execution).tool_calls
+    costs = ({c.id: c.token_cost for c in task.contexts}
+             | {t.id: t.token_cost for t in task.tools})
+    ctx_c = tuple(CandidateRecord(resource_id=c.resource_id, score=c.score, rank=c.rank,
+                                  token_cost=costs[c.resource_id])
+                  for c in result.pools.contexts)
+    tool_c = tuple(CandidateRecord(resource_id=c.resource_id, score=c.score, rank=c.rank,
+                                   token_cost=costs[c.resource_id])
+                   for c in result.pools.tools)
+    context_tokens = sum(costs[r] for r in sel.context_ids)
+    tool_tokens = sum(costs[r] for r in sel.tool_ids)
+    b = task.budget
+    return dict(
+        run_id=spec.run_id, suite=task.suite, strategy=spec.strategy, task_id=task.task_id,
+        seed=spec.seed, repetition=spec.repetition, fold=spec.fold, pool_rule=spec.pool,
+        budget_scale=spec.scale,
+        budget_tokens=b.max_tokens, budget_tools=b.max_tools,
+        budget_latency_ms=b.max_latency_ms, budget_cost_usd=b.max_cost_usd,
+        context_candidates=ctx_c, tool_candidates=tool_c,
+        exposed_context_ids=sel.context_ids, exposed_tool_ids=sel.tool_ids,
+        context_tokens=context_tokens, tool_tokens=tool_tokens,
+        tokens_used=context_tokens + tool_tokens,
+        unary=sel.unary, interaction=sel.interaction, objective=sel.objective,
+        selector=sel.strategy, selection_status=sel.status, selection_gap=sel.gap,
+        tool_calls=tuple(ToolCallRecord(index=c.index, tool_id=c.tool_id,
+                                        arguments_json=_finite_json(c.arguments))
+                         for c in calls),
+        success=outcome.success, failure_reason=outcome.reason,
+        loss_cause=loss_cause(task, [c.resource_id for c in result.pools.contexts],
+                              [c.resource_id for c in result.pools.tools],
+                              sel.context_ids, sel.tool_ids, outcome.success),
+        **(_agent_columns(agent) if agent is not None else {}),
+        gold_context_ids=task.gold_context_ids, gold_tool_ids=task.gold_tool_ids,
+        context_recall=set_recall(sel.context_ids, task.gold_context_ids),
+        context_precision=set_precision(sel.context_ids, task.gold_context_ids),
+        tool_recall=set_recall(sel.tool_ids, task.gold_tool_ids),
+        tool_precision=set_precision(sel.tool_ids, task.gold_tool_ids),
+        pair_coverage=pair_coverage(sel.context_ids, sel.tool_ids,
+                                    task.gold_context_ids, task.gold_tool_ids,
+                                    [(p.context_id, p.tool_id) for p in task.gold_pairs]),
+        budget_use=(None if not b.max_tokens
+                    else (context_tokens + tool_tokens) / b.max_tokens),
+        extra_json=_finite_json(result.extra),
+    )

@@ -1,0 +1,106 @@
+"""Before a run: what a ``RunPlan`` needs of this machine and its warehouse, checked
+before Prefect or any work starts.
+
+``prepare_run`` runs every check and returns the run id: the traces root can be written
+(``check_writable``), a resumed run repeats its parameters (``check_resume``), the sqlite
+caches are sound, a cross-fitted suite can fill its folds (``check_folds``), the dense
+embedder is in place for a pool rule that uses it, and a remote agent's server serves the
+model. So a mistake is one error line, not a failed run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from junction_datasets import get_suite
+
+from flows.plan import RunPlan, new_run_id
+from junction.candidates import DEFAULT_POOL_RULE
+from junction.environment import state_dir
+from junction.errors import JunctionError
+from junction.evidence.store import TraceStore, check_name
+from junction.sqlite_cache import check_caches
+from junction.strategies import strategy_info
+
+__all__ = ["check_folds", "check_resume", "check_writable", "prepare_run"]
+
+
+def check_writable(output_root: str) -> None:
+    """Refuse a local traces root that is a file or cannot be created and written (by
+    making it and a temporary file in it, then removing what was made)."""
+    store = TraceStore(output_root)
+    if not store.is_local:
+        return
+    root = Path(store.base)
+    if root.exists() and not root.is_dir():
+        raise JunctionError(f"warehouse {output_root} is a file, not a folder; pass a folder "
+                            "to --warehouse")
+    created = next((p for p in [*reversed(root.parents), root] if not p.exists()), None)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=root):
+            pass
+    except OSError as exc:
+        raise JunctionError(f"warehouse {output_root} is not a writable folder: "
+                            f"{exc.strerror or exc}") from None
+    finally:  # a check writes nothing: remove the folders it made
+        if created is not None and created.is_dir():
+            shutil.rmtree(created, ignore_errors=True)
+
+
+def check_resume(plan: RunPlan, run_id: str) -> None:
+    """Refuse to resume ``run_id`` with a plan other than the one it was started with
+    (``JunctionError``)."""
+    existing = TraceStore(plan.output_root).read_run_meta(run_id)
+    if existing and existing.get("params_hash") != plan.params_hash():
+        raise JunctionError(f"run {run_id} was started with different parameters; "
+                            "use a new run id or the same parameters")
+
+
+def check_folds(plan: RunPlan) -> None:
+    """Refuse a fold count that a cross-fitted suite of ``plan`` cannot fill: every fold
+    needs at least one of the family's tasks (``junction.learned.crossfit.fold_assignment``),
+    so ``folds`` may not exceed the family's task count. One ``JunctionError`` line naming
+    the suite and its task count; nothing to check when no learned strategy runs (then no
+    fold is drawn). Builds each such family once (the τ family: about a second)."""
+    if not any(strategy_info(s).role == "learned" for s in plan.strategies):
+        return
+    from junction_datasets import family_all_tasks
+
+    for name in plan.suites:
+        info = get_suite(name)
+        if not info.cross_fit or info.family is None:
+            continue
+        n = len(family_all_tasks(info.family, plan.data_folders))
+        if plan.folds > n:
+            raise JunctionError(f"folds: {plan.folds} folds cannot be filled: suite {name} "
+                                f"has {n} tasks to deal into folds; give --folds {n} or fewer")
+
+
+def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
+    """Check what ``plan`` needs of the world before anything starts; return the run id.
+
+    The run id (``check_name``; a new one when None), the traces root
+    (``check_writable``), a resumed run's parameters (``check_resume``), the sqlite caches
+    (``check_caches``: a corrupt one is set aside with a warning), the fold count of a
+    cross-fitted suite (``check_folds``), the dense embedder for
+    a pool rule that uses it (``junction.dense.DenseError``: missing or off its pin) and,
+    for a remote agent that will act, the server's model list (``AgentError``, one line).
+    So a mistake is one error before Prefect or any work starts.
+    """
+    run_id = check_name(run_id, "run_id") if run_id else new_run_id()
+    check_writable(plan.output_root)  # an unknown protocol or a missing fsspec backend too
+    check_resume(plan, run_id)
+    check_caches(state_dir())  # a corrupt cache: one warning, set aside; unwritable: one line
+    check_folds(plan)
+    if plan.pool != DEFAULT_POOL_RULE:
+        from junction.dense import dense_model_dir
+
+        dense_model_dir()
+    if plan.agent_url is not None and plan.agent_size != 0:
+        from flows.workers import agent_executor
+
+        agent_executor(plan.agent_spec())
+    return run_id
