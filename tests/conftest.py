@@ -29,13 +29,14 @@ SLOWEST_FILES = ("test_remote_agent.py", "test_cli.py", "test_agent.py", "test_h
                  "test_milp.py", "test_layout.py", "test_pipeline.py", "test_pages.py",
                  "test_user_faults.py", "test_default_plan.py", "test_bfcl.py",
                  "test_solver_limits.py")
-"""The test files that take longest under ``make test``, slowest first (wall seconds per
-file on two workers, docs/measurement.md, "Test time"). They are
+"""The test files that take longest under ``make test``, slowest first (an order, not
+times: the times are in docs/measurement.md, "Test time", and
+``bench/perf/suite_profile.py`` measures them again). They are
 collected first and, with ``--no-loadscope-reorder`` (the Makefile), handed to the
 pytest-xdist workers in this order, then every other file in its usual order: longest
 first, so that no long file starts last while the other worker has nothing left (the
 longest-processing-time rule, Graham 1969). pytest-xdist's own order is by the number of
-tests in a file, which put the remote agent's 200 s file near the end. A file missing
+tests in a file, which put the remote agent's file, the slowest, near the end. A file missing
 here only runs later; nothing is left out."""
 
 
@@ -67,7 +68,7 @@ def prefect_harness(tmp_path_factory):
     Prefect's ``prefect_test_harness``, on a copy of the Prefect home's template database
     when one is ready (``flows.server.copy_template``: the copy ``junction bench``'s own
     temporary server starts on), so the harness's server neither migrates a new file nor
-    registers block types (10.4 s -> 3.9 s to start, docs/measurement.md, "Test time");
+    registers block types (its start time: docs/measurement.md, "Test time");
     without a template, the harness migrates its file as before and it becomes the
     template. The harness names its folder with ``tempfile.mkdtemp`` (Prefect 3.9.1,
     ``prefect.testing.utilities``), which is pointed at a folder of this session's while

@@ -42,6 +42,7 @@ COVERED = {
     "models check": "test_models_check_dense_and_a_bad_pool_rule_is_one_line",
     "serve": "test_serve_without_a_server_is_one_line",
     "admit": "test_admit_page_json_and_stdin",
+    "suites": "test_suites_lists_every_suite_record",
 }
 
 
@@ -160,6 +161,16 @@ def test_sql_csv(two_runs, cli_env):
     rows = list(csv.reader(io.StringIO(result.stdout)))
     assert [r[0] for r in rows[1:]] == ["adaptive_split", "exact", "fixed_split",
                                         "judge_admission"]
+
+
+def test_suites_lists_every_suite_record(cli_env):
+    from junction.suites import suite_names
+
+    env = {k: v for k, v in cli_env.items() if k != "JUNCTION_TAU2_DATA"}
+    result = run(env, "suites")
+    assert result.returncode == 0, result.stderr
+    assert all(name in result.stdout for name in suite_names())
+    assert "$JUNCTION_TAU2_DATA: not set" in result.stdout
 
 
 def test_demo_coupling_json(cli_env):

@@ -334,7 +334,7 @@ def test_bench_server_down_mid_run_fails_in_one_line_and_a_rerun_resumes(server,
     # bfcl-multiple, 1 task, the agent on it, exact then fixed_split in one worker, one
     # unit each: the server answers the token-count probe (before any work) and exact's
     # generation, then is gone for fixed_split's. Budget scale 0.5: fewer tools, a
-    # shorter prompt for the server to read than at 1 (this test alone: 50 s -> 37 s).
+    # shorter prompt for the server to read than at 1, so the test is shorter.
     # The run fails naming the URL, exact's unit is kept, and the same command resumes.
     # Both runs report to the session's Prefect server (as a user with a configured one):
     # the agent's server is what goes away here; a temporary Prefect server's own faults
