@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from flows.unit import AgentSpec, StrictInt, UnitSpec
 from junction.candidates import DEFAULT_POOL_RULE, check_pool_rule
-from junction.environment import PROJECT_ROOT
+from junction.environment import PROJECT_ROOT, usable_cpus
 from junction.errors import JunctionError, UnknownNameError
 from junction.learned.crossfit import DEFAULT_FOLDS, MIN_FOLDS
 from junction.strategies import STRATEGIES, default_strategies, strategy_info
@@ -220,9 +220,7 @@ def default_agent_threads(workers: int | None) -> int:
     per core runs beside a busy worker on each core; with one worker the agent has every
     core (prompt evaluation is about twice as fast on two threads as on one here:
     docs/measurement.md, "The agent near the hardware")."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
-    return max(1, cpus // max(1, workers if workers is not None else 4))
+    return max(1, usable_cpus() // max(1, workers if workers is not None else 4))
 
 
 class RunPlan(BaseModel):

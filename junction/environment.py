@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["PROJECT_ROOT", "state_dir"]
+__all__ = ["PROJECT_ROOT", "state_dir", "usable_cpus"]
 
 
 def _project_root() -> Path:
@@ -31,3 +31,11 @@ def state_dir() -> Path:
     """
     env = os.environ.get("JUNCTION_STATE_DIR")
     return Path(env) if env else PROJECT_ROOT / ".state"
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one, else the
+    machine's count), at least 1."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
+from junction.environment import usable_cpus
 from junction.errors import JunctionError
 from junction.select.exact.auto import AutoJointSelector
 from junction.select.exact.bnb import COMBINATORIAL_MAX
@@ -91,8 +92,7 @@ def fit_workers() -> int:
     is not an integer >= 1."""
     raw = os.environ.get("JUNCTION_FIT_WORKERS", "").strip()
     if not raw:
-        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                   else (os.cpu_count() or 1))
+        return usable_cpus()
     try:
         value = int(raw)
     except ValueError:
