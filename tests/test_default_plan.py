@@ -395,3 +395,17 @@ def test_agent_threads_default_shares_the_cpus_and_is_result_neutral():
         RunPlan.build(agent_threads=0)
     with pytest.raises(JunctionError, match="agent_threads applies to the embedded agent"):
         RunPlan.build(agent_threads=2, agent_url="http://127.0.0.1:9/v1", agent_model="m")
+
+
+def test_the_run_section_names_a_strategy_that_ranks_by_its_own_pool_rule():
+    from flows.plan import RunPlan
+    from junction.evidence.report_markdown import ReportSections, render_markdown
+
+    plan = RunPlan.build(suites=["synthetic"], strategies=["exact", "learned_named"])
+    md = render_markdown(ReportSections({"run_id": "r", "params": plan.params()}))
+    (line,) = [x for x in md.splitlines() if x.startswith("- candidate pools:")]
+    assert line.startswith("- candidate pools: bm25 (BM25 lanes)")
+    assert line.endswith("; learned_named ranks by its own rule, bm25_named")
+    plain = RunPlan.build(suites=["synthetic"], strategies=["exact"])
+    md = render_markdown(ReportSections({"run_id": "r", "params": plain.params()}))
+    assert "- candidate pools: bm25 (BM25 lanes)\n" in md

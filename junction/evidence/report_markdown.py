@@ -25,7 +25,7 @@ from junction.evidence.verdict_text import (
     first_screen_lines,
     joint_against_split_lines,
 )
-from junction.strategies.catalog import reference_strategies
+from junction.strategies.catalog import STRATEGIES, reference_strategies
 from junction.suites import SUITES, finding_suite
 from junction.verifiers import verifier_meaning
 
@@ -305,8 +305,12 @@ def render_markdown(sections: ReportSections) -> str:
     lines.append(f"- seeds: {params.get('seeds')}; budget scales: {params.get('budget_scales')}")
     rule = params.get("pool", DEFAULT_POOL_RULE)
     known = POOL_RULES.get(rule)
+    # a strategy whose record gives it a pool rule of its own ranks by that, not the run's
+    own = [(s, dict(STRATEGIES[s].options).get("pool")) for s in params.get("strategies", [])
+           if s in STRATEGIES]
+    own_text = "".join(f"; {s} ranks by its own rule, {r}" for s, r in own if r and r != rule)
     lines.append(f"- candidate pools: {rule} "
-                 f"({known.description if known is not None else 'unknown rule'})")
+                 f"({known.description if known is not None else 'unknown rule'}){own_text}")
     lines.extend(_plan_lines(params))
     lines.extend(_agent_lines(params, run.get("agent_exposed_sets"), suites))
     lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")

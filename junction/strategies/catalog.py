@@ -204,6 +204,7 @@ for _info in (
                  colour="tab:pink", marker=">"),
     StrategyInfo("bm25_top_k", _M + "page_admission:make_bm25_top_k_strategy", "page",
                  "a page's chunks BM25 scores best, top-K inside the budget",
+                 options=(("pool", "bm25"),),
                  colour="tab:olive", marker="p"),
     StrategyInfo("subtask_admission", _M + "subtask_admission:make_subtask_admission_strategy",
                  "judge", "proposed sub-tasks the judge says follow from the task and do "

@@ -127,11 +127,13 @@ BM25_RULE = "bm25"
 """The pool rule ``bm25_top_k`` ranks by, whatever the run's."""
 
 
-def make_bm25_top_k_strategy(top_k: int = DEFAULT_TOP_K) -> FunctionStrategy:
-    """``bm25_top_k``: the BM25 lane's matching chunks, top ``top_k`` within the budget."""
+def make_bm25_top_k_strategy(top_k: int = DEFAULT_TOP_K,
+                             pool: str = BM25_RULE) -> FunctionStrategy:
+    """``bm25_top_k``: the ``pool`` rule's (BM25's) matching chunks, whatever the run's
+    rule, top ``top_k`` within the budget."""
 
-    def strategy(view: RouterView, pool: PoolRequest) -> StrategyResult:
-        pools = candidate_pools(view, pool.with_rule(BM25_RULE))
+    def strategy(view: RouterView, request: PoolRequest) -> StrategyResult:
+        pools = candidate_pools(view, request.with_rule(pool))
         pools = CandidatePools(contexts=pools.contexts, tools=[])
         items = [ScoredResource(view.context(c.resource_id), c.score)
                  for c in pools.contexts if c.matched]
