@@ -18,6 +18,7 @@ Exit status: 0; 2 with one line on stderr when A or B has no result file at all.
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
@@ -31,6 +32,15 @@ class NoResults(Exception):
     """A commit or path with no result file."""
 
 
+def _resolve(ref: str) -> str:
+    """``ref`` as the short commit id the result files are named by, where git knows it
+    (``HEAD``, a branch, a tag, a longer id); ``ref`` itself otherwise (a prefix)."""
+    out = subprocess.run(["git", "rev-parse", "--short", f"{ref}^{{commit}}"],
+                         capture_output=True, text=True, check=False,
+                         cwd=Path(__file__).resolve().parents[1])
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else ref
+
+
 def load(which: str, folder: Path) -> dict[str, dict]:
     """script id -> record for ``which``: a result file's path, or a commit (prefix).
 
@@ -40,6 +50,7 @@ def load(which: str, folder: Path) -> dict[str, dict]:
     if path.suffix == ".json" and path.is_file():
         record = read_results(path)
         return {record["script"]: record}
+    which = _resolve(which)
     found: dict[str, dict] = {}
     for script in sorted(p for p in folder.glob("*") if p.is_dir()) if folder.is_dir() else ():
         files = sorted(script.glob(f"{which}*.json"))
@@ -140,7 +151,7 @@ def table(a: dict[str, dict], b: dict[str, dict], scripts: list[str] | None = No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("a", help="commit (or prefix) or result file: the A side")
     parser.add_argument("b", help="commit (or prefix) or result file: the B side")
     parser.add_argument("--script", action="append",

@@ -184,7 +184,7 @@ def missing(figures: dict) -> tuple[list[str], list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--no-results", action="store_true",
                         help="ignore result files: README.md from figures.json alone")
     parser.add_argument("--check", action="store_true",

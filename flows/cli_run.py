@@ -277,6 +277,8 @@ def bench(
     typer.echo(f"run {result['run_id']}: {result['tasks']} task evaluations in "
                f"{result['units']} units ({result['units_skipped']} already done)")
     typer.echo(f"report: {result['report']}")
+    if result.get("report"):  # the same report as a page, for a browser
+        typer.echo(f"page:   {Path(result['report']).with_name('report.html')}")
 
 
 def _run_with_progress(plan, run_id: str) -> dict:
