@@ -141,9 +141,10 @@ def bench(
              "(default 5)."),
     pool: str = typer.Option(
         None, "--pool", metavar="RULE",
-        help="Candidate pools every strategy sees (one that owns its rule, learned_named, "
-             "keeps it): bm25 (default), dense (all-MiniLM-L6-v2), hybrid (both, reciprocal "
-             "rank fusion) or bm25_named (BM25, the documents naming a pooled tool added)."),
+        help="Candidate pools every strategy sees (one that owns its rule, learned_named or "
+             "bm25_top_k, keeps it): bm25 (default), dense (all-MiniLM-L6-v2), hybrid (both, "
+             "reciprocal rank fusion) or bm25_named (BM25, the documents naming a pooled "
+             "tool added)."),
     budget_scale: list[float] = typer.Option(
         None, "--budget-scale", help="Token-budget multiplier (repeatable; default 0.5, 1, 2)."),
     size: int = typer.Option(None, "--size", min=1,
