@@ -36,7 +36,6 @@ from flows.plan import REPORT_LEFT_OUT, RunPlan, new_run_id
 from flows.preflight import check_resume, check_writable
 from flows.run_record import finish_run, start_run
 from flows.sampling import LoadedSuite, agent_sample, capped, is_bfcl, short_agent_sample
-from flows.unit import UnitSpec
 from flows.workers import run_unit_now
 from junction.errors import JunctionError
 from junction.evidence.reports import write_report
@@ -45,6 +44,7 @@ from junction.evidence.warehouse import Warehouse
 from junction.learned.crossfit import fold_assignment
 from junction.strategies import strategy_info
 from junction.tasks import BenchmarkTask
+from junction.units import UnitSpec
 
 __all__ = [
     "PlannedUnit",

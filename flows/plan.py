@@ -28,12 +28,12 @@ from typing import Annotated, Any
 from junction_datasets import SUITES, get_suite, suite_names
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from flows.unit import AgentSpec, StrictInt, UnitSpec
 from junction.candidates import DEFAULT_POOL_RULE, check_pool_rule
 from junction.environment import PROJECT_ROOT, usable_cpus
 from junction.errors import JunctionError, UnknownNameError
 from junction.learned.crossfit import DEFAULT_FOLDS, MIN_FOLDS
 from junction.strategies import STRATEGIES, default_strategies, strategy_info
+from junction.units import AgentSpec, StrictInt, UnitSpec
 
 __all__ = [
     "AGENT_SCALE",

@@ -3,7 +3,7 @@
 A worker process (a thread of this one, or a Dask process) keeps one strategy instance
 per name and data folders (a judge loads its model once) and one agent executor per
 ``AgentSpec``, made on first use and shared by every unit that process runs. A unit
-arrives as one typed ``flows.unit.UnitSpec`` and its tasks.
+arrives as one typed ``junction.units.UnitSpec`` and its tasks.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import Any, cast
 from junction_datasets import calibration_tasks, training_source
 
 from flows import interrupts, run_log
-from flows.unit import AgentSpec, UnitSpec
 from junction.evaluate import evaluate_batch
 from junction.evidence.store import TraceStore
 from junction.learned.crossfit import CrossFitFold
 from junction.strategies import make_strategy, strategy_info
+from junction.units import AgentSpec, UnitSpec
 
 __all__ = ["agent_executor", "run_unit_now", "strategy_instance"]
 
@@ -30,7 +30,7 @@ _AGENTS: dict[AgentSpec, Any] = {}
 
 
 def agent_executor(spec: AgentSpec):
-    """One agent executor per process and ``spec`` (``flows.unit.AgentSpec``), loaded on
+    """One agent executor per process and ``spec`` (``junction.units.AgentSpec``), loaded on
     first use, sharing the persistent generation cache ``state_dir()/agent_cache.sqlite``:
     the embedded ``llm`` one, or with ``spec.url`` the ``remote`` one
     (``junction.agent.remote``; ``spec.model`` is the server's model id, checked against
@@ -92,7 +92,7 @@ def strategy_instance(name: str, data_folders: Mapping[str, str] | None = None):
 
 
 def run_unit_now(spec: UnitSpec, tasks: list) -> dict[str, Any]:
-    """Evaluate the unit ``spec`` (``flows.unit.UnitSpec``) on ``tasks`` and write its
+    """Evaluate the unit ``spec`` (``junction.units.UnitSpec``) on ``tasks`` and write its
     files, unless its trace file already exists.
 
     On a cross-fitted suite ``spec.repetition`` is the run's seed; a learned strategy's

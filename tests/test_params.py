@@ -135,7 +135,7 @@ def test_the_unit_spec_is_typed_and_carries_the_agent():
     from pydantic import ValidationError
 
     from flows.plan import RunPlan
-    from flows.unit import AgentSpec, UnitSpec
+    from junction.units import AgentSpec, UnitSpec
 
     url = {"agent_url": "http://127.0.0.1:1/v1", "agent_model": "m"}
     plan = RunPlan.build(suites=["coupling"], strategies=["exact"], agent_concurrency=3,

@@ -32,7 +32,7 @@ STRATEGIES = ["adaptive_split", "exact", "fixed_split"]
 
 def run_loop(root: str, n_tasks: int, batch_size: int) -> float:
     from junction_datasets import build_suite, get_suite
-    from flows.unit import UnitSpec
+    from junction.units import UnitSpec
     from flows.workers import run_unit_now
     from junction.evidence.warehouse import Warehouse
 
