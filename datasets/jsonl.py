@@ -30,9 +30,10 @@ from pydantic import ValidationError
 
 from junction.errors import DatasetError
 from junction.pages.chunking import ChunkingError, chunk_page
+from junction.resources import schema_token_cost
 from junction.tasks import BenchmarkTask
 from junction.text import binary_offset
-from junction.tokens import DEFAULT_TOKEN_COUNTER, render_tool_schema
+from junction.tokens import DEFAULT_TOKEN_COUNTER
 
 __all__ = ["CONTEXT_FORMATS", "MAX_LINE_BYTES", "expand_html_contexts", "load_suite_file",
            "price_missing_costs"]
@@ -157,8 +158,8 @@ def price_missing_costs(obj: dict) -> dict:
         if (isinstance(t, dict) and "schema_token_cost" not in t
                 and isinstance(t.get("id"), str) and isinstance(t.get("description"), str)
                 and isinstance(t.get("json_schema", {}), dict)):
-            rendered = render_tool_schema(t["id"], t["description"], t.get("json_schema", {}))
-            return {**t, "schema_token_cost": DEFAULT_TOKEN_COUNTER.count(rendered)}
+            return {**t, "schema_token_cost": schema_token_cost(
+                t["id"], t["description"], t.get("json_schema", {}))}
         return t
 
     out = dict(obj)

@@ -260,7 +260,7 @@ def plan_units(plan: RunPlan, suites: list[LoadedSuite], run_id: str) -> list[Pl
     """Every unit of run ``run_id``, in submission order: round-robin over the strategies
     (``plan.steps()`` order), each strategy's units per suite, scale, batch of
     ``plan.batch_size`` tasks. The references (catalog ``reads_task``) run only on the
-    suites of their ``reference_set`` (``LoadedSuite.reference_set``); the agent acts at
+    suites of their ``reference_set`` (``SuiteInfo.reference_set``); the agent acts at
     ``plan.agent_scale()`` only, for ``plan.agent_strategies`` only.
 
     Why round-robin: a process runs one strategy's units one at a time (one instance and
@@ -275,7 +275,7 @@ def plan_units(plan: RunPlan, suites: list[LoadedSuite], run_id: str) -> list[Pl
         for strategy, step in plan.steps().items():
             info = strategy_info(strategy)
             if info.reads_task and (info.reference_set is None
-                                    or info.reference_set != suite.reference_set):
+                                    or info.reference_set != suite.info.reference_set):
                 continue  # a reference reads what its suites' tasks hold (a BFCL listing)
             tasks = (suite.built.tasks if step.max_tasks is None
                      else suite.capped[step.max_tasks])

@@ -40,10 +40,6 @@ class LoadedSuite:
     agent_short: str | None = None
     """``short_agent_sample``'s line when the agent acts on fewer tasks than asked."""
 
-    @property
-    def reference_set(self) -> str | None:
-        """The reference strategies that run on it (``SuiteInfo.reference_set``)."""
-        return self.info.reference_set
 
 
 def capped(tasks: list, cap: int, sample: Callable[[int], list]) -> list:

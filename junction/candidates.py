@@ -379,8 +379,8 @@ def candidate_pools(view: RouterView, pool: PoolRequest | PoolLimit,
     request = PoolRequest.of(pool).with_rule(rule)
     limit = request.limit
     context_limit, tool_limit = (limit if isinstance(limit, (tuple, list)) else (limit, limit))
-    contexts, tools = _lanes(check_pool_rule(request.rule), view.objective,
-                             view.contexts, view.tools, context_limit, tool_limit)
+    contexts, tools = _lanes(request.rule, view.objective, view.contexts, view.tools,
+                             context_limit, tool_limit)
     return CandidatePools(contexts=contexts, tools=tools)
 
 

@@ -81,10 +81,6 @@ class Catalog(MutableMapping[str, R], Generic[R]):
         """Add ``record`` under ``name`` (a later record of a name replaces it)."""
         self._records[name] = record
 
-    def unregister(self, name: str) -> None:
-        """Remove ``name`` (no error when it is absent): for a throwaway record in tests."""
-        self._records.pop(name, None)
-
     def names(self) -> list[str]:
         """Every registered name, sorted."""
         return sorted(self._ready())

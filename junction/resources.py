@@ -24,6 +24,7 @@ __all__ = [
     "ToolResource",
     "check_finite",
     "check_text",
+    "schema_token_cost",
 ]
 
 ResourceKind = Literal["context", "tool"]
@@ -81,6 +82,13 @@ def _check_id(value: str, field: str) -> str:
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+def schema_token_cost(tool_id: str, description: str, json_schema: dict[str, Any],
+                      counter: TokenCounter = DEFAULT_TOKEN_COUNTER) -> int:
+    """What a tool's schema costs in context (tokens): ``counter`` on the schema text the
+    agent sees (``junction.tokens.render_tool_schema``)."""
+    return counter.count(render_tool_schema(tool_id, description, json_schema))
 
 
 class ContextResource(_Frozen):
@@ -194,7 +202,7 @@ class ToolResource(_Frozen):
             id=id,
             description=description,
             json_schema=json_schema,
-            schema_token_cost=counter.count(render_tool_schema(id, description, json_schema)),
+            schema_token_cost=schema_token_cost(id, description, json_schema, counter),
             estimated_latency_ms=estimated_latency_ms,
             estimated_cost_usd=estimated_cost_usd,
             metadata=metadata or {},

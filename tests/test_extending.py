@@ -43,7 +43,7 @@ def plugin(tmp_path, monkeypatch):
     sys.modules.pop("my_plugin", None)
     for catalog, name in ((SUITES, "policy-desk"), (STRATEGIES, "cheapest"),
                           (VERIFIERS, "page_and_tool"), (AGENT_GRADERS, "called_tool")):
-        catalog.unregister(name)
+        catalog.pop(name, None)
 
 
 def test_the_plugin_registers_one_record_of_each_kind(plugin):

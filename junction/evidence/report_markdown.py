@@ -378,7 +378,7 @@ def render_markdown(sections: ReportSections) -> str:
             for row in references:
                 cells = " | ".join(_table_cell(c, row[c]) for c in columns)
                 lines.append(f"| {row['strategy']} | {row['budget_scale']:g} | {cells} |")
-            info = SUITES.get(suite.split("@")[0])
+            info = SUITES.get(suite)
             if info is not None and info.reference_note:
                 lines.append("")
                 left = _agent_left_out(params, sorted({r["strategy"] for r in references}))

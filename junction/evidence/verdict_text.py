@@ -121,9 +121,7 @@ def passed_over_sentence(lines: list[dict[str, Any]]) -> str | None:
                      f"{verdicts.MIN_DECIDING_TASKS} shared tasks) on "
                      f"{', '.join(s for s, _ in mine)}")
     text = "; ".join(parts)
-    # a run of several seeds keys its suites "name@seed=N"
-    agent_suites = sorted({suite.split("@")[0] for suite, k, _ in cells
-                           if k == "agent_success"})
+    agent_suites = sorted({suite for suite, k, _ in cells if k == "agent_success"})
     # each suite record's own sentence on its larger agent sample, once each
     notes = dict.fromkeys(SUITES[s].agent_sample_note for s in agent_suites
                           if s in SUITES and SUITES[s].agent_sample_note)
