@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from junction.agent.execution import ExecutionResult, Executor, execute
-from junction.agent.graders import gradable, grade_agent
+from junction.agent.graders import grader_for
 from junction.candidates import Candidate, PoolRequest, check_pool_rule
 from junction.evidence import metrics as catalog
 from junction.evidence.metrics import LaneRanking, lane_ranking_metrics
@@ -100,13 +100,16 @@ def agent_step(steps: list[TaskStep], agent: Executor | None,
     many tasks at once) and the task's grader grades it; fills each such step's ``agent``
     and adds the agent's wall-clock ms to its ``execute_ms``."""
     ids = set(agent_task_ids)
-    acting = [s for s in steps if agent is not None and s.task.task_id in ids
-              and gradable(s.task)]
-    if agent is None or not acting:
+    if agent is None:
         return
-    executions = _run_agent(agent, [(s.task, s.result.selection) for s in acting])
-    for step, execution in zip(acting, executions, strict=True):
-        step.agent = AgentOutcome(agent.name, execution, grade_agent(step.task, execution))
+    acting = [(s, info) for s in steps
+              if s.task.task_id in ids and (info := grader_for(s.task)) is not None]
+    if not acting:
+        return
+    executions = _run_agent(agent, [(s.task, s.result.selection) for s, _ in acting])
+    for (step, info), execution in zip(acting, executions, strict=True):
+        step.agent = AgentOutcome(agent.name, execution, info.grade(step.task, execution),
+                                  info.name)
         step.execute_ms += execution.wall_ms or 0.0
 
 

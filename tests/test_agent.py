@@ -25,6 +25,8 @@ from junction_datasets.bfcl import (
 from junction.agent import bfcl_checker
 from junction.agent.execution import ExecutionResult, ToolCall
 from junction.agent.generations import EMBEDDED_GENERATIONS, AgentCache, Generation
+from junction.agent.grade import AgentGrade, Measure
+from junction.agent.graders import AGENT_GRADERS, GraderInfo
 from junction.agent.grading import AGENT_OUTCOMES, bfcl_doc, grade_agent
 from junction.agent.llm import LLMExecutor
 from junction.agent.prompt import parse_output, render_prompt
@@ -258,6 +260,36 @@ def test_llm_executor_acts_and_a_cache_hit_is_byte_identical(agent_model, multip
     assert (t1[0]["agent_cached"], t2[0]["agent_cached"]) == (False, True)
     assert records_to_table(first).equals(records_to_table(second))
     assert [r.model_dump_json() for r in first] == [r.model_dump_json() for r in second]
+    assert (record.agent_grader, record.agent_measures) == ("bfcl", ())
+
+    # a grader owns its decoder and its measures: the same cached answer, read and graded
+    # by a throwaway grader that is the catalog's only one for the run
+    decoded = []
+
+    def no_calls(text, tool_ids):
+        decoded.append(tuple(tool_ids))
+        return "text", [], ""
+
+    length = GraderInfo(
+        "answer_length", ("tools_exposed",), lambda task: True,
+        lambda task, result: AgentGrade(success=False, outcome="answered",
+                                        measures={"answer_chars": float(len(result.text))}),
+        {"answered": "any answer"}, decode=no_calls,
+        measures=(Measure("answer_chars", "characters in the answer", "characters, >= 0",
+                          "neither"),))
+    kept = dict(AGENT_GRADERS)
+    AGENT_GRADERS.clear()
+    AGENT_GRADERS.register(length.name, length)
+    try:
+        (third,), t3 = run()
+    finally:
+        AGENT_GRADERS.clear()
+        AGENT_GRADERS.update(kept)
+    assert t3[0]["agent_cached"] and decoded == [record.exposed_tool_ids]
+    assert (third.agent_grader, third.agent_outcome, third.tool_calls) == (
+        "answer_length", "answered", ())
+    assert [(m.name, m.value) for m in third.agent_measures] == [
+        ("answer_chars", float(len(record.agent_output)))]
 
 
 # --------------------------------------------------------------------------- references

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from junction.agent.execution import ExecutionResult, ToolCall
-from junction.agent.graders import AGENT_GRADERS, grade_agent, grader_for
+from junction.agent.graders import AGENT_GRADERS, agent_measures, grade_agent, grader_for
 from junction.resources import ContextResource, ToolResource
 from junction.strategies import STRATEGIES
 from junction.suites import SUITES
@@ -61,6 +61,11 @@ def test_the_plugin_registers_one_record_of_each_kind(plugin):
     missed = ExecutionResult(**answer, tool_calls=(ToolCall(index=0, tool_id="reset_password"),))
     assert grade_agent(task, called).outcome == "called" and grade_agent(task, called).success
     assert grade_agent(task, missed).outcome == "missed"
+    # its decoder and its measure, as the record declares them
+    assert grader_for(task).decoder()("[reset_password()]", ("reset_password",))[0] == "calls"
+    assert grade_agent(task, called).measures == {"other_calls": 0.0}
+    assert grade_agent(task, missed).measures == {"other_calls": 1.0}
+    assert agent_measures()["other_calls"].direction == "lower"
 
 
 @pytest.mark.flow

@@ -33,7 +33,7 @@ NOT_METRICS = {
     "gold_tool_ids",
     "extra_json", "executor", "agent_outcome", "agent_error_type", "agent_generated_tokens",
     "agent_model_sha256", "agent_prompt_sha256", "agent_output", "agent_remote",
-    "agent_dropped_context_ids",
+    "agent_dropped_context_ids", "agent_grader", "agent_measures",
 }
 SUMMARY_KEYS = ["run_id", "suite", "strategy", "budget_scale", "tasks"]
 ARROW_TYPES = {"bool": pa.bool_(), "int": pa.int64(), "float": pa.float64()}

@@ -295,7 +295,7 @@ def _agent_records(n: int) -> list:
     for strategy, ok in (("exact", True), ("fixed_split", False), ("bfcl_listed", True)):
         for i in range(n):
             agent = {"agent_success": ok, "agent_outcome": "correct" if ok else "wrong_call",
-                     "executor": "llm"} if i == 0 else {}
+                     "agent_grader": "bfcl", "executor": "llm"} if i == 0 else {}
             out.append(trace_record(suite="b", strategy=strategy, task_id=f"t{i}", success=ok,
                                     failure_reason="" if ok else "x", **agent))
     return out
@@ -419,7 +419,7 @@ def test_distinct_exposed_sets_and_identical_sets_on_shared_tasks():
                             exposed_context_ids=contexts, context_tokens=10 * len(contexts),
                             tokens_used=10 * len(contexts) + 30, executor="remote",
                             agent_success=ok, agent_outcome="correct" if ok else "wrong_call",
-                            selection_status="optimal" if strategy == "exact" else "heuristic")
+                            agent_grader="bfcl", selection_status="optimal" if strategy == "exact" else "heuristic")
 
     table = records_to_table([rec("exact", "t0", True, ("c1",)),
                               rec("fixed_split", "t0", True, ("c1",)),
@@ -449,7 +449,7 @@ def test_agent_pairs_compare_each_joint_with_each_blind_strategy_and_count_ident
                        exposed_context_ids=contexts, context_tokens=tokens,
                        tokens_used=tokens + 30, executor="llm",
                        agent_success=ok, agent_outcome="correct" if ok else "wrong_call",
-                       agent_dropped_context_ids=dropped,
+                       agent_grader="bfcl", agent_dropped_context_ids=dropped,
                        selection_status="optimal" if strategy == "exact" else "heuristic")
 
     records = ([rec("exact", i, True, ("c1",)) for i in range(20)]

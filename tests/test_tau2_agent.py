@@ -5,6 +5,7 @@ tests/test_remote_agent.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,12 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from junction.agent.execution import ExecutionResult, ToolCall
+from junction.agent.grade import AgentGrade, Measure
 from junction.agent.graders import (agent_outcomes, grade_agent, gradable, grader_for,
                                     prompt_layout)
 from junction.agent.prompt import BFCL_LAYOUT, parse_output, render_prompt
 from junction.agent.tau2_grading import (TAU2_LAYOUT, TAU2_OUTCOMES, gold_actions, match,
                                          siblings)
-from junction.evidence.agent_actions import action_lines, action_tables, coupling_pairs
+from junction.evidence.agent_measures import coupling_pairs, measure_lines, measure_tables
 from junction.resources import ToolResource
 from junction.strategies import make_strategy
 from junction.tasks import VerifierSpec
@@ -114,9 +116,29 @@ def test_gold_actions_name_the_tool_a_handler_acts_for():
 def test_hand_written_answers_grade_as_tau2_matches_actions(closing, text, outcome, success,
                                                            recall, variants):
     grade = grade_agent(closing, _answer(closing, text))
-    assert (grade.outcome, grade.success, grade.action_recall, grade.wrong_variant_calls) == (
-        outcome, success, recall, variants)
+    assert (grade.outcome, grade.success, grade.measures) == (
+        outcome, success, {"action_recall": recall, "wrong_variant_calls": variants})
     assert grade.outcome in TAU2_OUTCOMES
+
+
+def test_a_grade_carries_exactly_the_measures_its_grader_declares(closing):
+    info = grader_for(closing)
+    assert [m.name for m in info.measures] == ["action_recall", "wrong_variant_calls"]
+    assert info.decoder() is parse_output  # BFCL's decoder, named by the record
+    answer = _answer(closing, '[close_card_7730(card_id="c9")]')
+    short = replace(info, check=lambda task, result: AgentGrade(
+        success=True, outcome="correct", measures={"action_recall": 1.0}))
+    with pytest.raises(ValueError, match=r"'tau2_actions' on task .*: the grade's measures "
+                                         r"\['action_recall'\] are not the declared"):
+        short.grade(closing, answer)
+    with pytest.raises(ValueError, match="finite"):
+        AgentGrade(success=True, outcome="correct", measures={"action_recall": float("nan")})
+    with pytest.raises(ValueError, match="lower-case identifier"):
+        Measure("Action recall", "share met", "fraction")
+    with pytest.raises(ValueError, match="direction 'up'"):
+        Measure("recall", "share met", "fraction", "up")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="repeat a name"):
+        replace(info, measures=info.measures * 2)
 
 
 def test_compare_args_named_must_be_given():
@@ -130,7 +152,8 @@ def test_compare_args_named_must_be_given():
 def test_partial_recall_counts_the_actions_met(tau2_tasks):
     task = tau2_tasks["task_001"]  # log_verification(u1, dob), unlock + call open_bank_account
     grade = grade_agent(task, _answer(task, '[log_verification(user_id="u1", method="dob")]'))
-    assert grade.outcome == "missed_action" and grade.action_recall == pytest.approx(1 / 3)
+    assert grade.outcome == "missed_action"
+    assert grade.measures["action_recall"] == pytest.approx(1 / 3)
 
 
 def test_siblings_differ_by_number_or_one_word():
@@ -190,7 +213,9 @@ def _row(strategy: str, task: str, success: bool, recall: float, outcome: str,
          tools: list[str], variants: int = 0) -> dict:
     return {"suite": "tau2-banking", "budget_scale": 1.0, "strategy": strategy, "seed": 0,
             "task_id": task, "agent_success": success, "agent_outcome": outcome,
-            "agent_action_recall": recall, "agent_wrong_variant_calls": variants,
+            "agent_grader": "tau2_actions",
+            "agent_measures": [{"name": "action_recall", "value": recall},
+                               {"name": "wrong_variant_calls", "value": float(variants)}],
             "exposed_context_ids": [], "exposed_tool_ids": tools}
 
 
@@ -204,22 +229,30 @@ def test_the_report_tables_pair_the_coupling_references_and_the_twins():
                  _row("exact", t, i < 2, 0.5, "wrong_args", ["a"]),
                  _row("adaptive_split", t, i < 1, 0.5, "unparseable", ["a"] if i else ["b"])]
     rows.append({**_row("exact", "bfcl-row", True, 0.0, "correct", ["a"]),
-                 "suite": "bfcl-multiple", "agent_action_recall": None})
-    tables = action_tables(pa.Table.from_pylist(rows))
+                 "suite": "bfcl-multiple", "agent_grader": "bfcl", "agent_measures": []})
+    tables = measure_tables(pa.Table.from_pylist(rows))
     (coupling,) = tables["coupling"]
     assert (coupling["a"], coupling["b"], coupling["n"]) == ("gold_tools_documents",
                                                              "gold_tools_only", 4)
     assert coupling["difference"] == pytest.approx(0.75)
-    assert coupling["recall_difference"] == pytest.approx(0.375)
+    assert coupling["action_recall_difference"] == pytest.approx(0.375)
     (verdict,) = tables["verdicts"]
     assert (verdict["a"], verdict["b"], verdict["n"], verdict["identical_sets"]) == (
         "exact", "adaptive_split", 4, 3)
     assert verdict["difference"] == pytest.approx(0.25)
     by = {r["strategy"]: r for r in tables["strategies"]}
     assert set(by) == {"adaptive_split", "exact", "gold_tools_documents", "gold_tools_only"}
-    assert by["gold_tools_only"]["wrong_variant_calls"] == 3
+    assert by["gold_tools_only"]["mean_wrong_variant_calls"] == pytest.approx(0.75)
     assert by["adaptive_split"]["unparseable"] == 4
-    text = "\n".join(action_lines(tables))
+    assert by["gold_tools_only"]["grader"] == "tau2_actions"
+    text = "\n".join(measure_lines(tables))
+    # the generic per-strategy table: one column per measure, named with the grader's words
+    per = {r["strategy"]: r for r in table_rows(text, "suite", "scale", "strategy", "grader")}
+    assert per["gold_tools_only"]["mean wrong_variant_calls"] == "0.750"
+    assert per["exact"]["mean action_recall"] == "0.500"
+    assert "- `action_recall`: share of the task's gold agent actions" in text
+    assert "(fraction in [0, 1]; higher is better)" in text
+    assert "- grader `tau2_actions`: the agent's calls graded against gold actions" in text
     # two pair tables: the coupling references (no identical-set column) and the twins
     shown = {r["A − B"]: r for r in table_rows(text, "suite", "scale", "A − B")}
     assert set(shown) == {"gold_tools_documents − gold_tools_only", "exact − adaptive_split"}
@@ -231,3 +264,4 @@ def test_the_report_tables_pair_the_coupling_references_and_the_twins():
         assert read_points(row["difference [95% CI]"]) == (
             points(pair["difference"]), points(pair["ci_low"]), points(pair["ci_high"]))
     assert read_points(documents["difference [95% CI]"])[0] == 75
+    assert documents["Δ action_recall"] == "+0.375"

@@ -10,6 +10,7 @@ from junction.errors import TraceError
 from junction.evidence.store import TraceStore
 from junction.evidence.traces import (
     TRACE_SCHEMA,
+    MeasureValue,
     TaskTraceRecord,
     ToolCallRecord,
     records_to_table,
@@ -32,6 +33,16 @@ from tests.helpers import trace_record
         ({"objective": float("nan")}, "objective"),
         ({"unary": float("inf")}, "unary"),
         ({"extra_json": '{"score": NaN}'}, "extra_json is not finite JSON"),
+        ({"agent_success": True, "agent_outcome": "correct"},
+         "agent_success and agent_grader are set together"),
+        ({"agent_measures": (MeasureValue(name="m", value=1.0),)},
+         "agent_measures \\['m'\\] need an agent grader"),
+        ({"agent_success": True, "agent_outcome": "correct", "agent_grader": "g",
+          "agent_measures": (MeasureValue(name="b", value=1.0),
+                             MeasureValue(name="a", value=0.0))},
+         "distinct names in sorted order"),
+        ({"agent_success": True, "agent_outcome": "correct", "agent_grader": "g",
+          "agent_measures": ({"name": "a", "value": float("nan")},)}, "finite"),
     ],
 )
 def test_trace_invariants_are_enforced(overrides, message):
@@ -86,6 +97,38 @@ def test_memory_filesystem_store_and_warehouse_views():
     rows = Warehouse(root).query(
         "select task_id, tokens_used from traces order by task_id").to_pylist()
     assert rows == [{"task_id": "t1", "tokens_used": 40}, {"task_id": "t2", "tokens_used": 40}]
+
+
+def _agent(task_id: str, grader: str, **measures: float):
+    return trace_record(task_id=task_id, executor="llm", agent_success=True,
+                        agent_outcome="correct", agent_grader=grader,
+                        agent_measures=tuple(MeasureValue(name=k, value=v)
+                                             for k, v in sorted(measures.items())))
+
+
+def test_the_agent_measures_view_is_the_long_form_and_empty_on_older_traces(tmp_path):
+    from junction.evidence.warehouse import Warehouse
+
+    store = TraceStore(str(tmp_path / "now"))
+    store.write_unit("r1", "s", "exact", "u0", [
+        _agent("t1", "tau2_actions", action_recall=0.5, wrong_variant_calls=1.0),
+        _agent("t2", "bfcl"), trace_record(task_id="t3")], [])
+    rows = Warehouse(str(tmp_path / "now")).query(
+        "select task_id, agent_grader, measure, value from agent_measures "
+        "order by task_id, measure").to_pylist()
+    assert rows == [
+        {"task_id": "t1", "agent_grader": "tau2_actions", "measure": "action_recall",
+         "value": 0.5},
+        {"task_id": "t1", "agent_grader": "tau2_actions", "measure": "wrong_variant_calls",
+         "value": 1.0}]
+    # a warehouse whose files predate the column: the view is there, with no rows
+    old = tmp_path / "old" / "traces" / "run_id=r0" / "suite=s" / "strategy=exact"
+    old.mkdir(parents=True)
+    pq.write_table(records_to_table([trace_record(run_id="r0")]).drop_columns(
+        ["agent_grader", "agent_measures"]), old / "u0.parquet")
+    warehouse = Warehouse(str(tmp_path / "old"))
+    assert warehouse.query("select count(*) as n from agent_measures").to_pylist() == [{"n": 0}]
+    assert warehouse.query("select count(*) as n from traces").to_pylist() == [{"n": 1}]
 
 
 def _timing(**overrides) -> dict:

@@ -30,17 +30,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
 from results import write_results  # noqa: E402
 
-from junction.agent.generations import AgentCache  # noqa: E402
 from dataclasses import replace  # noqa: E402
 
-from junction.agent.graders import (AGENT_GRADERS, grade_agent, gradable,  # noqa: E402
-                                    register_grader)
+from junction.agent.generations import AgentCache  # noqa: E402
+from junction.agent.graders import grade_agent, gradable  # noqa: E402
 from junction.agent.prompt import PromptLayout  # noqa: E402
 from junction.agent.tau2_grading import TAU2_LAYOUT  # noqa: E402
 from junction.agent.llm import AgentConfig, LlamaAgent, LLMExecutor  # noqa: E402
 from junction.evidence.verdicts import paired_comparison  # noqa: E402
 from junction.models import file_sha256, resolve_model_path  # noqa: E402
 from junction.strategies.references import gold_tools_and_siblings, naming_documents  # noqa: E402
+from junction.suites import SUITES  # noqa: E402
 
 CONDITIONS = ("gold_tools_only", "gold_tools_documents")
 
@@ -73,9 +73,10 @@ def main() -> None:
     tasks = [t for t in banking_suite(split="all", path=args.tau2_data).tasks
              if gradable(t) and t.gold_tool_ids][:args.tasks]
     rows, pairs = [], []
-    grader = AGENT_GRADERS["tau2_actions"]
+    suite = SUITES.get_record("tau2-banking")
     for model, layout in [(m, x) for m in args.models for x in args.layouts]:
-        register_grader(replace(grader, layout=LAYOUTS[layout]))
+        # the layout is the suite record's (SuiteInfo.prompt_layout): swap it per condition
+        SUITES.register(suite.name, replace(suite, prompt_layout=LAYOUTS[layout]))
         path = resolve_model_path(model)
         t0 = time.perf_counter()
         agent = LlamaAgent(path, file_sha256(path), AgentConfig(n_threads=args.threads))
@@ -97,9 +98,10 @@ def main() -> None:
                 "load_s": round(load_s, 1),
                 "parse_rate": sum(r.output_kind != "unparseable" for r, _ in got) / len(got),
                 "calls_per_answer": statistics.mean(len(r.tool_calls) for r, _ in got),
-                "action_recall": statistics.mean(g.action_recall for _, g in got),
+                "action_recall": statistics.mean(g.measures["action_recall"] for _, g in got),
                 "agent_success": sum(g.success for _, g in got) / len(got),
-                "wrong_variant_calls": sum(g.wrong_variant_calls for _, g in got),
+                "wrong_variant_calls": int(sum(g.measures["wrong_variant_calls"]
+                                               for _, g in got)),
                 "s_per_generation": statistics.mean(r.wall_ms for r, _ in got) / 1000,
                 "prompt_tokens": statistics.mean(r.prompt_tokens for r, _ in got),
                 "outcomes": dict(sorted(
@@ -113,11 +115,12 @@ def main() -> None:
                       "success_without": cmp.rate_b, "difference": cmp.difference,
                       "ci_low": cmp.ci_low, "ci_high": cmp.ci_high,
                       "recall_difference": statistics.mean(
-                          a.action_recall - b.action_recall for a, b in zip(with_docs, without))})
+                          a.measures["action_recall"] - b.measures["action_recall"]
+                          for a, b in zip(with_docs, without, strict=True))})
         del agent, executor
     print(f"tau2-banking, first {len(tasks)} gradable tasks (id order): "
           + " ".join(t.metadata["tau2_id"] for t in tasks))
-    register_grader(grader)
+    SUITES.register(suite.name, suite)
     print(f"{'model [layout]':52} {'condition':22} {'parse':>6} {'calls':>6} {'recall':>7} "
           f"{'success':>8} {'variant':>8} {'s/gen':>6} {'prompt':>7}")
     for r in rows:

@@ -5,7 +5,8 @@ generations keyed by sha256 of (model, prompt sha256, decoding settings); a hit 
 the stored text and token counts byte for byte. ``CachedExecutor`` is what both model
 executors (``junction.agent.llm.LLMExecutor``, ``junction.agent.remote.RemoteExecutor``)
 do with an exposed set: fit the prompt to the agent's window (``fit_prompt``), look it up,
-generate on a miss and store it, parse the answer (``parse_output``). They differ only in
+generate on a miss and store it, decode the answer with the task's grader's decoder
+(``junction.agent.graders.decoder_for``; BFCL's ``parse_output`` by default). They differ only in
 the agent that generates and in what they name as the model.
 """
 
@@ -17,13 +18,16 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from junction.agent.execution import ExecutionResult, ToolCall
 from junction.agent.grading import json_safe
 from junction.agent.prompt import BFCL_LAYOUT, AgentError, AgentPrompt, fit_prompt, parse_output
 from junction.sqlite_cache import open_wal
 from junction.tasks import BenchmarkTask, RouterView
+
+if TYPE_CHECKING:
+    from junction.agent.graders import Decoder
 
 __all__ = [
     "AGENT_CACHE_NAME",
@@ -160,12 +164,18 @@ class CachedExecutor:
 
     def execute(self, task: BenchmarkTask, context_ids: Iterable[str],
                 tool_ids: Iterable[str]) -> ExecutionResult:
-        """Run the agent on the exposed set (ids not in the task raise ``KeyError``)."""
-        return self.execute_view(task.router_view(), context_ids, tool_ids)
+        """Run the agent on the exposed set (ids not in the task raise ``KeyError``); the
+        answer is decoded by the task's grader's decoder (``decoder_for``)."""
+        from junction.agent.graders import decoder_for
+
+        return self.execute_view(task.router_view(), context_ids, tool_ids,
+                                 decode=decoder_for(task))
 
     def execute_view(self, view: RouterView, context_ids: Iterable[str],
-                     tool_ids: Iterable[str]) -> ExecutionResult:
-        """``execute`` on a router view (what the agent may see)."""
+                     tool_ids: Iterable[str], decode: Decoder = parse_output,
+                     ) -> ExecutionResult:
+        """``execute`` on a router view (what the agent may see), the answer read by
+        ``decode`` (``junction.agent.graders.Decoder``; BFCL's by default)."""
         from junction.agent.graders import prompt_layout
 
         cs, ts = tuple(sorted(context_ids)), tuple(sorted(tool_ids))
@@ -173,7 +183,7 @@ class CachedExecutor:
                                      self.agent.prompt_limit,
                                      prompt_layout(view.suite) or BFCL_LAYOUT)
         generation = self._generation(prompt)
-        kind, calls, decode_error = parse_output(generation.text, ts)
+        kind, calls, decode_error = decode(generation.text, ts)
         tool_calls = tuple(
             ToolCall(index=i, tool_id=name, arguments=json_safe(args))
             for i, call in enumerate(calls) for name, args in call.items())

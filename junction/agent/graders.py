@@ -3,35 +3,47 @@
 A suite's verifier (``junction.verifiers``) grades the *exposed set* (the retrieval proxy,
 ``success``); an agent grader grades what a model *did* with it (``agent_success``). Each
 ``GraderInfo`` names the verifier kinds whose tasks it can grade, a predicate that says
-whether it grades one task of such a kind (``gradable``), the function that grades, the
-outcomes it gives (``outcomes``: the report's definitions read them). The prompt layout an
-agent gets is the suite's (``junction.suites.SuiteInfo.prompt_layout``, chosen by the
-task's suite: the agent reads the router view, which never holds the verifier).
+whether it grades one task of such a kind (``applies``), the decoder that reads the
+agent's answer into calls (``decode``), the function that grades, the outcomes it gives
+(``outcomes``) and the measures it adds to every grade (``measures``:
+``junction.agent.grade.Measure``; the trace's ``agent_measures`` and the report's
+agent-measure table read them, whatever the grader). The prompt layout an agent gets is
+the suite's (``junction.suites.SuiteInfo.prompt_layout``, chosen by the task's suite: the
+agent reads the router view, which never holds the verifier).
 
 A task is graded by the first record, in catalog order, whose ``kinds`` hold the task's
-``verifier.kind`` and whose ``gradable`` accepts it (``grader_for``). Adding a grader is
-one ``register_grader(GraderInfo(...))`` record plus one module with two functions
-``gradable(task) -> bool`` and ``grade(task, result) -> AgentGrade`` (named
-``"module:function"``, imported on first use), as strategies and verifiers are catalogued.
+``verifier.kind`` and whose ``applies`` accepts it (``grader_for``); the same record's
+decoder reads the agent's answer on that task (``decoder_for``). Adding a grader is one
+``register_grader(GraderInfo(...))`` record plus one module with ``applies(task) -> bool``
+and ``grade(task, result) -> AgentGrade`` (named ``"module:function"``, imported on first
+use, or given as callables), as strategies and verifiers are catalogued.
 
 Records: ``bfcl`` (BFCL's own checkers, ``junction.agent.grading``) and ``tau2_actions``
-(tau2's action matching on a single-turn answer, ``junction.agent.tau2_grading``).
+(tau2's action matching on a single-turn answer, ``junction.agent.tau2_grading``); both
+decode with BFCL's decoder (``junction.agent.prompt.parse_output``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from junction.agent.grade import AgentGrade, Measure
 from junction.agent.prompt import PromptLayout
 from junction.registry import PLUGINS, Catalog, load
 from junction.suites import SUITES
 
 __all__ = [
     "AGENT_GRADERS",
+    "DEFAULT_DECODER",
+    "AgentGrade",
+    "Decoder",
     "GraderInfo",
+    "Measure",
+    "agent_measures",
     "agent_outcomes",
+    "decoder_for",
     "gradable",
     "grade_agent",
     "grader_for",
@@ -39,6 +51,16 @@ __all__ = [
     "prompt_layout",
     "register_grader",
 ]
+
+
+Decoder = Callable[[str, Sequence[str]], tuple[str, list[dict[str, Any]], str]]
+"""An answer decoder: ``(text, exposed tool ids) -> (kind, calls, decode_error)``;
+``kind`` is ``calls``, ``empty``, ``text`` or ``unparseable``, ``calls`` a list of
+``{tool_id: arguments}`` (``junction.agent.prompt.parse_output`` is BFCL's)."""
+
+DEFAULT_DECODER = "junction.agent.prompt:parse_output"
+"""BFCL's decoder: the decoder of a grader that names none, and of a task no grader
+grades."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +72,13 @@ class GraderInfo:
     grades a task of such a kind (a BFCL category, a task with gold agent actions);
     ``check``: ``"module:function"`` or a callable ``(task, ExecutionResult) ->
     AgentGrade``; ``outcomes``: every ``agent_outcome`` it gives -> its meaning in one
-    line.
+    line; ``decode``: ``"module:function"`` or a ``Decoder`` that reads the agent's answer
+    (default BFCL's, ``DEFAULT_DECODER``); ``measures``: the ``Measure`` records every grade
+    it gives carries a value for (``AgentGrade.measures``); ``report_note``: what a
+    reader of the report must know about how this grader grades (printed under the
+    agent-measure table, ``junction.evidence.agent_measures``).
+
+    Raises ``ValueError`` when two measures share a name.
     """
 
     name: str
@@ -58,6 +86,14 @@ class GraderInfo:
     applies: str | Callable[..., bool]
     check: str | Callable[..., Any]
     outcomes: dict[str, str]
+    decode: str | Decoder = DEFAULT_DECODER
+    measures: tuple[Measure, ...] = ()
+    report_note: str = ""
+
+    def __post_init__(self) -> None:
+        names = [m.name for m in self.measures]
+        if len(set(names)) != len(names):
+            raise ValueError(f"grader {self.name!r}: measures {names} repeat a name")
 
     def gradable(self, task: Any) -> bool:
         """Whether this grader grades ``task`` (its kind is one of ``kinds`` and
@@ -67,6 +103,22 @@ class GraderInfo:
     def grader(self) -> Callable[..., Any]:
         """The grading function (``check``, imported when it is a ``"module:function"``)."""
         return load(self.check)
+
+    def decoder(self) -> Decoder:
+        """The answer decoder (``decode``, imported when it is a ``"module:function"``)."""
+        return load(self.decode)
+
+    def grade(self, task: Any, result: Any) -> AgentGrade:
+        """Grade ``result`` on ``task`` with ``check``. Raises ``ValueError`` naming the
+        grader and the task when the grade's measures are not exactly the declared ones,
+        and what ``check`` raises."""
+        grade = self.grader()(task, result)
+        declared = {m.name for m in self.measures}
+        if set(grade.measures) != declared:
+            raise ValueError(
+                f"grader {self.name!r} on task {task.task_id!r}: the grade's measures "
+                f"{sorted(grade.measures)} are not the declared {sorted(declared)}")
+        return grade
 
 
 AGENT_GRADERS: Catalog[GraderInfo] = Catalog("agent grader", entry_points=PLUGINS)
@@ -104,7 +156,24 @@ def grade_agent(task: Any, result: Any) -> Any:
     if info is None:
         raise ValueError(f"task {task.task_id!r}: no agent grader grades verifier kind "
                          f"{task.verifier.kind!r} here")
-    return info.grader()(task, result)
+    return info.grade(task, result)
+
+
+def decoder_for(task: Any) -> Decoder:
+    """The answer decoder of ``task``'s grader (``grader_for``); BFCL's where no grader
+    grades it."""
+    info = grader_for(task)
+    return load(DEFAULT_DECODER) if info is None else info.decoder()
+
+
+def agent_measures() -> dict[str, Measure]:
+    """Every measure of every grader, by name (the first grader's record where two
+    declare one name)."""
+    out: dict[str, Measure] = {}
+    for info in AGENT_GRADERS.values():
+        for measure in info.measures:
+            out.setdefault(measure.name, measure)
+    return out
 
 
 def agent_outcomes() -> dict[str, str]:
@@ -126,7 +195,7 @@ def prompt_layout(suite: str) -> PromptLayout | None:
 
 def _register_builtins() -> None:
     from junction.agent.grading import AGENT_OUTCOMES
-    from junction.agent.tau2_grading import TAU2_OUTCOMES
+    from junction.agent.tau2_grading import TAU2_MEASURES, TAU2_OUTCOMES, TAU2_REPORT_NOTE
 
     register_grader(GraderInfo(
         "bfcl", ("tools_exposed", "no_tools", "context_answer"),
@@ -135,7 +204,7 @@ def _register_builtins() -> None:
     register_grader(GraderInfo(
         "tau2_actions", ("tools_with_documents",),
         "junction.agent.tau2_grading:gradable", "junction.agent.tau2_grading:grade",
-        TAU2_OUTCOMES))
+        TAU2_OUTCOMES, measures=TAU2_MEASURES, report_note=TAU2_REPORT_NOTE))
 
 
 _register_builtins()

@@ -32,14 +32,13 @@ import json
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from junction.agent.bfcl_checker import check_answer, check_calls
 from junction.agent.execution import ExecutionResult
+from junction.agent.grade import AgentGrade
 from junction.resources import ToolResource
 from junction.tasks import BenchmarkTask
 
-__all__ = ["AGENT_OUTCOMES", "AgentGrade", "bfcl_doc", "gradable", "grade_agent",
+__all__ = ["AGENT_OUTCOMES", "bfcl_doc", "gradable", "grade_agent",
            "json_safe"]
 
 AGENT_OUTCOMES: dict[str, str] = {
@@ -55,23 +54,6 @@ AGENT_OUTCOMES: dict[str, str] = {
 """Every ``agent_outcome`` and what it means (the report's definitions read it)."""
 
 _TOOL_CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple")
-
-
-class AgentGrade(BaseModel):
-    """``success``, ``outcome`` (a key of the grader's outcomes, ``AGENT_OUTCOMES`` here),
-    the checker's ``error_type`` (empty on success) and its first error message
-    (``detail``). A grader of gold actions (``junction.agent.tau2_grading``) also gives
-    ``action_recall`` (share of gold agent actions met, in [0, 1]) and
-    ``wrong_variant_calls`` (calls of a look-alike sibling of a gold tool); None here."""
-
-    model_config = ConfigDict(frozen=True)
-
-    success: bool
-    outcome: str
-    error_type: str = ""
-    detail: str = ""
-    action_recall: float | None = None
-    wrong_variant_calls: int | None = None
 
 
 def _category(task: BenchmarkTask) -> str | None:

@@ -29,8 +29,9 @@ Outcomes (``TAU2_OUTCOMES``): ``correct`` (every gold agent action met: ``agent_
 ``siblings``, the same name but for its number or one word), ``wrong_args`` (every gold
 tool called, an action's values wrong),
 ``missed_action`` (a gold tool never called), ``answered``/``abstained`` (no call), and
-``unparseable``. ``AgentGrade.action_recall`` is the share of gold agent actions met;
-``wrong_variant_calls`` counts calls of a sibling that is not itself gold.
+``unparseable``. Measures (``TAU2_MEASURES``, in ``AgentGrade.measures``):
+``action_recall``, the share of gold agent actions met, and ``wrong_variant_calls``, the
+calls of a sibling that is not itself gold.
 """
 
 from __future__ import annotations
@@ -41,13 +42,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from junction.agent.execution import ExecutionResult
-from junction.agent.grading import AgentGrade
+from junction.agent.grade import AgentGrade, Measure
 from junction.agent.prompt import PromptLayout
 from junction.tasks import BenchmarkTask
 
 __all__ = [
     "TAU2_LAYOUT",
+    "TAU2_MEASURES",
     "TAU2_OUTCOMES",
+    "TAU2_REPORT_NOTE",
     "gold_actions",
     "gradable",
     "grade",
@@ -80,6 +83,26 @@ TAU2_OUTCOMES: dict[str, str] = {
     "unparseable": "call syntax BFCL's decoder cannot parse (never a success)",
 }
 """Every ``agent_outcome`` of this grader and what it means."""
+
+TAU2_MEASURES = (
+    Measure("action_recall", "share of the task's gold agent actions the agent's calls met "
+            "(tau2's action check)", "fraction in [0, 1]", "higher"),
+    Measure("wrong_variant_calls", "calls of a look-alike sibling of a gold tool that is not "
+            "itself gold (activate_debit_card_8292 for _8291; ``siblings``)",
+            "calls, >= 0", "lower"),
+)
+"""The measures every grade of this grader carries (``junction.agent.grade.Measure``)."""
+
+TAU2_REPORT_NOTE = (
+    "the agent's calls graded against gold actions: the customer's whole situation given "
+    "at once, the calls the agent would make matched as tau2 matches actions; not tau2's "
+    "conversation, which grades most tasks by database state "
+    "(`junction.agent.tau2_grading`)")
+"""What the report says about this grader under its measures."""
+
+
+def _measures(recall: float, wrong_variant: int) -> dict[str, float]:
+    return {"action_recall": recall, "wrong_variant_calls": float(wrong_variant)}
 
 _CALL_HANDLER = "call_discoverable_agent_tool"
 _UNLOCK_HANDLER = "unlock_discoverable_agent_tool"
@@ -199,13 +222,12 @@ def grade(task: BenchmarkTask, result: ExecutionResult) -> AgentGrade:
     n = len(actions)
     if result.output_kind == "unparseable":
         return AgentGrade(success=False, outcome="unparseable", error_type="decoder:unparseable",
-                          detail=result.decode_error[:300], action_recall=0.0,
-                          wrong_variant_calls=0)
+                          detail=result.decode_error[:300], measures=_measures(0.0, 0))
     calls = [normalise_call(c.tool_id, c.arguments) for c in result.tool_calls]
     if not calls:
         return AgentGrade(success=False,
                           outcome="abstained" if result.output_kind == "empty" else "answered",
-                          error_type="agent:no_call", action_recall=0.0, wrong_variant_calls=0)
+                          error_type="agent:no_call", measures=_measures(0.0, 0))
     met = [any(match(a, name, args) for name, args in calls) for a in actions]
     gold_tools = {a["tool"] for a in actions}
     all_tools = [t.id for t in task.tools]
@@ -213,8 +235,8 @@ def grade(task: BenchmarkTask, result: ExecutionResult) -> AgentGrade:
     wrong_variant = sum(name in variants for name, _ in calls)
     recall = sum(met) / n
     if all(met):
-        return AgentGrade(success=True, outcome="correct", action_recall=1.0,
-                          wrong_variant_calls=wrong_variant)
+        return AgentGrade(success=True, outcome="correct",
+                          measures=_measures(1.0, wrong_variant))
     unmet = [a for a, ok in zip(actions, met, strict=True) if not ok]
     called = {name for name, _ in calls}
     if wrong_variant:
@@ -227,4 +249,4 @@ def grade(task: BenchmarkTask, result: ExecutionResult) -> AgentGrade:
     return AgentGrade(success=False, outcome=outcome, error_type=f"tau2:{outcome}",
                       detail=f"{len(unmet)} of {n} gold agent actions unmet; first: "
                              f"{first['action_id']} {first['tool']}"[:300],
-                      action_recall=recall, wrong_variant_calls=wrong_variant)
+                      measures=_measures(recall, wrong_variant))

@@ -173,19 +173,6 @@ METRICS: tuple[Metric, ...] = (
            undefined_when="no agent ran on the task", unit="tokens, >= 0", value_type="int",
            direction="lower", aggregation="mean", source="llama.cpp usage (junction.agent.llm)",
            report_table=True, display="integer"),
-    Metric("agent_action_recall", "agent_action_recall",
-           definition="share of the task's gold agent actions the agent's calls met "
-                      "(tau2's action check, τ-Knowledge)",
-           undefined_when="no agent ran, or its grader has no gold actions (BFCL)",
-           unit="fraction in [0, 1]", value_type="float", direction="higher",
-           aggregation="mean", source="tau2 Action.compare_with_tool_call "
-                                      "(junction.agent.tau2_grading)"),
-    Metric("agent_wrong_variant_calls", "agent_wrong_variant_calls",
-           definition="calls of a look-alike sibling of a gold tool that is not itself gold "
-                      "(activate_debit_card_8292 for _8291)",
-           undefined_when="no agent ran, or its grader has no gold actions (BFCL)",
-           unit="calls, >= 0", value_type="int", direction="lower", aggregation="mean",
-           source="Junction (junction.agent.tau2_grading.siblings)", display="decimals2"),
     *_set_metrics("context"),
     *_set_metrics("tool"),
     Metric("pair_coverage", "pair_coverage",

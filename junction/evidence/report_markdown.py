@@ -14,7 +14,7 @@ from typing import Any, cast
 from junction.candidates import DEFAULT_POOL_RULE, POOL_RULES
 from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
-from junction.evidence.agent_actions import action_lines
+from junction.evidence.agent_measures import measure_lines
 from junction.evidence.agent_tables import agent_pair_lines, fit_lines
 from junction.evidence.crossfit import cross_fitted_lines
 from junction.evidence.joint_split import joint_split_lines
@@ -93,8 +93,8 @@ class ReportSections:
     """``junction.evidence.agent_tables.agent_fit``."""
     cross_fitted: list[dict[str, Any]] = field(default_factory=list)
     """``junction.evidence.crossfit.cross_fitted_verdicts``."""
-    actions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    """``junction.evidence.agent_actions.action_tables``."""
+    measures: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """``junction.evidence.agent_measures.measure_tables``."""
     losses: list[dict[str, Any]] = field(default_factory=list)
     """``junction.evidence.losses.loss_breakdown``."""
 
@@ -321,7 +321,7 @@ def render_markdown(sections: ReportSections) -> str:
     lines.extend(agent_table_lines(sections.agent))
     lines.extend(agent_pair_lines(sections.agent_pairs))
     lines.extend(cross_fitted_lines(sections.cross_fitted))
-    lines.extend(action_lines(sections.actions))
+    lines.extend(measure_lines(sections.measures))
     lines.extend(joint_split_lines(sections.joint_split))
     lines.extend(loss_lines(sections.losses, reference_strategies()))
     for name, reason in sorted((run.get("suites_skipped") or {}).items()):

@@ -28,7 +28,7 @@ import markdown as markdown_lib
 import psutil
 
 from junction.evidence import plots
-from junction.evidence.agent_actions import action_tables
+from junction.evidence.agent_measures import measure_tables
 from junction.evidence.agent_tables import agent_fit, agent_pairs
 from junction.evidence.calibration import learned_calibration
 from junction.evidence.cost import cost_lines
@@ -147,7 +147,7 @@ def report_sections(data: RunData) -> ReportSections:
         joint_split=joint_split_verdicts(verdict_rows), agent_pairs=agent_pairs(traces),
         fit=agent_fit(traces),
         cross_fitted=cross_fitted_verdicts(verdict_rows, _disputed(data.suites)),
-        actions=action_tables(traces), losses=loss_breakdown(verdict_rows))
+        measures=measure_tables(traces), losses=loss_breakdown(verdict_rows))
 
 
 def _plot_note(summary: list[dict[str, Any]], run: dict[str, Any]) -> str:
@@ -179,9 +179,10 @@ def _metrics(sections: ReportSections, params_left_out: Collection[str]) -> dict
                                   for r in sections.agent_pairs]
     if sections.losses:
         metrics["loss_breakdown"] = loss_document(sections.losses)
-    if any(sections.actions.values()):
-        metrics["agent_actions"] = {name: [{k: rounded(v) for k, v in r.items()} for r in rows]
-                                    for name, rows in sections.actions.items()}
+    if any(sections.measures.values()):
+        metrics["agent_measures"] = {name: [{k: rounded(v) for k, v in r.items()}
+                                            for r in rows]
+                                     for name, rows in sections.measures.items()}
     return metrics
 
 

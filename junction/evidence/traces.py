@@ -31,7 +31,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from junction.agent.execution import ExecutionResult
-from junction.agent.grading import AgentGrade
+from junction.agent.grade import AgentGrade
 from junction.errors import TraceError
 from junction.evidence.losses import LOSS_CAUSES, loss_cause
 from junction.evidence.metrics import pair_coverage, set_precision, set_recall
@@ -46,6 +46,7 @@ __all__ = [
     "TRACE_SCHEMA",
     "AgentOutcome",
     "CandidateRecord",
+    "MeasureValue",
     "TaskTraceRecord",
     "ToolCallRecord",
     "records_to_table",
@@ -53,7 +54,7 @@ __all__ = [
     "trace_row",
 ]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """2: ``selector`` added (the algorithm that produced the selection). 3: the agent outcome
 added (``executor``, ``agent_success``, ``agent_outcome``, ``agent_error_type``,
 ``agent_prompt_tokens``, ``agent_generated_tokens``, ``agent_model_sha256``,
@@ -69,7 +70,11 @@ cross-fitted suite; the fold on a learned strategy's traces there). 7: ``pool_ru
 actions, ``junction.agent.tau2_grading``; None elsewhere), and ``agent_outcome`` may be
 any grader's outcome (``junction.agent.graders.agent_outcomes``). 9: ``loss_cause`` added
 (why the retrieval proxy failed, ``junction.evidence.losses.LOSS_CAUSES``; NULL on a
-success and where the verifier kind has no cheapest set)."""
+success and where the verifier kind has no cheapest set). 10: ``agent_grader`` (the grader's
+record name) and ``agent_measures`` (long format: one ``{name, value}`` per ``Measure``
+the grader declares, ``junction.agent.grade``) replace ``agent_action_recall`` and
+``agent_wrong_variant_calls``, which are the ``tau2_actions`` grader's ``action_recall``
+and ``wrong_variant_calls`` measures now."""
 
 
 class CandidateRecord(BaseModel):
@@ -91,6 +96,16 @@ class ToolCallRecord(BaseModel):
     index: int = Field(ge=0)
     tool_id: str
     arguments_json: str = "{}"
+
+
+class MeasureValue(BaseModel):
+    """One measure of the agent's grader on one task: the ``Measure``'s ``name`` and its
+    finite ``value`` (in the measure's unit)."""
+
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+
+    name: str = Field(min_length=1)
+    value: float
 
 
 class TaskTraceRecord(BaseModel):
@@ -160,12 +175,12 @@ class TaskTraceRecord(BaseModel):
     """Exposed contexts the agent did not see: left out, oldest first, so the prompt fits
     the model's context window (``junction.agent.prompt.fit_prompt``); empty where all fit
     or no agent ran."""
-    agent_action_recall: float | None = None
-    """Share of the task's gold agent actions the agent's calls met, in [0, 1]
-    (``junction.agent.tau2_grading``); None where the grader has no gold actions."""
-    agent_wrong_variant_calls: int | None = None
-    """Calls of a look-alike sibling of a gold tool that is not itself gold (``_8292`` for
-    ``_8291``); None where the grader has no gold actions."""
+    agent_grader: str | None = None
+    """The record name of the grader that graded the agent (``junction.agent.graders``:
+    ``bfcl``, ``tau2_actions``, ...); None where no agent ran."""
+    agent_measures: tuple[MeasureValue, ...] = ()
+    """The grader's measures on this task, sorted by name (``GraderInfo.measures``); empty
+    where no agent ran or the grader declares none."""
     gold_context_ids: tuple[str, ...] = ()
     gold_tool_ids: tuple[str, ...] = ()
     context_recall: float | None = None
@@ -211,6 +226,12 @@ class TaskTraceRecord(BaseModel):
                                  f"got {call.index} at {i}")
         if (self.agent_success is None) != (self.agent_outcome is None):
             raise ValueError(f"{where}: agent_success and agent_outcome are set together")
+        if (self.agent_success is None) != (self.agent_grader is None):
+            raise ValueError(f"{where}: agent_success and agent_grader are set together")
+        names = [m.name for m in self.agent_measures]
+        if names and (self.agent_grader is None or names != sorted(set(names))):
+            raise ValueError(f"{where}: agent_measures {names} need an agent grader and "
+                             "distinct names in sorted order")
         if self.success and self.failure_reason:
             raise ValueError(f"{where}: a success carries no failure_reason")
         if not self.success and not self.failure_reason:
@@ -246,6 +267,7 @@ _CANDIDATE = pa.struct([("resource_id", pa.string()), ("score", pa.float64()),
                         ("rank", pa.int32()), ("token_cost", pa.int64())])
 _CALL = pa.struct([("index", pa.int32()), ("tool_id", pa.string()),
                    ("arguments_json", pa.string())])
+_MEASURE = pa.struct([("name", pa.string()), ("value", pa.float64())])
 
 TRACE_SCHEMA = pa.schema([
     ("schema_version", pa.int32()),
@@ -290,8 +312,8 @@ TRACE_SCHEMA = pa.schema([
     ("agent_output", pa.string()),
     ("agent_remote", pa.string()),
     ("agent_dropped_context_ids", pa.list_(pa.string())),
-    ("agent_action_recall", pa.float64()),
-    ("agent_wrong_variant_calls", pa.int64()),
+    ("agent_grader", pa.string()),
+    ("agent_measures", pa.list_(_MEASURE)),
     ("gold_context_ids", pa.list_(pa.string())),
     ("gold_tool_ids", pa.list_(pa.string())),
     ("context_recall", pa.float64()),
@@ -401,11 +423,13 @@ def timings_to_table(rows: list[dict[str, Any]]) -> pa.Table:
 @dataclass(frozen=True)
 class AgentOutcome:
     """What the model agent did on one task and how its grader graded it: the executor's
-    ``name``, its ``ExecutionResult`` and the grader's ``AgentGrade``."""
+    ``name``, its ``ExecutionResult``, the grader's ``AgentGrade`` and the grader's record
+    name (``grader``)."""
 
     name: str
     execution: ExecutionResult
     grade: AgentGrade
+    grader: str
 
 
 def _finite_json(value: Any) -> str:
@@ -423,8 +447,9 @@ def _agent_columns(agent: AgentOutcome) -> dict[str, Any]:
             "agent_prompt_sha256": execution.prompt_sha256, "agent_output": execution.text,
             "agent_remote": execution.remote,
             "agent_dropped_context_ids": execution.dropped_context_ids,
-            "agent_action_recall": grade.action_recall,
-            "agent_wrong_variant_calls": grade.wrong_variant_calls}
+            "agent_grader": agent.grader,
+            "agent_measures": tuple(MeasureValue(name=k, value=v)
+                                    for k, v in sorted(grade.measures.items()))}
 
 
 def trace_row(spec: UnitSpec, task: BenchmarkTask, result: StrategyResult,

@@ -17,6 +17,14 @@ CREATE OR REPLACE VIEW timings AS
 SELECT *
 FROM read_parquet({timings}, union_by_name = true, hive_partitioning = false);
 
+-- One row per trace row and measure of its agent grader (junction.agent.grade.Measure):
+-- the trace's agent_measures list in long form. A warehouse whose traces all predate the
+-- column gets this view empty (the warehouse module fills it).
+CREATE OR REPLACE VIEW agent_measures AS
+SELECT run_id, suite, strategy, budget_scale, seed, task_id, agent_grader,
+       m.name AS measure, m.value AS value
+FROM (SELECT *, unnest(agent_measures) AS m FROM traces);
+
 CREATE OR REPLACE VIEW runs AS
 SELECT run_id, git_commit, git_dirty, started_at, finished_at, status, params_hash,
        params_json, problem

@@ -2,6 +2,8 @@
 
 The ``strategy_summary`` view aggregates every metric of the catalog
 (``junction.evidence.metrics.METRICS``): its ``{metric_aggregates}`` placeholder is filled from it.
+The ``agent_measures`` view is the traces' agent-grader measures in long form (one row per
+trace row and measure); where no trace file has that column yet it is an empty view.
 
 The database file ``<root>/junction.duckdb`` (local roots only) holds the views, so any
 DuckDB client can query them. DuckDB admits one writer per file: ``refresh`` waits for the
@@ -107,6 +109,13 @@ _EMPTY_TIMINGS = ("CREATE OR REPLACE VIEW timings AS SELECT NULL::VARCHAR AS run
                   "NULL::BIGINT AS seed, NULL::DOUBLE AS budget_scale, NULL::DOUBLE AS select_ms, "
                   "NULL::DOUBLE AS execute_ms, NULL::DOUBLE AS total_ms LIMIT 0")
 
+# The same for agent_measures where no trace file has the column (schema version < 10).
+_EMPTY_AGENT_MEASURES = (
+    "CREATE OR REPLACE VIEW agent_measures AS SELECT NULL::VARCHAR AS run_id, "
+    "NULL::VARCHAR AS suite, NULL::VARCHAR AS strategy, NULL::DOUBLE AS budget_scale, "
+    "NULL::BIGINT AS seed, NULL::VARCHAR AS task_id, NULL::VARCHAR AS agent_grader, "
+    "NULL::VARCHAR AS measure, NULL::DOUBLE AS value LIMIT 0")
+
 RUN_FILES_SCHEMA = pa.schema([
     ("run_id", pa.string()), ("git_commit", pa.string()), ("git_dirty", pa.bool_()),
     ("started_at", pa.string()), ("finished_at", pa.string()), ("status", pa.string()),
@@ -167,6 +176,11 @@ class CorruptFileWarning(UserWarning):
 
 class ReadOnlyError(WarehouseError):
     """A statement would write or reach outside the warehouse; the message names its kind."""
+
+
+def _columns(con: duckdb.DuckDBPyConnection, view: str) -> set[str]:
+    """The column names of ``view`` in ``con``."""
+    return {row[0] for row in con.execute(f"DESCRIBE {view}").fetchall()}
 
 
 def _literal(value: str) -> str:
@@ -250,6 +264,10 @@ class Warehouse:
             for statement in _view_statements():
                 if "{timings}" in statement and not timings:
                     con.execute(_EMPTY_TIMINGS)
+                    continue
+                if statement.startswith("CREATE OR REPLACE VIEW agent_measures ") and (
+                        "agent_measures" not in _columns(con, "traces")):
+                    con.execute(_EMPTY_AGENT_MEASURES)
                     continue
                 for key, value in lists.items():
                     statement = statement.replace("{" + key + "}", value)

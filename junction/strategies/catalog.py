@@ -77,7 +77,7 @@ class StrategyInfo:
     that the joint-versus-split verdict compares it with (``junction.evidence.joint_split``).
     ``documents_twin``: for a reference that adds documents to a tool set, the reference
     with the same tools and no document; their agent difference is the coupling value
-    (``junction.evidence.agent_actions``).
+    (``junction.evidence.agent_measures``).
     """
 
     name: str
