@@ -250,8 +250,8 @@ def test_the_report_tables_pair_the_coupling_references_and_the_twins():
     per = {r["strategy"]: r for r in table_rows(text, "suite", "scale", "strategy", "grader")}
     assert per["gold_tools_only"]["mean wrong_variant_calls"] == "0.750"
     assert per["exact"]["mean action_recall"] == "0.500"
-    assert "- `action_recall`: share of the task's gold agent actions" in text
-    assert "(fraction in [0, 1]; higher is better)" in text
+    assert ("- `action_recall` (fraction in [0, 1]; higher is better): share of the task's "
+            "gold agent actions") in text
     assert "- grader `tau2_actions`: the agent's calls graded against gold actions" in text
     # two pair tables: the coupling references (no identical-set column) and the twins
     shown = {r["A − B"]: r for r in table_rows(text, "suite", "scale", "A − B")}

@@ -88,7 +88,7 @@ TAU2_MEASURES = (
     Measure("action_recall", "share of the task's gold agent actions the agent's calls met "
             "(tau2's action check)", "fraction in [0, 1]", "higher"),
     Measure("wrong_variant_calls", "calls of a look-alike sibling of a gold tool that is not "
-            "itself gold (activate_debit_card_8292 for _8291; ``siblings``)",
+            "itself gold (activate_debit_card_8292 for _8291)",
             "calls, >= 0", "lower"),
 )
 """The measures every grade of this grader carries (``junction.agent.grade.Measure``)."""

@@ -142,9 +142,9 @@ def _definitions(names: list[str], graders: list[str]) -> list[str]:
     lines = []
     for name in names:
         m = known.get(name)
-        lines.append(f"- `{name}`: " + (f"{m.meaning} ({m.unit}; {m.direction} is better)"
-                                        if m is not None else "a measure no grader of this "
-                                        "catalog declares"))
+        lines.append(f"- `{name}` " + (f"({m.unit}; {m.direction} is better): {m.meaning}"
+                                       if m is not None else ": a measure no grader of this "
+                                       "catalog declares"))
     for grader in graders:
         info = AGENT_GRADERS.get(grader)
         if info is not None and info.report_note:
