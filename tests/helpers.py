@@ -4,7 +4,9 @@
 - ``trace_record``: a valid ``TaskTraceRecord`` with any field overridden;
 - ``BFCL_DATA`` and ``needs_data``: the pinned ``bfcl-eval`` package's data folder, and the
   mark that skips a test when it is not installed;
-- ``write_bfcl_category``: a hand-made BFCL category file (and its answers) in a folder.
+- ``write_bfcl_category``: a hand-made BFCL category file (and its answers) in a folder;
+- ``on_session_server``: a subprocess environment that reports to the session's Prefect
+  server.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import pytest
 
 from junction.evidence.traces import CandidateRecord, TaskTraceRecord, ToolCallRecord
 
-__all__ = ["BFCL_DATA", "needs_data", "trace_record", "write_bfcl_category"]
+__all__ = ["BFCL_DATA", "needs_data", "on_session_server", "trace_record",
+           "write_bfcl_category"]
 
 
 def trace_record(**overrides) -> TaskTraceRecord:
@@ -54,3 +57,14 @@ def write_bfcl_category(root: Path, name: str, rows: list, answers: list | None)
     if answers is not None:
         (root / "possible_answer" / f"BFCL_v4_{name}.json").write_text(
             "\n".join(json.dumps(a) for a in answers), encoding="utf-8")
+
+
+def on_session_server(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with ``PREFECT_API_URL`` set to the session's Prefect server (the caller holds
+    the ``prefect_harness`` fixture, tests/conftest.py): a ``junction bench`` run in a
+    subprocess then reports there, as a user's with a configured server, instead of
+    starting a temporary server of its own (a few seconds of CPU each), for the tests whose
+    subject is not that server's start."""
+    from prefect.settings import PREFECT_API_URL
+
+    return {**env, "PREFECT_API_URL": PREFECT_API_URL.value()}

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import on_session_server
+
 ROOT = Path(__file__).resolve().parent.parent
 JUNCTION = shutil.which("junction", path=str(Path(sys.executable).parent))
 
@@ -227,10 +229,14 @@ def _trailing_comma(path: Path) -> int:
 
 
 def _default_run(env, run_id: str) -> subprocess.CompletedProcess:
-    """The default plan, one task per suite at scale 1, ``exact`` only, no agent."""
+    """The default plan, one task per suite at scale 1, ``exact`` only, no agent, on the
+    session's Prefect server (the caller holds ``prefect_harness``): what τ's data does to
+    the run and its report does not depend on where Prefect runs; a temporary server's
+    start is what the Ctrl-C tests above and tests/test_hardening.py are about."""
     return subprocess.run([JUNCTION, "bench", "--size", "1", "--budget-scale", "1",
                            "--agent-size", "0", "--strategy", "exact", "--run-id", run_id],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+                          cwd=ROOT, env=on_session_server(env), capture_output=True,
+                          text=True, timeout=900)
 
 
 def _first_screen(env, run_id: str) -> str:
@@ -240,7 +246,8 @@ def _first_screen(env, run_id: str) -> str:
 
 
 @pytest.mark.flow
-def test_a_tau2_folder_that_fails_to_load_is_one_warning_line_at_start(user_env, tmp_path):
+def test_a_tau2_folder_that_fails_to_load_is_one_warning_line_at_start(user_env, tmp_path,
+                                                                       prefect_harness):
     # before: the default run left τ out without a word (exit 0, nothing on stderr), its
     # reason only in run.json and one report line
     folder = tmp_path / "tau2"
@@ -269,7 +276,8 @@ def test_a_tau2_folder_that_fails_to_load_is_one_warning_line_at_start(user_env,
 
 
 @pytest.mark.flow
-def test_without_tau2_data_the_first_screen_says_where_the_finding_is(user_env):
+def test_without_tau2_data_the_first_screen_says_where_the_finding_is(user_env,
+                                                                       prefect_harness):
     # before: nothing above the fold; the skip line stood above the Suites section only
     env = {k: v for k, v in user_env.items() if k != "JUNCTION_TAU2_DATA"}
     out = _default_run(env, "bare")

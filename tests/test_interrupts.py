@@ -29,6 +29,7 @@ import pytest
 
 from flows.cli_run import resume_command
 from junction.evidence.store import TraceStore
+from tests.helpers import on_session_server
 
 ROOT = Path(__file__).resolve().parent.parent
 JUNCTION = shutil.which("junction", path=str(Path(sys.executable).parent))
@@ -127,12 +128,14 @@ def test_report_and_diff_of_the_interrupted_run_state_its_status(interrupted, cl
             out.stderr
 
 
-def test_the_printed_command_resumes_every_task_exactly_once(interrupted, cli_env):
+def test_the_printed_command_resumes_every_task_exactly_once(interrupted, cli_env,
+                                                             prefect_harness):
     _, _, stderr, traces = interrupted
     match = LINE.fullmatch(stderr.splitlines()[-1])
     done, command = int(match.group(1)), shlex.split(match.group(2))
-    out = subprocess.run([JUNCTION, *command[1:]], cwd=ROOT, env=cli_env,
-                         capture_output=True, text=True, timeout=900)
+    out = subprocess.run([JUNCTION, *command[1:]], cwd=ROOT,
+                         env=on_session_server(cli_env), capture_output=True, text=True,
+                         timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "resuming run sig" in out.stdout
     assert f"in {UNITS} units ({done} already done)" in out.stdout
@@ -248,7 +251,8 @@ def test_resolving_an_unfinished_run_states_its_status(tmp_path, status, hint):
 
 
 @pytest.mark.flow
-def test_two_ctrl_c_while_the_report_is_written_leave_the_run_interrupted(cli_env):
+def test_two_ctrl_c_while_the_report_is_written_leave_the_run_interrupted(cli_env,
+                                                                          prefect_harness):
     # before: the run was marked completed first, so a second Ctrl-C in the report left a
     # "completed" run whose report folder held only the plots
     # the signals must land while the report is written; on a loaded machine this process
@@ -287,8 +291,8 @@ def test_two_ctrl_c_while_the_report_is_written_leave_the_run_interrupted(cli_en
     # the hidden folder of the cut report is gone on the way out (before: until a resume)
     assert list(reports.glob(f".{run_id}.*")) == [], list(reports.iterdir())
     # resumed: nothing left to evaluate, the report is written whole, then completed
-    out = subprocess.run([JUNCTION, *args], cwd=ROOT, env=cli_env, capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run([JUNCTION, *args], cwd=ROOT, env=on_session_server(cli_env),
+                         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert TraceStore(cli_env["JUNCTION_WAREHOUSE"]).read_run_meta(run_id)["status"] == \
         "completed"
@@ -305,7 +309,8 @@ part), which writes nothing."""
 
 
 @pytest.mark.flow
-def test_ctrl_c_inside_a_learned_fit_ends_the_run_and_the_resumed_run_is_identical(tmp_path):
+def test_ctrl_c_inside_a_learned_fit_ends_the_run_and_the_resumed_run_is_identical(
+        tmp_path, prefect_harness):
     # before: the fit went on until the 5-second fallback (here the unit then finished and
     # was written: "interrupted after 1 of 1 units"); now a learned unit's work is dropped
     # at the signal and the resumed run fits again, to the same rows
@@ -349,14 +354,16 @@ def test_ctrl_c_inside_a_learned_fit_ends_the_run_and_the_resumed_run_is_identic
         in log, log[-3000:]  # not after the 5-second fallback
     assert [p for p in warehouse.rglob("*") if ".tmp" in p.name] == []
 
-    resumed = subprocess.run([JUNCTION, *shlex.split(command)[1:]], cwd=ROOT, env=cut,
-                             capture_output=True, text=True, timeout=900)
+    resumed = subprocess.run([JUNCTION, *shlex.split(command)[1:]], cwd=ROOT,
+                             env=on_session_server(cut), capture_output=True, text=True,
+                             timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming run fit" in resumed.stdout and "in 1 units (0 already done)" in \
         resumed.stdout
     whole = env_for("whole")
     once = subprocess.run([JUNCTION, "bench", *FIT_ARGS, "--run-id", "fit"], cwd=ROOT,
-                          env=whole, capture_output=True, text=True, timeout=900)
+                          env=on_session_server(whole), capture_output=True, text=True,
+                          timeout=900)
     assert once.returncode == 0, once.stderr[-3000:]
     scans = [f"read_parquet('{Path(e['JUNCTION_WAREHOUSE']) / 'traces'}/**/*.parquet')"
              for e in (cut, whole)]
