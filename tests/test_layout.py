@@ -139,7 +139,10 @@ def test_the_import_check_sees_a_lazy_import(tmp_path):
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """The project built as a wheel and installed (no deps) into a folder outside the
-    checkout; returns (wheel path, install folder, environment for running it)."""
+    checkout; returns (wheel path, install folder, environment for running it). The
+    environment keeps the session's Prefect home (``PREFECT_HOME``, tests/conftest.py) and
+    so its template database: a temporary server's first start on a new home, which
+    migrates its database, is tests/test_hardening.py's subject."""
     base = tmp_path_factory.mktemp("install")
     # build from a copy: setuptools' build/ folder in the checkout could carry stale files
     source = base / "source"
@@ -156,8 +159,8 @@ def installed(tmp_path_factory):
          str(wheel)], capture_output=True, text=True, timeout=600)
     assert install.returncode == 0, install.stderr[-2000:]
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PREFECT_API_URL", "PREFECT_HOME", "JUNCTION_WAREHOUSE",
-                        "JUNCTION_REPORTS", "JUNCTION_STATE_DIR")}
+           if k not in ("PREFECT_API_URL", "JUNCTION_WAREHOUSE", "JUNCTION_REPORTS",
+                        "JUNCTION_STATE_DIR")}
     env["PYTHONPATH"] = str(target)  # ahead of the checkout's editable install
     work = base / "work"
     work.mkdir()
