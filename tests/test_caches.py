@@ -182,16 +182,15 @@ def test_a_bench_over_corrupt_caches_warns_once_each_and_matches_a_clean_run(tmp
     # where judge_admission first calibrates its floor on 8 synthetic tasks (about 70
     # pairs per run, each run scoring afresh). Both runs report to the session's Prefect
     # server instead of starting one each (caches are checked before Prefect starts).
-    from prefect.settings import PREFECT_API_URL
-
     from junction.models import embedded_model_path
+    from tests.helpers import on_session_server
 
     state = tmp_path / "state"
     state.mkdir()
     (state / "models").symlink_to(embedded_model_path().parent)
-    env = {**os.environ, "JUNCTION_STATE_DIR": str(state),
-           "PREFECT_API_URL": PREFECT_API_URL.value(),
-           "JUNCTION_WAREHOUSE": str(tmp_path / "wh"), "JUNCTION_REPORTS": str(tmp_path / "rep")}
+    env = on_session_server({
+        **os.environ, "JUNCTION_STATE_DIR": str(state),
+        "JUNCTION_WAREHOUSE": str(tmp_path / "wh"), "JUNCTION_REPORTS": str(tmp_path / "rep")})
     env.pop("PREFECT_HOME", None)
     junction = shutil.which("junction", path=os.path.dirname(sys.executable))
     args = [junction, "bench", "--suite", "bfcl-subtasks", "--size", "1",

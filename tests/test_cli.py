@@ -102,12 +102,12 @@ def two_runs(cli_env, prefect_harness):
     The thread run reports to the session's Prefect server (``PREFECT_API_URL``, as a user
     with a configured server), sparing a server start of its own; the Dask run starts its
     own temporary server, as typed in a shell, which its workers report to."""
-    from prefect.settings import PREFECT_API_URL
+    from tests.helpers import on_session_server
 
     args = ("bench", "--suite", "synthetic", "--suite", "coupling", "--size", "12",
             "--budget-scale", "0.5", "--budget-scale", "1", "--batch-size", "6",
             "--strategy-size", "judge_admission=2", "--strategy-scale", "judge_admission=1")
-    thread = run({**cli_env, "PREFECT_API_URL": PREFECT_API_URL.value()}, *args)
+    thread = run(on_session_server(cli_env), *args)
     dask = run(cli_env, *args, "--runner", "dask", "--workers", "2")
     return thread, dask
 
