@@ -331,10 +331,13 @@ def test_the_api_key_is_read_from_the_environment_only(monkeypatch):
 @pytest.mark.flow
 def test_bench_server_down_mid_run_fails_in_one_line_and_a_rerun_resumes(server, tmp_path,
                                                                         prefect_harness):
-    # bfcl-multiple, 1 task, the agent on it, exact then fixed_split in one worker, one
-    # unit each: the server answers the token-count probe (before any work) and exact's
-    # generation, then is gone for fixed_split's. Budget scale 0.5: fewer tools, a
-    # shorter prompt for the server to read than at 1, so the test is shorter.
+    # bfcl-multiple, 1 task, exact then fixed_split in one worker, one unit each, the
+    # agent acting for fixed_split only (--agent-strategy): the server answers the
+    # token-count probe (before any work), exact's unit is done and written, then the
+    # server is gone for fixed_split's generation. The one generation this makes is the
+    # resumed run's; the agent on exact too would add one more, which shows nothing more
+    # here. Budget scale 0.5: fewer tools, a shorter prompt for the server to read than at
+    # 1, so the test is shorter.
     # The run fails naming the URL, exact's unit is kept, and the same command resumes.
     # Both runs report to the session's Prefect server (as a user with a configured one):
     # the agent's server is what goes away here; a temporary Prefect server's own faults
@@ -342,15 +345,16 @@ def test_bench_server_down_mid_run_fails_in_one_line_and_a_rerun_resumes(server,
     import os
     import shutil
 
-    from prefect.settings import PREFECT_API_URL
+    from tests.helpers import on_session_server
 
-    proxy = _Proxy(server, completions=2)
-    env = {**os.environ, "JUNCTION_STATE_DIR": str(tmp_path / "state"),
-           "JUNCTION_WAREHOUSE": str(tmp_path / "wh"), "JUNCTION_REPORTS": str(tmp_path / "rep"),
-           "PREFECT_API_URL": PREFECT_API_URL.value()}
+    proxy = _Proxy(server, completions=1)
+    env = on_session_server({
+        **os.environ, "JUNCTION_STATE_DIR": str(tmp_path / "state"),
+        "JUNCTION_WAREHOUSE": str(tmp_path / "wh"), "JUNCTION_REPORTS": str(tmp_path / "rep")})
     junction = shutil.which("junction", path=os.path.dirname(sys.executable))
     args = [junction, "bench", "--suite", "bfcl-multiple", "--size", "1", "--agent-size", "1",
-            "--strategy", "exact", "--strategy", "fixed_split", "--budget-scale", "0.5",
+            "--strategy", "exact", "--strategy", "fixed_split",
+            "--agent-strategy", "fixed_split", "--budget-scale", "0.5",
             "--workers", "1", "--agent-url", proxy.url, "--agent-model", ALIAS,
             "--agent-context-tokens", str(SERVER_CTX), "--run-id", "down"]
     try:
