@@ -5,7 +5,6 @@ loads of the model, two harnesses); ``--dist loadfile`` keeps a file on one work
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -24,11 +23,13 @@ _MODEL_FIXTURES = {"judge", "agent_model", "default_tokenizer"}
 _FLOW_FIXTURES = {"prefect_harness", "cli_env", "installed"}
 
 
-SLOWEST_FILES = ("test_remote_agent.py", "test_cli.py", "test_agent.py", "test_hardening.py",
-                 "test_judge.py", "test_caches.py", "test_interrupts.py", "test_faults.py",
-                 "test_milp.py", "test_layout.py", "test_pipeline.py", "test_pages.py",
-                 "test_user_faults.py", "test_default_plan.py", "test_bfcl.py",
-                 "test_solver_limits.py")
+SLOWEST_FILES = ("test_remote_agent.py", "test_cli.py", "test_agent.py", "test_interrupts.py",
+                 "test_caches.py", "test_judge.py", "test_faults.py", "test_hardening.py",
+                 "test_learned.py", "test_user_faults.py", "test_milp.py",
+                 "test_judge_strategy.py", "test_layout.py", "test_combinatorial.py",
+                 "test_scale.py", "test_pages.py", "test_bfcl.py", "test_dense.py",
+                 "test_pipeline.py", "test_crossfit.py", "test_text.py", "test_qkp_bounds.py",
+                 "test_default_plan.py", "test_solver_limits.py")
 """The test files that take longest under ``make test``, slowest first (an order, not
 times: the times are in docs/measurement.md, "Test time", and
 ``bench/perf/suite_profile.py`` measures them again). They are
@@ -37,7 +38,8 @@ pytest-xdist workers in this order, then every other file in its usual order: lo
 first, so that no long file starts last while the other worker has nothing left (the
 longest-processing-time rule, Graham 1969). pytest-xdist's own order is by the number of
 tests in a file, which put the remote agent's file, the slowest, near the end. A file missing
-here only runs later; nothing is left out."""
+here only runs later; nothing is left out. The order is that of each file's summed
+``--durations`` (setup, call and teardown of its tests) in one run on two workers."""
 
 
 def _slowest_first(item) -> int:
