@@ -35,7 +35,6 @@ grows with its length, and a new run adds).
 from __future__ import annotations
 
 import json
-import math
 import re
 from fractions import Fraction
 from typing import Any, Protocol, cast, runtime_checkable
@@ -69,6 +68,11 @@ _RATES: dict[str, Fraction] = {
     "hebrew": Fraction(1, 3), "digits": Fraction(1), "word": Fraction(1, 8),
     "punct": Fraction(1, 4),
 }
+_RATIOS: dict[str, tuple[int, int]] = {k: (r.numerator, r.denominator) for k, r in _RATES.items()}
+_COUNTED: dict[str, int] = {}
+"""Texts counted in this process -> tokens (``ApproxTokenCounter.count``), up to
+``_COUNTED_MAX`` texts."""
+_COUNTED_MAX = 200_000
 _ALL_SCRIPTS = "".join(SCRIPT_RANGES.values())
 _RUN = re.compile("|".join(
     [f"(?P<{name}>[{chars}]+)" for name, chars in SCRIPT_RANGES.items()]
@@ -93,10 +97,20 @@ class ApproxTokenCounter:
     name = "approx-qwen2.5"
 
     def count(self, text: str) -> int:
-        """Tokens of ``text``: each run costs ceil(rate · length), rates per script above."""
-        # every alternative of ``_RUN`` is a named group, so a match always has ``lastgroup``
-        return sum(math.ceil(len(m.group()) * _RATES[cast(str, m.lastgroup)])
-                   for m in _RUN.finditer(text))
+        """Tokens of ``text``: each run costs ceil(rate · length), rates per script above.
+        The same text is counted once per process (``_COUNTED``: a tool's schema recurs in
+        many tasks' pools)."""
+        cached = _COUNTED.get(text)
+        if cached is not None:
+            return cached
+        # every alternative of ``_RUN`` is a named group, so a match always has ``lastgroup``;
+        # ceil(n · p / q) in integers: -(-n·p // q)
+        tokens = sum(-(-(m.end() - m.start()) * _RATIOS[cast(str, m.lastgroup)][0]
+                       // _RATIOS[cast(str, m.lastgroup)][1])
+                     for m in _RUN.finditer(text))
+        if len(_COUNTED) < _COUNTED_MAX:
+            _COUNTED[text] = tokens
+        return tokens
 
 
 DEFAULT_TOKEN_COUNTER: TokenCounter = ApproxTokenCounter()

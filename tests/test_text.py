@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from junction_datasets import build_suite, get_suite
 from junction_datasets.toy import coupling_task
 
@@ -273,3 +275,23 @@ def test_bm25_named_widens_the_context_pool_by_documents_naming_a_pooled_tool():
     both = candidate_pools(view, (2, None), "bm25_named")
     assert {c.resource_id for c in both.contexts} == {"d0", "d1", "d2", "d3"}
     assert candidate_pools(view, None, "bm25_named") == candidate_pools(view, None, "bm25")
+
+
+_SCRIPT_SAMPLE = "abcXYZ019 .,:{}\"'\n\tпривет مرحبا שלום 你好 สวัสดี नमस्ते αβγ"
+
+
+@given(st.text(alphabet=_SCRIPT_SAMPLE, max_size=120) | st.text(max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_the_counter_is_ceil_of_rate_times_length_per_run_and_its_cache_changes_nothing(
+        text: str) -> None:
+    """The integer ceiling and the per-process cache give the module docstring's rule:
+    Σ ceil(rate · characters) over the runs, with the rates as exact fractions."""
+    import math
+
+    from junction import tokens
+
+    rule = sum(math.ceil(len(m.group()) * tokens._RATES[m.lastgroup])
+               for m in tokens._RUN.finditer(text))
+    tokens._COUNTED.pop(text, None)
+    assert DEFAULT_TOKEN_COUNTER.count(text) == rule  # counted
+    assert DEFAULT_TOKEN_COUNTER.count(text) == rule  # from the cache
