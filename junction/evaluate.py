@@ -99,9 +99,9 @@ def agent_step(steps: list[TaskStep], agent: Executor | None,
     selection of the batch is made, so an agent with a ``concurrency`` above 1 gets that
     many tasks at once) and the task's grader grades it; fills each such step's ``agent``
     and adds the agent's wall-clock ms to its ``execute_ms``."""
-    ids = set(agent_task_ids)
     if agent is None:
         return
+    ids = set(agent_task_ids)
     acting = [(s, info) for s in steps
               if s.task.task_id in ids and (info := grader_for(s.task)) is not None]
     if not acting:

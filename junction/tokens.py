@@ -103,11 +103,11 @@ class ApproxTokenCounter:
         cached = _COUNTED.get(text)
         if cached is not None:
             return cached
-        # every alternative of ``_RUN`` is a named group, so a match always has ``lastgroup``;
-        # ceil(n · p / q) in integers: -(-n·p // q)
-        tokens = sum(-(-(m.end() - m.start()) * _RATIOS[cast(str, m.lastgroup)][0]
-                       // _RATIOS[cast(str, m.lastgroup)][1])
-                     for m in _RUN.finditer(text))
+        tokens = 0
+        for m in _RUN.finditer(text):
+            # every alternative of ``_RUN`` is a named group: a match always has ``lastgroup``
+            p, q = _RATIOS[cast(str, m.lastgroup)]
+            tokens += -(-(m.end() - m.start()) * p // q)  # ceil(n · p / q) in integers
         if len(_COUNTED) < _COUNTED_MAX:
             _COUNTED[text] = tokens
         return tokens

@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.
 from results import write_results  # noqa: E402
 
 from junction.agent.graders import gradable, prompt_layout  # noqa: E402
-from junction.agent.llm import LlamaAgent  # noqa: E402
+from junction.agent.llm import LlamaAgent, kept_prefix  # noqa: E402
+from llama_cpp import Llama  # noqa: E402
 from junction.agent.prompt import BFCL_LAYOUT, fit_prompt  # noqa: E402
 from junction.evaluate import scale_budget  # noqa: E402
 from junction.models import file_sha256, resolve_model_path  # noqa: E402
@@ -47,17 +48,11 @@ BLOCK = 512
 
 
 def reused(previous: list[int] | None, ids: list[int]) -> int:
-    """Tokens of ``ids`` the agent takes from the KV cache after ``previous``: the shared
-    prefix in whole ``BLOCK``s, less one block when that is the whole prompt."""
+    """Tokens of ``ids`` the agent takes from the KV cache after ``previous``
+    (``junction.agent.llm.kept_prefix`` of their common prefix, ``BLOCK``-token blocks)."""
     if not previous:
         return 0
-    common = 0
-    for a, b in zip(previous, ids, strict=False):
-        if a != b:
-            break
-        common += 1
-    keep = common // BLOCK * BLOCK
-    return max(0, keep - BLOCK if keep >= len(ids) else keep)
+    return kept_prefix(Llama.longest_token_prefix(previous, ids), len(ids), BLOCK)
 
 
 def order_figures(prompts: list[list[int]]) -> dict[str, float]:

@@ -29,7 +29,18 @@ from junction.agent.prompt import AgentError, AgentPrompt, prompt_limit
 if TYPE_CHECKING:
     from llama_cpp.llama_types import ChatCompletionRequestMessage, CreateChatCompletionResponse
 
-__all__ = ["AgentConfig", "LLMExecutor", "LlamaAgent"]
+__all__ = ["AgentConfig", "LLMExecutor", "LlamaAgent", "kept_prefix"]
+
+
+def kept_prefix(common: int, n_prompt: int, n_batch: int) -> int:
+    """Tokens of a prompt of ``n_prompt`` tokens taken from the KV cache when it shares its
+    first ``common`` tokens with the cached one: the whole ``n_batch`` blocks of that
+    prefix, less one block when that is the whole prompt (its last block is evaluated
+    again, so the model has logits to sample from); 0 when none (``LlamaAgent.generate``)."""
+    keep = common // n_batch * n_batch
+    if keep >= n_prompt:
+        keep -= n_batch
+    return max(keep, 0)
 
 
 @dataclass(frozen=True)
@@ -136,9 +147,7 @@ class LlamaAgent:
         if ids is not None and llm.n_tokens > 0:
             common = type(llm).longest_token_prefix(llm.input_ids[:llm.n_tokens].tolist(),
                                                     ids)
-            keep = common // llm.n_batch * llm.n_batch
-            if keep >= len(ids):  # the whole prompt cached: re-evaluate its last block
-                keep -= llm.n_batch
+            keep = kept_prefix(common, len(ids), llm.n_batch)
         if keep <= 0:
             llm.reset()
         else:
