@@ -6,7 +6,9 @@
   mark that skips a test when it is not installed;
 - ``write_bfcl_category``: a hand-made BFCL category file (and its answers) in a folder;
 - ``on_session_server``: a subprocess environment that reports to the session's Prefect
-  server.
+  server;
+- ``notetaker_one_tool``: a BFCL memory task whose conversation overflows a small window
+  while the cut prompt stays short.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import pytest
 
 from junction.evidence.traces import CandidateRecord, TaskTraceRecord, ToolCallRecord
 
-__all__ = ["BFCL_DATA", "needs_data", "on_session_server", "trace_record",
-           "write_bfcl_category"]
+__all__ = ["BFCL_DATA", "NOTETAKER_WINDOW", "needs_data", "notetaker_one_tool",
+           "on_session_server", "trace_record", "write_bfcl_category"]
 
 
 def trace_record(**overrides) -> TaskTraceRecord:
@@ -68,3 +70,24 @@ def on_session_server(env: dict[str, str]) -> dict[str, str]:
     from prefect.settings import PREFECT_API_URL
 
     return {**env, "PREFECT_API_URL": PREFECT_API_URL.value()}
+
+
+NOTETAKER_WINDOW = 768
+"""A context window (tokens) that ``notetaker_one_tool``'s whole prompt (about 1,750 tokens)
+overflows and that still holds its system prompt, its tool, the question and several turns
+(about 460 tokens without a turn, about 55 a turn)."""
+
+
+def notetaker_one_tool():
+    """BFCL memory's notetaker task (24 turns of conversation) with one tool of its memory
+    API (``core_memory_retrieve``) as its tools and listed functions instead of all 20
+    (2,154 tokens): its conversation overflows ``NOTETAKER_WINDOW`` and must be cut, while
+    the cut prompt stays short to evaluate."""
+    from junction_datasets.bfcl import memory_suite
+
+    task = next(t for t in memory_suite(size=None).tasks
+                if t.metadata["scenario"] == "notetaker")
+    keep = ("core_memory_retrieve",)
+    return task.model_copy(update={
+        "tools": tuple(t for t in task.tools if t.id in keep),
+        "metadata": {**task.metadata, "listed_tool_ids": list(keep)}})

@@ -404,11 +404,14 @@ def test_agent_on_the_memory_reference_fits_its_window_and_the_trace_says_what_i
     from junction.agent.llm import AgentConfig, LlamaAgent
     from junction.models import embedded_model_path, file_sha256
 
+    from tests.helpers import NOTETAKER_WINDOW, notetaker_one_tool
+
     path = embedded_model_path()
-    # a 2,560-token window: the memory API takes 2,154 of it, notetaker's 24 turns 3,428 in
-    # all; the fitted prompt keeps the 3 most recent turns (about 2,400 tokens to evaluate)
-    agent = LlamaAgent(path, file_sha256(path), AgentConfig(n_ctx=2560, max_tokens=16))
-    task = next(t for t in memory_suite(size=None).tasks if t.metadata["scenario"] == "notetaker")
+    # notetaker's 24 turns with one tool of the memory API (about 1,750 tokens) in a
+    # 768-token window: the fitted prompt keeps the most recent turns that fit
+    agent = LlamaAgent(path, file_sha256(path),
+                       AgentConfig(n_ctx=NOTETAKER_WINDOW, max_tokens=16))
+    task = notetaker_one_tool()
     executor = LLMExecutor(agent, AgentCache(tmp_path / "agent.sqlite"))
     (record,), _ = evaluate_batch([task], make_strategy("bfcl_listed"), UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple({task.task_id})), executor)
     dropped = record.agent_dropped_context_ids

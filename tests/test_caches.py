@@ -226,15 +226,19 @@ def test_a_bench_over_corrupt_caches_warns_once_each_and_matches_a_clean_run(tmp
 
 
 @pytest.mark.model
-def test_the_agent_over_a_corrupt_cache_generates_afresh_and_caches_again(agent_model,
-                                                                        tmp_path):
+def test_the_agent_over_a_corrupt_cache_generates_afresh_and_caches_again(tmp_path):
     # the embedded agent through an agent cache whose header was zeroed: set aside with one
     # warning, generated afresh, stored, and the next call is a hit on the fresh file.
     # (Two generations of one prompt in one process are not compared: llama.cpp reuses the
     # previous prompt's KV prefix, which can change a greedy answer; the bench above
-    # compares runs, each in its own process.)
+    # compares runs, each in its own process.) The answer is capped at 16 tokens: its
+    # length is not the point here.
     from junction_datasets.bfcl import multiple_suite
-    from junction.agent.llm import LLMExecutor
+    from junction.agent.llm import AgentConfig, LlamaAgent, LLMExecutor
+    from junction.models import embedded_model_path, file_sha256
+
+    path = embedded_model_path()
+    agent_model = LlamaAgent(path, file_sha256(path), AgentConfig(max_tokens=16))
 
     task = multiple_suite(size=1).tasks[0]
     tool = task.tools[0].id
