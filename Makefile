@@ -119,15 +119,23 @@ bench-tau2-agent: setup
 # their number of tests. TEST_WORKERS=0 runs them in-process.
 TEST_WORKERS ?= 2
 PYTEST_XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
-test: lint
-	$(PY) -m pytest $(PYTEST_XDIST)
+# ruff first (a second); mypy, one process on one core, runs beside the tests rather than
+# before them (its output is printed when both are done), and the target fails if either does
+test: setup
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	@mkdir -p .state; $(MYPY) > .state/mypy.out 2>&1 & types=$$!; \
+	$(PY) -m pytest $(PYTEST_XDIST); tests=$$?; \
+	wait $$types; typed=$$?; echo "mypy: $$(tail -n 1 .state/mypy.out)"; \
+	if [ $$typed -ne 0 ]; then cat .state/mypy.out; fi; \
+	exit $$(( tests != 0 || typed != 0 ))
 
 # Lint, import order and types on the three packages (pyproject.toml: [tool.ruff],
 # [tool.mypy]); mypy keeps its cache in .state/, so a second run checks only what changed
 LINT_PATHS := junction flows datasets
+MYPY = $(VENV)/bin/mypy --cache-dir .state/mypy
 lint: setup
 	$(VENV)/bin/ruff check $(LINT_PATHS)
-	$(VENV)/bin/mypy --cache-dir .state/mypy
+	$(MYPY)
 
 # the edit loop: no loaded model, no Prefect flow or CLI subprocess, no slow property run
 # (tests/conftest.py marks them); `make test` runs everything and is what CI runs

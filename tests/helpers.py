@@ -8,7 +8,7 @@
 - ``on_session_server``: a subprocess environment that reports to the session's Prefect
   server;
 - ``notetaker_one_tool``: a BFCL memory task whose conversation overflows a small window
-  while the cut prompt stays short.
+  while the cut prompt stays short; ``with_listed_tools``: a BFCL task listing fewer tools.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 from junction.evidence.traces import CandidateRecord, TaskTraceRecord, ToolCallRecord
 
 __all__ = ["BFCL_DATA", "NOTETAKER_WINDOW", "needs_data", "notetaker_one_tool",
-           "on_session_server", "trace_record", "write_bfcl_category"]
+           "on_session_server", "trace_record", "with_listed_tools", "write_bfcl_category"]
 
 
 def trace_record(**overrides) -> TaskTraceRecord:
@@ -87,7 +87,13 @@ def notetaker_one_tool():
 
     task = next(t for t in memory_suite(size=None).tasks
                 if t.metadata["scenario"] == "notetaker")
-    keep = ("core_memory_retrieve",)
+    return with_listed_tools(task, ("core_memory_retrieve",))
+
+
+def with_listed_tools(task, keep):
+    """A BFCL ``task`` whose tools and listed functions (``metadata["listed_tool_ids"]``,
+    what ``bfcl_listed`` exposes) are only the tool ids ``keep``: a shorter prompt where
+    the number of tools is not the point."""
     return task.model_copy(update={
         "tools": tuple(t for t in task.tools if t.id in keep),
         "metadata": {**task.metadata, "listed_tool_ids": list(keep)}})

@@ -160,9 +160,9 @@ def multiple_123():
 
 
 def test_same_prompt_gives_the_embedded_agents_text(server, agent_model, multiple_123):
-    # BFCL's system prompt with three of the row's tools; the full token cap (192), so
-    # the whole answer is compared
-    tools = tuple(sorted(t.id for t in multiple_123.tools))[:3]
+    # BFCL's system prompt with one of the row's tools (about 370 prompt tokens); the full
+    # token cap (192), so the whole answer is compared
+    tools = tuple(sorted(t.id for t in multiple_123.tools))[:1]
     prompt = render_prompt(multiple_123.router_view(), (), tools)
     embedded = agent_model.generate(prompt)
     remote = RemoteAgent(server, ALIAS).generate(prompt)
@@ -173,13 +173,17 @@ def test_same_prompt_gives_the_embedded_agents_text(server, agent_model, multipl
 
 def test_trace_names_the_server_not_a_sha256_and_a_hit_is_free(server, multiple_123,
                                                                 tmp_path):
+    # the row listing one of its three functions: a shorter prompt for the server to read
+    from tests.helpers import with_listed_tools
+
+    task = with_listed_tools(multiple_123, ("calculate_probability",))
     config = RemoteAgentConfig(max_tokens=8, context_tokens=SERVER_CTX)
     executor = RemoteExecutor(RemoteAgent(server, ALIAS, config),
                               RemoteGenerationCache(tmp_path / "agent.sqlite"))
     listed = make_strategy("bfcl_listed")
-    ids = {multiple_123.task_id}
-    first, t1 = evaluate_batch([multiple_123], listed, UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple(ids)), executor)
-    second, t2 = evaluate_batch([multiple_123], listed, UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple(ids)), executor)
+    ids = {task.task_id}
+    first, t1 = evaluate_batch([task], listed, UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple(ids)), executor)
+    second, t2 = evaluate_batch([task], listed, UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple(ids)), executor)
     (record,) = first
     port = server.split(":")[2].split("/")[0]
     assert record.executor == "remote" and record.agent_model_sha256 is None
