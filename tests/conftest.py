@@ -23,13 +23,13 @@ _MODEL_FIXTURES = {"judge", "agent_model", "default_tokenizer"}
 _FLOW_FIXTURES = {"prefect_harness", "cli_env", "installed"}
 
 
-SLOWEST_FILES = ("test_remote_agent.py", "test_cli.py", "test_agent.py", "test_interrupts.py",
-                 "test_caches.py", "test_judge.py", "test_faults.py", "test_hardening.py",
-                 "test_learned.py", "test_user_faults.py", "test_milp.py",
-                 "test_judge_strategy.py", "test_layout.py", "test_combinatorial.py",
-                 "test_scale.py", "test_pages.py", "test_bfcl.py", "test_dense.py",
-                 "test_pipeline.py", "test_crossfit.py", "test_text.py", "test_qkp_bounds.py",
-                 "test_default_plan.py", "test_solver_limits.py")
+SLOWEST_FILES = ("test_remote_agent.py", "test_cli.py", "test_hardening.py", "test_judge.py",
+                 "test_interrupts.py", "test_caches.py", "test_agent.py", "test_faults.py",
+                 "test_milp.py", "test_learned.py", "test_user_faults.py", "test_layout.py",
+                 "test_scale.py", "test_pages.py", "test_pipeline.py",
+                 "test_judge_strategy.py", "test_solver_limits.py", "test_combinatorial.py",
+                 "test_dense.py", "test_default_plan.py", "test_crossfit.py",
+                 "test_qkp_bounds.py", "test_bfcl.py", "test_text.py")
 """The test files that take longest under ``make test``, slowest first (an order, not
 times: the times are in docs/measurement.md, "Test time", and
 ``bench/perf/suite_profile.py`` measures them again). They are
