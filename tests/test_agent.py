@@ -433,8 +433,9 @@ def test_agent_on_the_memory_reference_fits_its_window_and_the_trace_says_what_i
 def test_agent_reuses_a_shared_prefix_in_whole_batches_only(agent_model, multiple_123):
     # A and B share the system prompt (six tools of the pool: ~1,300 tokens, two whole
     # 512-token blocks and part of a third; the whole pool, ~3,000 tokens, only made A's
-    # evaluation longer) and differ in the question: after A, only the shared whole
-    # 512-token blocks may stay in the KV cache
+    # evaluation longer) and differ in the question: after A (evaluated into the third
+    # block, which B shares in part), only the shared whole 512-token blocks may stay in
+    # the KV cache
     from llama_cpp import Llama
 
     view = multiple_123.router_view()
@@ -448,7 +449,7 @@ def test_agent_reuses_a_shared_prefix_in_whole_batches_only(agent_model, multipl
     assert common > 2 * llm.n_batch and common % llm.n_batch
     assert agent_model.count_prompt_tokens(a) == len(ids_a)
     llm.reset()
-    llm.eval(ids_a)
+    llm.eval(ids_a[:2 * llm.n_batch + 1])  # A's first two whole blocks and one token more
     agent_model._keep_aligned_prefix(ids_b)
     assert llm.n_tokens == common // llm.n_batch * llm.n_batch
     agent_model._keep_aligned_prefix(ids_b[:1024])  # the whole prompt cached: last block again

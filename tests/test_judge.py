@@ -143,11 +143,11 @@ def test_a_vocab_only_judge_refuses_to_score(gemma_vocab) -> None:
         gemma_vocab.score(CHINA, CITIES)
 
 
-def test_capital_of_china_ranks_beijing_first_on_both_paths(judge) -> None:
+def test_capital_of_china_ranks_beijing_first(judge) -> None:
+    # the batch path, which every strategy uses; the one-pair-at-a-time path against it is
+    # test_batch_matches_naive_within_the_noise_floor's
     batch = judge.score(CHINA, CITIES).scores
-    naive = judge.score_naive(CHINA, CITIES).scores
-    assert batch.index(max(batch)) == 0 and naive.index(max(naive)) == 0
-    assert max(abs(a - b) for a, b in zip(batch, naive)) <= noise_floor(judge).floor
+    assert batch.index(max(batch)) == 0
 
 
 def test_empty_and_whitespace_documents_are_skipped_not_scored(judge) -> None:

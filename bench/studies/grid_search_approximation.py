@@ -1,0 +1,162 @@
+"""Would an approximate λ × τ search fit the same model? The learned fit's exact search
+against two cheaper ones, on the training tasks of τ-Knowledge's cross-fitting folds.
+
+The fit (``junction.learned.utility.fit_learned_utility``) chooses λ and τ by the training
+success of the exact joint selector's selections on every grid point; those selections
+are most of its time (docs/measurement.md, "Learned fit time"). This study fits each
+fold's training tasks three ways, in one process, and prints, per fold, the λ and τ each
+chose, its seconds, and how many of the grid's points got another training success than
+the exact search's:
+
+- ``exact``: the fit as it is (``grid.solve_all``, on ``--workers`` worker processes);
+- ``local``: every grid-point problem by ``junction.select.exact.local_search`` (greedy
+  insertion, improving flips and swaps: no optimality claim), in this process;
+- ``hybrid``: the exact combinatorial search where at most ``bnb.COMBINATORIAL_MAX``
+  candidates are left after reduction (cheap there), local search above.
+
+A cheaper search that chose the same λ and τ on every fold would give the same models
+(the lane and pair models do not depend on the search) and so the same selections at
+evaluation; one that chooses others changes the learned strategies' results, which would
+then have to be measured on the cross-fitted verdict. Folds: ``junction.learned.crossfit.
+fold_assignment`` (K = ``--folds``), repetitions 0 .. ``--repetitions`` − 1, fold k's
+training tasks being the tasks outside it; pool rule ``--rule`` (the suite's default:
+BM25).
+
+Usage: ``python bench/studies/grid_search_approximation.py [--tau2-data PATH] [--folds 5]
+[--repetitions 1] [--rule bm25] [--workers N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from junction.candidates import DEFAULT_POOL_RULE
+from junction.learned import grid, utility
+from junction.learned.crossfit import DEFAULT_FOLDS, fold_assignment
+from junction.select.exact.auto import AutoJointSelector
+from junction.select.exact.bnb import COMBINATORIAL_MAX
+from junction.select.exact.local_search import local_search
+from junction.select.exact.reduction import reduce
+from junction.select.problem import JointProblem
+from junction_datasets import build_suite
+from junction_datasets import tau2_banking as tb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tau2_anchors import data_arguments  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from results import write_results  # noqa: E402
+
+SEARCHES = ("local", "hybrid")
+"""The approximate searches compared with the exact one (module docstring)."""
+
+
+def approximate_solve_all(search: str):
+    """A stand-in for ``grid.solve_all(jobs, workers)`` that selects each distinct reduced
+    problem of a job with ``search`` (``local`` or ``hybrid``), in this process."""
+    exact = AutoJointSelector(combinatorial_max=COMBINATORIAL_MAX)
+
+    def solve_all(jobs, workers):
+        out = []
+        for contexts, tools, budget, variants in jobs:
+            context_ids = {c.id for c in contexts}
+            solved: dict[tuple, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+            picks = []
+            for unary, interactions in variants:
+                problem = JointProblem(contexts=tuple(contexts), tools=tuple(tools),
+                                       budget=budget, unary=unary, interactions=interactions)
+                max_size = problem.max_size
+                red = reduce(problem, max_size)
+                key = (tuple(r.id for r in red.items), red.n_ctx, tuple(red.pairs),
+                       tuple(red.unary))
+                if key not in solved:
+                    if not red.items:
+                        ids: list[str] = []
+                    elif search == "hybrid" and len(red.items) <= COMBINATORIAL_MAX:
+                        sel = exact.select_reduced(problem, red, max_size, time.perf_counter())
+                        ids = [*sel.context_ids, *sel.tool_ids]
+                    else:
+                        ids = [red.items[i].id
+                               for i in local_search(red, budget, max_size, swaps=True)]
+                    solved[key] = (tuple(i for i in ids if i in context_ids),
+                                   tuple(i for i in ids if i not in context_ids))
+                picks.append(solved[key])
+            out.append(picks)
+        return out
+
+    return solve_all
+
+
+def table(model) -> dict[tuple, float]:
+    """(λ, τ) -> training success of a fitted model's search."""
+    return {(row["lambda"], row["tau"]): row["training_success"] for row in model.search}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--folds", type=int, default=DEFAULT_FOLDS)
+    parser.add_argument("--repetitions", type=int, default=1)
+    parser.add_argument("--rule", default=DEFAULT_POOL_RULE)
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker processes of the exact search (default: the CPUs)")
+    args = data_arguments(parser.description, argv, parser)
+    if args is None:
+        return 2
+    workers = args.workers or grid.fit_workers()
+    tasks = build_suite(tb.SUITE, seed=0, size=None, split="all").tasks
+    exact_solve_all = utility.solve_all
+    rows = []
+    print(f"{tb.SUITE}: {len(tasks)} tasks, {args.folds} folds x {args.repetitions} "
+          f"repetitions, pool rule {args.rule}; exact search on {workers} workers")
+    for rep in range(args.repetitions):
+        fold = fold_assignment([t.task_id for t in tasks], args.folds, rep)
+        for k in range(args.folds):
+            training = [t for t in tasks if fold[t.task_id] != k]
+            row: dict = {"repetition": rep, "fold": k, "tasks": len(training)}
+            fits = {}
+            for search in ("exact", *SEARCHES):
+                utility.solve_all = (exact_solve_all if search == "exact"
+                                     else approximate_solve_all(search))
+                t0 = time.perf_counter()
+                try:
+                    fits[search] = utility.fit_learned_utility(
+                        tb.SUITE, training, tb.POOL_LIMIT, 0, workers=workers, rule=args.rule)
+                finally:
+                    utility.solve_all = exact_solve_all
+                row[f"{search}_s"] = round(time.perf_counter() - t0, 1)
+            exact = table(fits["exact"])
+            parts = [f"rep {rep} fold {k}: exact λ {fits['exact'].lam:g} τ "
+                     f"{fits['exact'].tau:g} ({row['exact_s']:.0f} s)"]
+            row.update(lam_exact=fits["exact"].lam, tau_exact=fits["exact"].tau)
+            for search in SEARCHES:
+                model = fits[search]
+                got = table(model)
+                same = (model.lam, model.tau) == (fits["exact"].lam, fits["exact"].tau)
+                differing = sum(abs(got[g] - exact[g]) > 1e-9 for g in exact)
+                row.update({f"lam_{search}": model.lam, f"tau_{search}": model.tau,
+                            f"same_choice_{search}": same,
+                            f"grid_points_differing_{search}": differing})
+                parts.append(f"{search} λ {model.lam:g} τ {model.tau:g} "
+                             f"({row[f'{search}_s']:.0f} s) {'same' if same else 'OTHER'}, "
+                             f"{differing}/{len(exact)} grid points differ")
+            rows.append(row)
+            print("  " + "; ".join(parts), flush=True)
+    grid.shutdown_workers()
+    summary = {}
+    for search in ("exact", *SEARCHES):
+        summary[f"mean_s_{search}"] = round(sum(r[f"{search}_s"] for r in rows) / len(rows), 1)
+    for search in SEARCHES:
+        summary[f"same_choice_{search}"] = sum(r[f"same_choice_{search}"] for r in rows)
+        print(f"{search}: the exact search's λ and τ on {summary[f'same_choice_{search}']} of "
+              f"{len(rows)} fits; {summary[f'mean_s_{search}']} s a fit against "
+              f"{summary['mean_s_exact']} s exact")
+    write_results(__file__, {"rule": args.rule, "folds": args.folds,
+                             "repetitions": args.repetitions, "fits": rows, **summary})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
