@@ -122,7 +122,7 @@ PYTEST_XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadf
 # ruff first (a second); mypy, one process on one core, runs beside the tests rather than
 # before them (its output is printed when both are done), and the target fails if either does
 test: setup
-	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(RUFF)
 	@mkdir -p .state; $(MYPY) > .state/mypy.out 2>&1 & types=$$!; \
 	$(PY) -m pytest $(PYTEST_XDIST); tests=$$?; \
 	wait $$types; typed=$$?; echo "mypy: $$(tail -n 1 .state/mypy.out)"; \
@@ -132,9 +132,10 @@ test: setup
 # Lint, import order and types on the three packages (pyproject.toml: [tool.ruff],
 # [tool.mypy]); mypy keeps its cache in .state/, so a second run checks only what changed
 LINT_PATHS := junction flows datasets
+RUFF = $(VENV)/bin/ruff check $(LINT_PATHS)
 MYPY = $(VENV)/bin/mypy --cache-dir .state/mypy
 lint: setup
-	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(RUFF)
 	$(MYPY)
 
 # the edit loop: no loaded model, no Prefect flow or CLI subprocess, no slow property run

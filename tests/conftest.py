@@ -115,11 +115,9 @@ def agent_model():
     Skips when llama-cpp-python is not installed (``make setup`` builds it).
     """
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed; run `make setup`")
-    from junction.agent.llm import LlamaAgent
-    from junction.models import embedded_model_path, file_sha256
+    from tests.helpers import embedded_agent
 
-    path = embedded_model_path()
-    return LlamaAgent(path, file_sha256(path))
+    return embedded_agent()
 
 
 @pytest.fixture(scope="session")

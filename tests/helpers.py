@@ -7,8 +7,10 @@
 - ``write_bfcl_category``: a hand-made BFCL category file (and its answers) in a folder;
 - ``on_session_server``: a subprocess environment that reports to the session's Prefect
   server;
-- ``notetaker_one_tool``: a BFCL memory task whose conversation overflows a small window
-  while the cut prompt stays short; ``with_listed_tools``: a BFCL task listing fewer tools.
+- ``embedded_agent``: the embedded agent model loaded with a given configuration;
+- ``notetaker`` and ``notetaker_one_tool``: BFCL memory's notetaker task, whole, and with
+  one tool, whose conversation overflows a small window while the cut prompt stays short;
+  ``with_listed_tools``: a BFCL task listing fewer tools.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import pytest
 
 from junction.evidence.traces import CandidateRecord, TaskTraceRecord, ToolCallRecord
 
-__all__ = ["BFCL_DATA", "NOTETAKER_WINDOW", "needs_data", "notetaker_one_tool",
-           "on_session_server", "trace_record", "with_listed_tools", "write_bfcl_category"]
+__all__ = ["BFCL_DATA", "NOTETAKER_WINDOW", "embedded_agent", "needs_data", "notetaker",
+           "notetaker_one_tool", "on_session_server", "trace_record", "with_listed_tools",
+           "write_bfcl_category"]
 
 
 def trace_record(**overrides) -> TaskTraceRecord:
@@ -61,6 +64,16 @@ def write_bfcl_category(root: Path, name: str, rows: list, answers: list | None)
             "\n".join(json.dumps(a) for a in answers), encoding="utf-8")
 
 
+def embedded_agent(config=None):
+    """The embedded agent model (``junction.models.embedded_model_path``) loaded with
+    ``config`` (None: ``AgentConfig()``'s defaults)."""
+    from junction.agent.llm import AgentConfig, LlamaAgent
+    from junction.models import embedded_model_path, file_sha256
+
+    path = embedded_model_path()
+    return LlamaAgent(path, file_sha256(path), config or AgentConfig())
+
+
 def on_session_server(env: dict[str, str]) -> dict[str, str]:
     """``env`` with ``PREFECT_API_URL`` set to the session's Prefect server (the caller holds
     the ``prefect_harness`` fixture, tests/conftest.py): a ``junction bench`` run in a
@@ -78,16 +91,20 @@ overflows and that still holds its system prompt, its tool, the question and sev
 (about 460 tokens without a turn, about 55 a turn)."""
 
 
-def notetaker_one_tool():
-    """BFCL memory's notetaker task (24 turns of conversation) with one tool of its memory
-    API (``core_memory_retrieve``) as its tools and listed functions instead of all 20
-    (2,154 tokens): its conversation overflows ``NOTETAKER_WINDOW`` and must be cut, while
-    the cut prompt stays short to evaluate."""
+def notetaker():
+    """BFCL memory's notetaker task: 24 turns of conversation and the whole memory API
+    (20 tools, 2,154 tokens) listed, about 3,400 prompt tokens in all."""
     from junction_datasets.bfcl import memory_suite
 
-    task = next(t for t in memory_suite(size=None).tasks
+    return next(t for t in memory_suite(size=None).tasks
                 if t.metadata["scenario"] == "notetaker")
-    return with_listed_tools(task, ("core_memory_retrieve",))
+
+
+def notetaker_one_tool():
+    """``notetaker()`` with one tool of its memory API (``core_memory_retrieve``) as its
+    tools and listed functions instead of all 20: its conversation overflows
+    ``NOTETAKER_WINDOW`` and must be cut, while the cut prompt stays short to evaluate."""
+    return with_listed_tools(notetaker(), ("core_memory_retrieve",))
 
 
 def with_listed_tools(task, keep):

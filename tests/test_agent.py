@@ -401,16 +401,13 @@ def test_fit_prompt_refuses_when_the_tools_alone_exceed_the_limit(memory_task):
 @pytest.mark.model
 def test_agent_on_the_memory_reference_fits_its_window_and_the_trace_says_what_it_left_out(
         tmp_path):
-    from junction.agent.llm import AgentConfig, LlamaAgent
-    from junction.models import embedded_model_path, file_sha256
+    from junction.agent.llm import AgentConfig
 
-    from tests.helpers import NOTETAKER_WINDOW, notetaker_one_tool
+    from tests.helpers import NOTETAKER_WINDOW, embedded_agent, notetaker_one_tool
 
-    path = embedded_model_path()
     # notetaker's 24 turns with one tool of the memory API (about 1,750 tokens) in a
     # 768-token window: the fitted prompt keeps the most recent turns that fit
-    agent = LlamaAgent(path, file_sha256(path),
-                       AgentConfig(n_ctx=NOTETAKER_WINDOW, max_tokens=16))
+    agent = embedded_agent(AgentConfig(n_ctx=NOTETAKER_WINDOW, max_tokens=16))
     task = notetaker_one_tool()
     executor = LLMExecutor(agent, AgentCache(tmp_path / "agent.sqlite"))
     (record,), _ = evaluate_batch([task], make_strategy("bfcl_listed"), UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple({task.task_id})), executor)

@@ -234,11 +234,10 @@ def test_the_agent_over_a_corrupt_cache_generates_afresh_and_caches_again(tmp_pa
     # compares runs, each in its own process.) The answer is capped at 16 tokens: its
     # length is not the point here.
     from junction_datasets.bfcl import multiple_suite
-    from junction.agent.llm import AgentConfig, LlamaAgent, LLMExecutor
-    from junction.models import embedded_model_path, file_sha256
+    from junction.agent.llm import AgentConfig, LLMExecutor
+    from tests.helpers import embedded_agent
 
-    path = embedded_model_path()
-    agent_model = LlamaAgent(path, file_sha256(path), AgentConfig(max_tokens=16))
+    agent_model = embedded_agent(AgentConfig(max_tokens=16))
 
     task = multiple_suite(size=1).tasks[0]
     tool = task.tools[0].id

@@ -198,12 +198,9 @@ def test_a_memory_reference_is_cut_as_the_embedded_agent_cuts_it(server, agent_m
     # NOTETAKER_WINDOW tokens (--agent-context-tokens, below the server's own), the
     # conversation still overflows: the executor keeps the most recent turns that fit, the
     # same ones the embedded agent keeps at that window, and the trace names the rest
-    from junction_datasets.bfcl import memory_suite
+    from tests.helpers import NOTETAKER_WINDOW, notetaker, notetaker_one_tool
 
-    from tests.helpers import NOTETAKER_WINDOW, notetaker_one_tool
-
-    full = next(t for t in memory_suite(size=None).tasks
-                if t.metadata["scenario"] == "notetaker")
+    full = notetaker()
     whole = render_prompt(full.router_view(), [c.id for c in full.contexts],
                           full.metadata["listed_tool_ids"])
     assert agent_model.count_prompt_tokens(whole) > SERVER_CTX
@@ -407,20 +404,16 @@ def test_the_remote_agent_gives_the_embedded_agents_tau2_outcomes(server, agent_
     from junction.agent.tau2_grading import TAU2_OUTCOMES
 
     fixture = Path(__file__).resolve().parent / "data" / "tau2_fixture"
-    tasks = [t for t in banking_suite(split="all", path=fixture).tasks
-             if t.metadata["tau2_id"] == "task_002"]
+    (task,) = [t for t in banking_suite(split="all", path=fixture).tasks
+               if t.metadata["tau2_id"] == "task_002"]
     embedded = LLMExecutor(agent_model, AgentCache(tmp_path / "embedded.sqlite"))
     remote = RemoteExecutor(RemoteAgent(server, ALIAS,
                                         RemoteAgentConfig(context_tokens=SERVER_CTX)),
                             RemoteGenerationCache(tmp_path / "remote.sqlite"))
-    reference = make_strategy("gold_tools_documents")
-    outcomes = []
-    for task in tasks:
-        sel = reference.select(task, None).selection
-        got = [executor.execute(task, sel.context_ids, sel.tool_ids)
-               for executor in (embedded, remote)]
-        assert got[0].text == got[1].text
-        grades = [grade_agent(task, g) for g in got]
-        assert grades[0] == grades[1]
-        outcomes.append(grades[0].outcome)
-    assert len(outcomes) == 1 and outcomes[0] in TAU2_OUTCOMES, outcomes
+    sel = make_strategy("gold_tools_documents").select(task, None).selection
+    got = [executor.execute(task, sel.context_ids, sel.tool_ids)
+           for executor in (embedded, remote)]
+    assert got[0].text == got[1].text
+    grades = [grade_agent(task, g) for g in got]
+    assert grades[0] == grades[1]
+    assert grades[0].outcome in TAU2_OUTCOMES, grades[0]

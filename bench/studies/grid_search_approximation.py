@@ -39,8 +39,6 @@ from junction.learned.crossfit import DEFAULT_FOLDS, fold_assignment
 from junction.select.exact.auto import AutoJointSelector
 from junction.select.exact.bnb import COMBINATORIAL_MAX
 from junction.select.exact.local_search import local_search
-from junction.select.exact.reduction import reduce
-from junction.select.problem import JointProblem
 from junction_datasets import build_suite
 from junction_datasets import tau2_banking as tb
 
@@ -54,40 +52,29 @@ SEARCHES = ("local", "hybrid")
 """The approximate searches compared with the exact one (module docstring)."""
 
 
-def approximate_solve_all(search: str):
-    """A stand-in for ``grid.solve_all(jobs, workers)`` that selects each distinct reduced
-    problem of a job with ``search`` (``local`` or ``hybrid``), in this process."""
+def approximate_pick(search: str) -> grid.Pick:
+    """A ``grid.Pick`` by ``search`` (``local`` or ``hybrid``, module docstring)."""
     exact = AutoJointSelector(combinatorial_max=COMBINATORIAL_MAX)
 
-    def solve_all(jobs, workers):
-        out = []
-        for contexts, tools, budget, variants in jobs:
-            context_ids = {c.id for c in contexts}
-            solved: dict[tuple, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-            picks = []
-            for unary, interactions in variants:
-                problem = JointProblem(contexts=tuple(contexts), tools=tuple(tools),
-                                       budget=budget, unary=unary, interactions=interactions)
-                max_size = problem.max_size
-                red = reduce(problem, max_size)
-                key = (tuple(r.id for r in red.items), red.n_ctx, tuple(red.pairs),
-                       tuple(red.unary))
-                if key not in solved:
-                    if not red.items:
-                        ids: list[str] = []
-                    elif search == "hybrid" and len(red.items) <= COMBINATORIAL_MAX:
-                        sel = exact.select_reduced(problem, red, max_size, time.perf_counter())
-                        ids = [*sel.context_ids, *sel.tool_ids]
-                    else:
-                        ids = [red.items[i].id
-                               for i in local_search(red, budget, max_size, swaps=True)]
-                    solved[key] = (tuple(i for i in ids if i in context_ids),
-                                   tuple(i for i in ids if i not in context_ids))
-                picks.append(solved[key])
-            out.append(picks)
-        return out
+    def pick(problem, red, max_size):
+        if not red.items:
+            return (), ()
+        if search == "hybrid" and len(red.items) <= COMBINATORIAL_MAX:
+            sel = exact.select_reduced(problem, red, max_size, time.perf_counter())
+            return tuple(sel.context_ids), tuple(sel.tool_ids)
+        chosen = local_search(red, problem.budget, max_size, swaps=True)
+        # ``red.items``: the contexts (``red.n_ctx`` of them), then the tools
+        return (tuple(red.items[i].id for i in chosen if i < red.n_ctx),
+                tuple(red.items[i].id for i in chosen if i >= red.n_ctx))
 
-    return solve_all
+    return pick
+
+
+def approximate_solve_all(search: str):
+    """A stand-in for ``grid.solve_all(jobs, workers)``: ``grid.solve_variants`` with
+    ``search``'s pick on each job, in this process."""
+    pick = approximate_pick(search)
+    return lambda jobs, workers: [grid.solve_variants(*job, pick=pick) for job in jobs]
 
 
 def table(model) -> dict[tuple, float]:

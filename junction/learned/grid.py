@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
@@ -35,10 +35,10 @@ from junction.environment import usable_cpus
 from junction.errors import JunctionError
 from junction.select.exact.auto import AutoJointSelector
 from junction.select.exact.bnb import COMBINATORIAL_MAX
-from junction.select.exact.reduction import reduce
+from junction.select.exact.reduction import Reduced, reduce
 from junction.select.problem import JointProblem
 
-__all__ = ["GridWorkerError", "Variant", "fit_workers", "shutdown_workers", "solve_all",
+__all__ = ["GridWorkerError", "Pick", "Variant", "fit_workers", "shutdown_workers", "solve_all",
            "solve_variants"]
 
 Variant = tuple[dict[str, float], dict[tuple[str, str], float]]
@@ -50,6 +50,10 @@ Picked = tuple[tuple[str, ...], tuple[str, ...]]
 Job = tuple[Sequence[Any], Sequence[Any], Any, Sequence[Variant]]
 """``solve_variants``'s arguments: (contexts, tools, budget, variants)."""
 
+Pick = Callable[[JointProblem, Reduced, "int | None"], Picked]
+"""A selection of one grid-point problem from its reduced problem and size cap:
+``(problem, reduced, max_size) -> (context ids, tool ids)``."""
+
 
 class GridWorkerError(JunctionError):
     """A worker process of the fit's search failed (it exited, or its selector raised);
@@ -57,7 +61,7 @@ class GridWorkerError(JunctionError):
 
 
 def solve_variants(contexts: Sequence[Any], tools: Sequence[Any], budget: Any,
-                   variants: Sequence[Variant]) -> list[Picked]:
+                   variants: Sequence[Variant], pick: Pick | None = None) -> list[Picked]:
     """(context ids, tool ids) that the exact joint selector selects for each of a task's
     grid-point problems (its pools ``contexts`` and ``tools``, ``budget``, and per variant
     the unaries and interactions), in ``variants`` order.
@@ -69,19 +73,27 @@ def solve_variants(contexts: Sequence[Any], tools: Sequence[Any], budget: Any,
     with the combinatorial branch and bound up to ``bnb.COMBINATORIAL_MAX`` candidates:
     both of its searches are exact with the same tie rule, so they select the same set,
     and on these one-row (token budget) problems the combinatorial one is the faster up
-    to there (docs/measurement.md, "Learned fit time")."""
-    selector = AutoJointSelector(combinatorial_max=COMBINATORIAL_MAX)
+    to there (docs/measurement.md, "Learned fit time"). ``pick``: another selection
+    instead of the exact one, a function of the reduced problem and size cap as well
+    (``bench/studies/grid_search_approximation.py``'s approximate searches); the fit
+    never passes one."""
+    if pick is None:
+        selector = AutoJointSelector(combinatorial_max=COMBINATORIAL_MAX)
+
+        def pick(problem: JointProblem, red: Reduced, max_size: int | None) -> Picked:
+            sel = selector.select_reduced(problem, red, max_size, time.perf_counter())
+            return tuple(sel.context_ids), tuple(sel.tool_ids)
+
     solved: dict[tuple, Picked] = {}
     out = []
     for unary, interactions in variants:
         problem = JointProblem(contexts=tuple(contexts), tools=tuple(tools), budget=budget,
                                unary=unary, interactions=interactions)
-        max_size = selector.max_size if selector.max_size is not None else problem.max_size
+        max_size = problem.max_size  # the selector's own cap is None: the problem's
         red = reduce(problem, max_size)
         key = (tuple(r.id for r in red.items), red.n_ctx, tuple(red.pairs), tuple(red.unary))
         if key not in solved:
-            sel = selector.select_reduced(problem, red, max_size, time.perf_counter())
-            solved[key] = (tuple(sel.context_ids), tuple(sel.tool_ids))
+            solved[key] = pick(problem, red, max_size)
         out.append(solved[key])
     return out
 
