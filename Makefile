@@ -81,15 +81,19 @@ bench-nightly: setup
 # reference gold_minimal, every task, budget scales 0.5/1/2, the learned ones
 # cross-fitted (5 folds) in TAU2_REPETITIONS fold draws (seeds 0..R-1; the others have no
 # refit and run once). Data: TAU2_DATA or $$JUNCTION_TAU2_DATA (a tau2-bench checkout). The
-# fixed run id lets a stopped run resume.
+# fixed run id lets a stopped run resume. TAU2_FIT_SEARCH=hybrid fits the learned strategies
+# by the approximate λ × τ search, about 4x faster a fit, for iterating; the exact search (the
+# default) for a verdict (both measured: docs/measurement.md, "Learned fit time"); such a run
+# gets its own id.
 TAU2_REPETITIONS ?= 3
-TAU2_RUN_ID ?= tau2-study-$(TAU2_REPETITIONS)
+TAU2_FIT_SEARCH ?= exact
+TAU2_RUN_ID ?= tau2-study-$(TAU2_REPETITIONS)$(if $(filter-out exact,$(TAU2_FIT_SEARCH)),-$(TAU2_FIT_SEARCH),)
 bench-tau2: setup
 	$(VENV)/bin/junction bench --suite tau2-banking --strategy learned_named \
 		--strategy learned_exact --strategy learned_split --strategy exact \
 		--strategy adaptive_split --strategy fixed_split --strategy gold_minimal --full \
 		--repetitions $(TAU2_REPETITIONS) --run-id $(TAU2_RUN_ID) --agent-size 0 \
-		$(if $(TAU2_DATA),--tau2-data $(TAU2_DATA),)
+		--fit-search $(TAU2_FIT_SEARCH) $(if $(TAU2_DATA),--tau2-data $(TAU2_DATA),)
 
 # the agent on τ-Knowledge: the first BENCH_TAU2_AGENT_TASKS tasks (id order), the
 # two learned strategies cross-fitted in one fold draw, the two lexical ones and the coupling

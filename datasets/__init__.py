@@ -189,22 +189,24 @@ def _cross_fitted(family: str) -> bool:
     return any(i.family == family and i.cross_fit for i in SUITES.values())
 
 
-def training_source(data_folders: Mapping[str, str] | None = None):
+def training_source(data_folders: Mapping[str, str] | None = None, fit_search: str = "exact"):
     """The ``TrainingSource`` learned strategies fit on (``suite_family``,
     ``family_training_tasks``; for a cross-fitted family ``family_all_tasks``, dealt into
     folds), reading the suites' data from ``data_folders`` (suite name -> folder, as in
-    ``build_suite``; None: each suite's ``data_env``). The same folders give the same
-    object, so learned strategies of one process share their fitted models (the fit cache
-    is keyed by the source, ``junction.strategies.learned``)."""
-    return _training_source(tuple(sorted((data_folders or {}).items())))
+    ``build_suite``; None: each suite's ``data_env``), its fits searching λ × τ by
+    ``fit_search`` (``junction.learned.grid.SEARCHES``). The same folders and search give
+    the same object, so learned strategies of one process share their fitted models (the
+    fit cache is keyed by the source, ``junction.strategies.learned``). Raises
+    ``UnknownNameError`` for an unknown ``fit_search``."""
+    return _training_source(tuple(sorted((data_folders or {}).items())), fit_search)
 
 
 @functools.cache
-def _training_source(folders: tuple[tuple[str, str], ...]):
+def _training_source(folders: tuple[tuple[str, str], ...], fit_search: str):
     from junction.strategies.learned import TrainingSource
 
     given = dict(folders)
     return TrainingSource(family=suite_family,
                           tasks=functools.partial(family_training_tasks, data_folders=given),
                           all_tasks=functools.partial(family_all_tasks, data_folders=given),
-                          cross_fitted=_cross_fitted)
+                          cross_fitted=_cross_fitted, fit_search=fit_search)

@@ -145,6 +145,11 @@ def bench(
              "bm25_top_k, keeps it): bm25 (default), dense (all-MiniLM-L6-v2), hybrid (both, "
              "reciprocal rank fusion) or bm25_named (BM25, the documents naming a pooled "
              "tool added)."),
+    fit_search: str = typer.Option(
+        None, "--fit-search", metavar="SEARCH",
+        help="How the learned strategies' fits search λ × τ: exact (default), or hybrid or "
+             "local, about 4x faster and approximate, so they may fit other models "
+             "(docs/measurement.md, \"Learned fit time\")."),
     budget_scale: list[float] = typer.Option(
         None, "--budget-scale", help="Token-budget multiplier (repeatable; default 0.5, 1, 2)."),
     size: int = typer.Option(None, "--size", min=1,
@@ -262,6 +267,7 @@ def bench(
         agent_check_timeout=agent_check_timeout, agent_threads=agent_threads,
         **({} if folds is None else {"folds": folds}),
         **({} if pool is None else {"pool": pool}),
+        **({} if fit_search is None else {"fit_search": fit_search}),
         data_folders=data_folders,
     )  # every check that needs no suite data: one error before anything starts
     given_id, run_id = run_id, prepare_run(plan, run_id)

@@ -32,6 +32,7 @@ from junction.candidates import DEFAULT_POOL_RULE, check_pool_rule
 from junction.environment import PROJECT_ROOT, usable_cpus
 from junction.errors import JunctionError, UnknownNameError
 from junction.learned.crossfit import DEFAULT_FOLDS, MIN_FOLDS
+from junction.learned.grid import check_search
 from junction.strategies import STRATEGIES, default_strategies, strategy_info
 from junction.units import AgentSpec, StrictInt, UnitSpec
 
@@ -270,6 +271,9 @@ class RunPlan(BaseModel):
       leaves out because that folder cannot be read is refused (its reason, one line). In
       ``params`` only when not empty; never in ``metrics.json`` (a machine path,
       ``MACHINE_PATH_PARAMS``)
+    - ``fit_search``: how the learned strategies' fits search λ × τ
+      (``junction.learned.grid.SEARCHES``: exact, the default, or the faster approximate
+      hybrid and local, which may fit other models); in ``params`` only when not exact
 
     Each field's ``ParamPolicy`` (in its annotation) says whether it is result-neutral, a
     unit-layout parameter, a machine path, and when ``params`` leaves it out.
@@ -330,6 +334,7 @@ class RunPlan(BaseModel):
     pool: Annotated[str, ParamPolicy(omit_default=True)] = DEFAULT_POOL_RULE
     data_folders: Annotated[dict[str, str], ParamPolicy(
         machine_path=True, omit_default=True)] = Field(default_factory=dict)
+    fit_search: Annotated[str, ParamPolicy(omit_default=True)] = "exact"
 
     @classmethod
     def build(cls, **given: Any) -> RunPlan:
@@ -404,6 +409,7 @@ class RunPlan(BaseModel):
             raise UnknownNameError(f"unknown runner {self.runner!r}; valid runners: "
                                    f"{', '.join(sorted(RUNNERS))}")
         check_pool_rule(self.pool)
+        check_search(self.fit_search)
         if self.folds < MIN_FOLDS:
             raise JunctionError(f"folds must be an integer >= {MIN_FOLDS}, got {self.folds}")
         if self.batch_size < 1:
@@ -521,12 +527,12 @@ class RunPlan(BaseModel):
         """The ``UnitSpec`` of one unit of run ``run_id``: the unit's own fields, by name
         (``suite``, ``strategy``, ``seed``, ``scale``, ``unit``, ``pool_limit``,
         ``agent_task_ids``, ``repetition``, ``fold``), and the plan's traces root, agent,
-        pool rule, data folders and (for a fold) fold count. Raises pydantic's
+        pool rule, data folders, fit search and (for a fold) fold count. Raises pydantic's
         ``ValidationError`` naming a missing or mistyped field."""
         fold = unit.get("fold")
         return UnitSpec(root=self.output_root, run_id=run_id, agent=self.agent_spec(),
                         folds=self.folds if fold is not None else None, pool=self.pool,
-                        data_folders=self.data_folders, **unit)
+                        data_folders=self.data_folders, fit_search=self.fit_search, **unit)
 
     def steps(self) -> dict[str, StrategyStep]:
         """Per strategy (sorted): the scales it runs and its task cap, the plan the flow

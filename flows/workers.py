@@ -24,7 +24,7 @@ from junction.units import AgentSpec, UnitSpec
 
 __all__ = ["agent_executor", "run_unit_now", "strategy_instance"]
 
-_STRATEGIES: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[Any, threading.Lock]] = {}
+_STRATEGIES: dict[tuple[str, tuple[tuple[str, str], ...], str], tuple[Any, threading.Lock]] = {}
 _LOCK = threading.Lock()
 _AGENTS: dict[AgentSpec, Any] = {}
 
@@ -75,18 +75,21 @@ def agent_executor(spec: AgentSpec):
         return _AGENTS[spec]
 
 
-def strategy_instance(name: str, data_folders: Mapping[str, str] | None = None):
-    """(strategy, call lock): one instance per process, name and data folders.
+def strategy_instance(name: str, data_folders: Mapping[str, str] | None = None,
+                      fit_search: str = "exact"):
+    """(strategy, call lock): one instance per process, name, data folders and fit search.
 
     Strategies that calibrate get the calibration split (``calibration_tasks``) and the
     learned ones each family's training part (``training_source``, reading a suite's data
-    from ``data_folders``: suite name -> folder, ``flows.plan.RunPlan.data_folders``); no
-    benchmark run evaluates either."""
-    key = (name, tuple(sorted((data_folders or {}).items())))
+    from ``data_folders``: suite name -> folder, ``flows.plan.RunPlan.data_folders``; its
+    fits searching by ``fit_search``, ``RunPlan.fit_search``); no benchmark run evaluates
+    either."""
+    key = (name, tuple(sorted((data_folders or {}).items())), fit_search)
     with _LOCK:
         if key not in _STRATEGIES:
             _STRATEGIES[key] = (make_strategy(name, calibration_tasks=calibration_tasks(),
-                                              training=training_source(data_folders)),
+                                              training=training_source(data_folders,
+                                                                       fit_search)),
                                 threading.Lock())
         return _STRATEGIES[key]
 
@@ -112,7 +115,7 @@ def run_unit_now(spec: UnitSpec, tasks: list) -> dict[str, Any]:
         return {"unit": spec.unit, "cancelled": True}
     if store.unit_done(spec.run_id, spec.suite, spec.strategy, spec.unit):
         return {"unit": spec.unit, "skipped": True, "tasks": len(tasks)}
-    strategy_fn, lock = strategy_instance(spec.strategy, spec.data_folders)
+    strategy_fn, lock = strategy_instance(spec.strategy, spec.data_folders, spec.fit_search)
     selecting = strategy_fn
     if spec.fold is not None:
         if spec.repetition is None or spec.folds is None or not hasattr(strategy_fn,

@@ -55,7 +55,8 @@ class UnitSpec(BaseModel):
     with ``agent``; on a cross-fitted suite ``repetition`` (the run's seed) and, for a
     learned strategy, ``fold`` of ``folds``; ``pool``: the pool rule
     (``junction.candidates.POOL_RULES``); ``data_folders``: ``RunPlan.data_folders``, for
-    the learned strategies' training rows. Built by the flow from the ``RunPlan``
+    the learned strategies' training rows; ``fit_search``: how their fits search λ × τ
+    (``RunPlan.fit_search``). Built by the flow from the ``RunPlan``
     (``flows.plan.RunPlan.unit_spec``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -75,3 +76,4 @@ class UnitSpec(BaseModel):
     folds: StrictInt | None = None
     pool: str = DEFAULT_POOL_RULE
     data_folders: dict[str, str] = Field(default_factory=dict)
+    fit_search: str = "exact"

@@ -250,7 +250,7 @@ def test_models_list_and_assemble(cli_env):
     assert unknown.returncode == 1 and "unknown embedded model" in unknown.stderr
 
 
-def test_models_check_dense_and_a_bad_pool_rule_is_one_line(cli_env):
+def test_models_check_dense_and_a_bad_pool_rule_or_fit_search_is_one_line(cli_env):
     checked = run(cli_env, "models", "check-dense")
     assert checked.returncode == 0, checked.stderr
     assert "90868376 bytes" in checked.stdout and "sha256 53aa51172d14" in checked.stdout
@@ -261,6 +261,9 @@ def test_models_check_dense_and_a_bad_pool_rule_is_one_line(cli_env):
     rules = ", ".join(POOL_RULES.names())
     assert f"unknown pool rule 'sparse'; valid pool rules: {rules}" in bad.stderr
     assert "bm25_named" in POOL_RULES
+    search = run(cli_env, "bench", "--suite", "coupling", "--fit-search", "fast")
+    assert search.returncode == 1 and search.stderr.count("\n") == 1
+    assert "unknown fit search 'fast'; valid searches: exact, hybrid, local" in search.stderr
 
 
 def test_serve_without_a_server_is_one_line(cli_env):

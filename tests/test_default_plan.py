@@ -409,3 +409,14 @@ def test_the_run_section_names_a_strategy_that_ranks_by_its_own_pool_rule():
     plain = RunPlan.build(suites=["synthetic"], strategies=["exact"])
     md = render_markdown(ReportSections({"run_id": "r", "params": plain.params()}))
     assert "- candidate pools: bm25 (BM25 lanes)\n" in md
+    assert "- learned fits:" not in md
+
+
+def test_the_run_section_says_when_the_learned_fits_searched_approximately():
+    from flows.plan import RunPlan
+    from junction.evidence.report_markdown import ReportSections, render_markdown
+
+    plan = RunPlan.build(suites=["synthetic"], strategies=["learned_exact"], fit_search="hybrid")
+    md = render_markdown(ReportSections({"run_id": "r", "params": plan.params()}))
+    (line,) = [x for x in md.splitlines() if x.startswith("- learned fits:")]
+    assert "searched by hybrid (approximate" in line

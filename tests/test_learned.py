@@ -35,12 +35,15 @@ from junction.learned.features import (
     view_features,
     view_fingerprint,
 )
+from junction.errors import UnknownNameError
 from junction.learned.grid import (
+    SEARCHES,
     GridWorkerError,
     fit_workers,
+    search_pick,
     shutdown_workers,
     solve_all,
-    solve_variants,
+    solve_job,
 )
 from junction.learned.model import LearnedModelError, canonical_sha256
 from junction.learned.utility import clear_pool_cache
@@ -381,9 +384,55 @@ def test_the_fit_is_unchanged_in_this_process_and_on_worker_processes():
     shutdown_workers()
 
 
+def test_an_approximate_fit_search_is_recorded_and_the_same_on_worker_processes():
+    """A fit by local search is the same in this process and on workers, says how it
+    searched (so its sha256 is not an exact fit's), and an unknown search is refused by
+    name before anything is fitted."""
+    tasks = _fixture_tasks() + build_suite("synthetic", seed=1, size=12).tasks
+    inline = fit_learned_utility("pin-test", tasks, 8, workers=1, search="local")
+    spread = fit_learned_utility("pin-test", tasks, 8, workers=2, search="local")
+    shutdown_workers()
+    assert inline.sha256 == spread.sha256
+    assert inline.record()["grid_search"] == spread.record()["grid_search"] == "local"
+    assert _record_sha256(inline) != FIXTURE_FIT_SHA256
+    with pytest.raises(UnknownNameError, match="unknown fit search 'fast'; valid searches: "
+                                               "exact, hybrid, local"):
+        fit_learned_utility("pin-test", tasks, 8, search="fast")
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 60), seed=st.integers(0, 10_000),
+       tightness=st.sampled_from((0.2, 0.4, 1.0)))
+def test_approximate_searches_select_sets_that_fit_and_hybrid_is_exact_on_small_pools(
+        n, seed, tightness):
+    """Every search of ``SEARCHES`` selects a set inside the problem's limits; ``hybrid``
+    selects the exact selector's set where at most ``COMBINATORIAL_MAX`` candidates are left
+    after reduction, and ``local`` never beats the exact objective."""
+    from junction.select.exact.bnb import COMBINATORIAL_MAX
+    from junction.select.exact.reduction import reduce
+    from junction.select.instances import random_problem
+    from junction.select.problem import exceeded_limit, objective_terms
+
+    problem = random_problem(n, seed, tightness=tightness)
+    red = reduce(problem, problem.max_size)
+    exact = AutoJointSelector(combinatorial_max=COMBINATORIAL_MAX).select(problem)
+    by_id = {r.id: r for r in (*problem.contexts, *problem.tools)}
+    for search in SEARCHES:
+        pick = search_pick(search)
+        if pick is None:
+            continue
+        contexts, tools = pick(problem, red, problem.max_size)
+        chosen = [by_id[i] for i in (*contexts, *tools)]
+        assert exceeded_limit(problem.budget, chosen, problem.max_size) is None
+        assert sum(objective_terms(problem, contexts, tools)) <= exact.objective + 1e-9
+        if search == "hybrid" and len(red.items) <= COMBINATORIAL_MAX:
+            assert (sorted(contexts), sorted(tools)) == (sorted(exact.context_ids),
+                                                         sorted(exact.tool_ids))
+
+
 def test_solve_all_keeps_job_order_and_names_a_bad_worker_count(monkeypatch):
     jobs = _fixture_jobs()
-    alone = [solve_variants(*job) for job in jobs]
+    alone = [solve_job(job) for job in jobs]
     assert solve_all(jobs, 2) == alone
     assert solve_all(list(reversed(jobs)), 2) == list(reversed(alone))
     shutdown_workers()
@@ -410,8 +459,9 @@ os._exit(130)
 """
 
 
-def _fixture_jobs():
-    """One ``solve_all`` job per fixture task: its pools and one learned problem."""
+def _fixture_jobs(search: str = "exact"):
+    """One ``solve_all`` job per fixture task: its pools and one learned problem, selected
+    by ``search``."""
     tasks = _fixture_tasks()
     model = fit_learned_utility("jobs-test", tasks, 8, workers=1)
     jobs = []
@@ -419,7 +469,7 @@ def _fixture_jobs():
         view = t.router_view()
         problem, _ = model.problem(view, candidate_pools(view, 8))
         jobs.append((problem.contexts, problem.tools, problem.budget,
-                     [(dict(problem.unary), dict(problem.interactions))]))
+                     [(dict(problem.unary), dict(problem.interactions))], search))
     return jobs
 
 

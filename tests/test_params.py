@@ -24,7 +24,7 @@ PARAMS = {
 RESULT_CHANGING = {"suites", "strategies", "seeds", "budget_scales", "size", "full",
                    "suite_files", "strategy_size", "strategy_scales", "agent_size", "agent_model",
                    "agent_url", "agent_context_tokens", "agent_strategies", "folds",
-                   "pool", "data_folders"}
+                   "pool", "data_folders", "fit_search"}
 
 
 def test_report_keeps_exactly_the_result_changing_parameters_but_paths():
@@ -146,6 +146,15 @@ def test_the_unit_spec_is_typed_and_carries_the_agent():
                                    timeout_s=5.0, check_timeout_s=2.0)
     assert spec.folds == plan.folds and spec.fold == 1 and spec.agent_task_ids == ("t1",)
     assert plan.unit_spec("r", **unit).folds is None
+    assert spec.fit_search == "exact" and "fit_search" not in plan.params()
+    hybrid = RunPlan.build(suites=["coupling"], strategies=["learned_exact"], fit_search="hybrid")
+    assert hybrid.unit_spec("r", **unit).fit_search == "hybrid"
+    assert hybrid.params()["fit_search"] == "hybrid"
+    from flows.workers import strategy_instance
+
+    learned, _ = strategy_instance("learned_exact", {}, "hybrid")
+    assert learned.training.fit_search == "hybrid"
+    assert strategy_instance("learned_exact", {})[0].training.fit_search == "exact"
     with pytest.raises(ValidationError):
         UnitSpec(**{**spec.model_dump(), "seed": "0"})  # strict: no string for a seed
     with pytest.raises(ValidationError):
@@ -163,7 +172,8 @@ def test_the_lists_are_read_off_the_plan_fields():
     assert REPORT_LEFT_OUT == set(RESULT_NEUTRAL_PARAMS) | set(MACHINE_PATH_PARAMS)
     omitted = {n for n, p in FIELD_POLICY.items() if p.omit_default or p.omit_same_as}
     assert omitted == {"agent_context_tokens", "agent_timeout", "agent_check_timeout",
-                       "agent_threads", "agent_strategies", "folds", "pool", "data_folders"}
+                       "agent_threads", "agent_strategies", "folds", "pool", "data_folders",
+                       "fit_search"}
     # the marker sits in the field's own metadata, beside its type's constraints
     assert ParamPolicy(machine_path=True, omit_default=True) in \
         RunPlan.model_fields["data_folders"].metadata

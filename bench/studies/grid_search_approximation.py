@@ -8,11 +8,14 @@ fold's training tasks three ways, in one process, and prints, per fold, the λ a
 chose, its seconds, and how many of the grid's points got another training success than
 the exact search's:
 
-- ``exact``: the fit as it is (``grid.solve_all``, on ``--workers`` worker processes);
+- ``exact``: the fit as it is;
 - ``local``: every grid-point problem by ``junction.select.exact.local_search`` (greedy
-  insertion, improving flips and swaps: no optimality claim), in this process;
+  insertion, improving flips and swaps: no optimality claim);
 - ``hybrid``: the exact combinatorial search where at most ``bnb.COMBINATORIAL_MAX``
-  candidates are left after reduction (cheap there), local search above.
+  candidates are left after reduction (cheap there), local search above
+
+(``fit_learned_utility``'s ``search``, ``junction.learned.grid.SEARCHES``), each on
+``--workers`` worker processes.
 
 A cheaper search that chose the same λ and τ on every fold would give the same models
 (the lane and pair models do not depend on the search) and so the same selections at
@@ -36,9 +39,6 @@ from pathlib import Path
 from junction.candidates import DEFAULT_POOL_RULE
 from junction.learned import grid, utility
 from junction.learned.crossfit import DEFAULT_FOLDS, fold_assignment
-from junction.select.exact.auto import AutoJointSelector
-from junction.select.exact.bnb import COMBINATORIAL_MAX
-from junction.select.exact.local_search import local_search
 from junction_datasets import build_suite
 from junction_datasets import tau2_banking as tb
 
@@ -48,33 +48,8 @@ from tau2_anchors import data_arguments  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
 from results import write_results  # noqa: E402
 
-SEARCHES = ("local", "hybrid")
-"""The approximate searches compared with the exact one (module docstring)."""
-
-
-def approximate_pick(search: str) -> grid.Pick:
-    """A ``grid.Pick`` by ``search`` (``local`` or ``hybrid``, module docstring)."""
-    exact = AutoJointSelector(combinatorial_max=COMBINATORIAL_MAX)
-
-    def pick(problem, red, max_size):
-        if not red.items:
-            return (), ()
-        if search == "hybrid" and len(red.items) <= COMBINATORIAL_MAX:
-            sel = exact.select_reduced(problem, red, max_size, time.perf_counter())
-            return tuple(sel.context_ids), tuple(sel.tool_ids)
-        chosen = local_search(red, problem.budget, max_size, swaps=True)
-        # ``red.items``: the contexts (``red.n_ctx`` of them), then the tools
-        return (tuple(red.items[i].id for i in chosen if i < red.n_ctx),
-                tuple(red.items[i].id for i in chosen if i >= red.n_ctx))
-
-    return pick
-
-
-def approximate_solve_all(search: str):
-    """A stand-in for ``grid.solve_all(jobs, workers)``: ``grid.solve_variants`` with
-    ``search``'s pick on each job, in this process."""
-    pick = approximate_pick(search)
-    return lambda jobs, workers: [grid.solve_variants(*job, pick=pick) for job in jobs]
+SEARCHES = tuple(s for s in grid.SEARCHES if s != "exact")
+"""The approximate searches compared with the exact one (``junction.learned.grid.SEARCHES``)."""
 
 
 def table(model) -> dict[tuple, float]:
@@ -94,7 +69,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     workers = args.workers or grid.fit_workers()
     tasks = build_suite(tb.SUITE, seed=0, size=None, split="all").tasks
-    exact_solve_all = utility.solve_all
     rows = []
     print(f"{tb.SUITE}: {len(tasks)} tasks, {args.folds} folds x {args.repetitions} "
           f"repetitions, pool rule {args.rule}; exact search on {workers} workers")
@@ -105,14 +79,10 @@ def main(argv: list[str] | None = None) -> int:
             row: dict = {"repetition": rep, "fold": k, "tasks": len(training)}
             fits = {}
             for search in ("exact", *SEARCHES):
-                utility.solve_all = (exact_solve_all if search == "exact"
-                                     else approximate_solve_all(search))
                 t0 = time.perf_counter()
-                try:
-                    fits[search] = utility.fit_learned_utility(
-                        tb.SUITE, training, tb.POOL_LIMIT, 0, workers=workers, rule=args.rule)
-                finally:
-                    utility.solve_all = exact_solve_all
+                fits[search] = utility.fit_learned_utility(
+                    tb.SUITE, training, tb.POOL_LIMIT, 0, workers=workers, rule=args.rule,
+                    search=search)
                 row[f"{search}_s"] = round(time.perf_counter() - t0, 1)
             exact = table(fits["exact"])
             parts = [f"rep {rep} fold {k}: exact λ {fits['exact'].lam:g} τ "

@@ -21,7 +21,11 @@ draws (``--draws 3,4,5``) without retuning is how a change chosen by luck shows.
 Usage: ``python bench/studies/tau2_gap.py [--tau2-data PATH] [--draws 0,1,2] [--folds 5]
 [--column learned_exact@bm25_named ...] [--json out.json]``; a column is
 ``strategy@pool_rule``, a learned one optionally ``learned_exact+link@...`` (its lane
-models also read ``LINK_FEATURES``) or ``learned_exact+weight@...`` (``WEIGHT_GRIDS``).
+models also read ``LINK_FEATURES``), ``learned_exact+weight@...`` (``WEIGHT_GRIDS``) or
+``learned_exact+hybrid@...`` / ``+local@...`` (the fit's λ × τ search by that approximate
+search of ``junction.learned.grid.SEARCHES`` instead of the exact one: ``junction bench
+--fit-search``; each such column is also compared with the same column fitted exactly,
+where that ran).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from junction.evaluate import evaluate_batch
 from junction.units import UnitSpec
 from junction.evidence.verdicts import compare_strategies
 from junction.learned.crossfit import DEFAULT_FOLDS, CrossFitFold, fold_assignment
+from junction.learned.grid import SEARCHES
 from junction.strategies.catalog import interaction_blind_strategies, make_strategy
 from junction.strategies.learned import LearnedStrategy, TrainingSource
 from junction_datasets import tau2_banking as tb
@@ -76,8 +81,10 @@ def run_column(tasks, column: str, draws: list[int], folds: int) -> tuple[list[d
             records, _ = evaluate_batch(tasks, strategy, UnitSpec(strategy=name, run_id="gap", seed=0, scale=scale, pool_limit=tb.POOL_LIMIT, pool=pool))
             rows += _rows(records, column, 0, None)
         return rows, fits
+    search = next((f for f in flags if f in SEARCHES), "exact")
     source = TrainingSource(family=lambda suite: tb.SUITE, tasks=lambda family: [],
-                            all_tasks=lambda family: tasks, cross_fitted=lambda family: True)
+                            all_tasks=lambda family: tasks, cross_fitted=lambda family: True,
+                            fit_search=search)
     ids = [t.task_id for t in tasks]
     for draw in draws:
         assignment = fold_assignment(ids, folds, draw)
@@ -98,9 +105,34 @@ def run_column(tasks, column: str, draws: list[int], folds: int) -> tuple[list[d
     return rows, fits
 
 
+def _exact_column(column: str) -> str:
+    """``column`` without its approximate-search flag (``learned_exact+hybrid@bm25`` ->
+    ``learned_exact@bm25``)."""
+    name, pool = column.split("@")
+    name, *flags = name.split("+")
+    return "+".join([name, *(f for f in flags if f not in SEARCHES)]) + "@" + pool
+
+
 def _rate(rows, column: str, scale: float) -> float:
     got = [r["success"] for r in rows if r["strategy"] == column and r["budget_scale"] == scale]
     return sum(got) / len(got) if got else float("nan")
+
+
+def _verdict(figures: dict, cell: list[dict], scale: float, a: str, b: str) -> None:
+    """Print column ``a`` against column ``b`` on the rows ``cell`` of one budget scale
+    (``compare_strategies``) and add it to ``figures["verdicts"]``; nothing when they share
+    no task."""
+    cmp = compare_strategies(cell, a, b)
+    if cmp is None:
+        return
+    figures["verdicts"].append({"scale": scale, "a": a, "b": b,
+                                **{k: getattr(cmp, k) for k in (
+                                    "rate_a", "rate_b", "difference", "ci_low",
+                                    "ci_high", "p_value", "test")}})
+    print(f"  scale {scale:g}: {a:30s} {cmp.rate_a:.3f} vs {b:26s} "
+          f"{cmp.rate_b:.3f}: {100 * cmp.difference:+5.1f} "
+          f"[{100 * cmp.ci_low:+5.1f}, {100 * cmp.ci_high:+5.1f}] p {cmp.p_value:.3g} "
+          f"({cmp.test})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,17 +188,16 @@ def main(argv: list[str] | None = None) -> int:
         best = max(blind, key=lambda c: (_rate(rows, c, scale), c))
         cell = [r for r in rows if r["budget_scale"] == scale]
         for column in joint:
-            cmp = compare_strategies(cell, column, best)
-            if cmp is None:
-                continue
-            figures["verdicts"].append({"scale": scale, "a": column, "b": best,
-                                        **{k: getattr(cmp, k) for k in (
-                                            "rate_a", "rate_b", "difference", "ci_low",
-                                            "ci_high", "p_value", "test")}})
-            print(f"  scale {scale:g}: {column:30s} {cmp.rate_a:.3f} vs {best:26s} "
-                  f"{cmp.rate_b:.3f}: {100 * cmp.difference:+5.1f} "
-                  f"[{100 * cmp.ci_low:+5.1f}, {100 * cmp.ci_high:+5.1f}] p {cmp.p_value:.3g} "
-                  f"({cmp.test})")
+            _verdict(figures, cell, scale, column, best)
+    exact_twins = [(c, _exact_column(c)) for c in joint
+                   if _exact_column(c) != c and _exact_column(c) in columns]
+    if exact_twins:
+        print("each approximate-search column against the same column fitted exactly, "
+              "points [95%]:")
+    for scale in SCALES:
+        cell = [r for r in rows if r["budget_scale"] == scale]
+        for column, twin in exact_twins:
+            _verdict(figures, cell, scale, column, twin)
     print("columns:")
     for line in fit_lines:
         print("  " + line)

@@ -311,6 +311,10 @@ def render_markdown(sections: ReportSections) -> str:
     own_text = "".join(f"; {s} ranks by its own rule, {r}" for s, r in own if r and r != rule)
     lines.append(f"- candidate pools: {rule} "
                  f"({known.description if known is not None else 'unknown rule'}){own_text}")
+    if params.get("fit_search", "exact") != "exact":
+        lines.append(f"- learned fits: λ × τ searched by {params['fit_search']} (approximate: "
+                     "the fitted models may differ from the exact search's; docs/measurement.md, "
+                     "\"Learned fit time\")")
     lines.extend(_plan_lines(params))
     lines.extend(_agent_lines(params, run.get("agent_exposed_sets"), suites))
     lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")

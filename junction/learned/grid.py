@@ -3,8 +3,9 @@ processes.
 
 ``solve_variants`` selects, for one training task, every distinct grid-point problem (the
 task's pools and budget, one (unaries, interactions) pair per variant) with the exact
-joint selector (``AutoJointSelector``). It is pure: the selections depend only on its
-arguments, so they are the same in any process and in any order.
+joint selector (``AutoJointSelector``), or by an approximate search of ``SEARCHES``
+(``search_pick``). It is pure: the selections depend only on its arguments, so they are
+the same in any process and in any order.
 
 ``solve_all`` runs ``solve_variants`` over many tasks: in this process with one worker,
 else on a pool of worker processes (``python -c`` running ``serve_stdio``, started once per
@@ -32,14 +33,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 from junction.environment import usable_cpus
-from junction.errors import JunctionError
+from junction.errors import JunctionError, UnknownNameError
 from junction.select.exact.auto import AutoJointSelector
 from junction.select.exact.bnb import COMBINATORIAL_MAX
+from junction.select.exact.local_search import local_search
 from junction.select.exact.reduction import Reduced, reduce
 from junction.select.problem import JointProblem
 
-__all__ = ["GridWorkerError", "Pick", "Variant", "fit_workers", "shutdown_workers", "solve_all",
-           "solve_variants"]
+__all__ = ["SEARCHES", "GridWorkerError", "Pick", "Variant", "check_search", "fit_workers",
+           "search_pick", "shutdown_workers", "solve_all", "solve_variants"]
 
 Variant = tuple[dict[str, float], dict[tuple[str, str], float]]
 """One grid point's problem for a task: (unary utilities, kept interactions)."""
@@ -47,12 +49,60 @@ Variant = tuple[dict[str, float], dict[tuple[str, str], float]]
 Picked = tuple[tuple[str, ...], tuple[str, ...]]
 """A selection: (context ids, tool ids)."""
 
-Job = tuple[Sequence[Any], Sequence[Any], Any, Sequence[Variant]]
-"""``solve_variants``'s arguments: (contexts, tools, budget, variants)."""
+Job = tuple[Sequence[Any], Sequence[Any], Any, Sequence[Variant], str]
+"""One task's work: (contexts, tools, budget, variants, search), ``solve_variants``'s
+arguments and the name of the search (``SEARCHES``)."""
 
 Pick = Callable[[JointProblem, Reduced, "int | None"], Picked]
 """A selection of one grid-point problem from its reduced problem and size cap:
 ``(problem, reduced, max_size) -> (context ids, tool ids)``."""
+
+SEARCHES = ("exact", "hybrid", "local")
+"""How the λ × τ search selects each grid-point problem: ``exact``, the exact joint
+selector (the default: the fit's selections are the optimum's); ``hybrid``, the exact
+combinatorial branch and bound up to ``bnb.COMBINATORIAL_MAX`` candidates after reduction
+and local search above; ``local``, local search on every problem
+(``junction.select.exact.local_search``: greedy insertion, improving flips and swaps; no
+optimality claim). The approximate two are faster and may choose another λ and τ, so they
+fit other models (bench/studies/grid_search_approximation.py, and the cross-fitted verdict
+of each: bench/studies/tau2_gap.py; figures in docs/measurement.md, "Learned fit time")."""
+
+
+def check_search(search: str) -> str:
+    """``search`` if it names one of ``SEARCHES``; raises ``UnknownNameError`` listing them
+    otherwise."""
+    if search not in SEARCHES:
+        raise UnknownNameError(f"unknown fit search {search!r}; valid searches: "
+                               f"{', '.join(SEARCHES)}")
+    return search
+
+
+def search_pick(search: str) -> Pick | None:
+    """The ``Pick`` of an approximate search of ``SEARCHES`` (None for ``exact``:
+    ``solve_variants``'s own exact selection). Raises ``UnknownNameError`` for another
+    name."""
+    if check_search(search) == "exact":
+        return None
+    exact = AutoJointSelector(combinatorial_max=COMBINATORIAL_MAX)
+
+    def pick(problem: JointProblem, red: Reduced, max_size: int | None) -> Picked:
+        if not red.items:
+            return (), ()
+        if search == "hybrid" and len(red.items) <= COMBINATORIAL_MAX:
+            sel = exact.select_reduced(problem, red, max_size, time.perf_counter())
+            return tuple(sel.context_ids), tuple(sel.tool_ids)
+        chosen = local_search(red, problem.budget, max_size, swaps=True)
+        # ``red.items``: the contexts (``red.n_ctx`` of them), then the tools
+        return (tuple(red.items[i].id for i in chosen if i < red.n_ctx),
+                tuple(red.items[i].id for i in chosen if i >= red.n_ctx))
+
+    return pick
+
+
+def solve_job(job: Job) -> list[Picked]:
+    """``solve_variants`` on one ``Job``, by its search."""
+    contexts, tools, budget, variants, search = job
+    return solve_variants(contexts, tools, budget, variants, search_pick(search))
 
 
 class GridWorkerError(JunctionError):
@@ -75,8 +125,7 @@ def solve_variants(contexts: Sequence[Any], tools: Sequence[Any], budget: Any,
     and on these one-row (token budget) problems the combinatorial one is the faster up
     to there (docs/measurement.md, "Learned fit time"). ``pick``: another selection
     instead of the exact one, a function of the reduced problem and size cap as well
-    (``bench/studies/grid_search_approximation.py``'s approximate searches); the fit
-    never passes one."""
+    (``search_pick``: the approximate searches of ``SEARCHES``)."""
     if pick is None:
         selector = AutoJointSelector(combinatorial_max=COMBINATORIAL_MAX)
 
@@ -178,12 +227,12 @@ def _run(job: Job) -> list[Picked]:
 
 
 def solve_all(jobs: Sequence[Job], workers: int) -> list[list[Picked]]:
-    """``solve_variants(*job)`` for each job, in job order: in this process when
+    """``solve_job(job)`` for each job, in job order: in this process when
     ``workers`` <= 1 or there is one job, else on ``workers`` worker processes (kept for
     later calls; ``shutdown_workers`` stops them). The selections are the same either
     way. Raises ``GridWorkerError`` when a worker process fails."""
     if workers <= 1 or len(jobs) <= 1:
-        return [solve_variants(*job) for job in jobs]
+        return [solve_job(job) for job in jobs]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fit-worker") as pool:
         futures = [pool.submit(_run, job) for job in jobs]
         try:
@@ -217,7 +266,7 @@ def _serve(inp: BinaryIO, out: BinaryIO) -> None:
         except EOFError:
             return
         try:
-            reply: tuple[str, Any] = ("ok", solve_variants(*job))
+            reply: tuple[str, Any] = ("ok", solve_job(job))
         except Exception as exc:  # reported to the parent, which raises GridWorkerError
             reply = ("error", f"{type(exc).__name__}: {exc}")
         try:

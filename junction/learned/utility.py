@@ -68,7 +68,7 @@ from junction.learned.features import (
     view_features,
     view_fingerprint,
 )
-from junction.learned.grid import Variant, fit_workers, solve_all
+from junction.learned.grid import Variant, check_search, fit_workers, solve_all
 from junction.learned.model import (
     LearnedModelError,
     ProbabilityModel,
@@ -134,6 +134,8 @@ class LearnedUtility:
     fit is given a ``pair_weights`` grid; 1.0 otherwise)."""
     grids: dict[str, Any] | None = None
     """The grids searched, where not the defaults (``fit_learned_utility``)."""
+    grid_search: str = "exact"
+    """How the λ × τ search selected each grid-point problem (``grid.SEARCHES``)."""
 
     def _lane_matrix(self, features: ViewFeatures, lane: str) -> np.ndarray:
         """The lane's feature rows the lane model reads (``lane_matrix``)."""
@@ -220,6 +222,7 @@ class LearnedUtility:
             **({} if self.pool_rule == DEFAULT_POOL_RULE else {"pool_rule": self.pool_rule}),
             **({"link": True} if self.link else {}),
             **({"pair_weight": self.pair_weight, "grids": self.grids} if self.grids else {}),
+            **({} if self.grid_search == "exact" else {"grid_search": self.grid_search}),
         }
 
     @cached_property
@@ -305,7 +308,8 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                         link: bool = False, lambdas: Sequence[float] | None = None,
                         taus: Sequence[float] | None = None,
                         pair_weights: Sequence[float] = (1.0,),
-                        rule: str = DEFAULT_POOL_RULE) -> LearnedUtility:
+                        rule: str = DEFAULT_POOL_RULE,
+                        search: str = "exact") -> LearnedUtility:
     """Fit the family's models, lam and tau on training ``tasks`` (module docstring).
 
     ``rule``: the pool rule of the training pools (``junction.candidates.POOL_RULES``),
@@ -318,9 +322,14 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     ``workers``: processes the λ × τ search's exact selections run on (None:
     ``grid.fit_workers()`` for a search of at least ``SPREAD_MIN_PROBLEMS`` large problems,
     else 1; 1: this process only); the fitted model is the same for any value.
-    Raises ``LearnedModelError`` when ``tasks`` is empty, ``GridWorkerError`` when
-    ``JUNCTION_FIT_WORKERS`` is not an integer >= 1 or a worker process fails.
+    ``search``: how the λ × τ search selects each grid-point problem (``grid.SEARCHES``;
+    default ``exact``); a model fitted by an approximate search records it
+    (``record()["grid_search"]``).
+    Raises ``LearnedModelError`` when ``tasks`` is empty, ``UnknownNameError`` for an
+    unknown ``search``, ``GridWorkerError`` when ``JUNCTION_FIT_WORKERS`` is not an integer
+    >= 1 or a worker process fails.
     """
+    check_search(search)
     if not tasks:
         raise LearnedModelError(f"family {family!r}: no training tasks")
     prepared = [_training_view(t, pool_limit, rule) for t in tasks]
@@ -344,7 +353,7 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                 counts[c.resource_id] += c.resource_id in t.gold_tool_ids
     prior = PairPrior({k: (counts[k], seen[k]) for k in sorted(seen)})
     model = LearnedUtility(family, pool_limit, seed, lanes, None, prior,
-                           pool_rule=rule, link=link)
+                           pool_rule=rule, link=link, grid_search=search)
     # p(gold) depends on the lane models only: once per task
     probabilities = [model._probabilities(f) for f in features]
     # the pair model: label = both members gold (a task's gold pairs where it has them)
@@ -394,7 +403,7 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                         variants[i].append((unary, kept[i]))
                     at.append(index[i][key])
                 grid.append((tau, weight, lam, at))
-    jobs = [(f.contexts, f.tools, v.budget, vs)
+    jobs = [(f.contexts, f.tools, v.budget, vs, search)
             for f, v, vs in zip(features, views, variants, strict=True)]
     if workers is None:  # spread only a search with problems for the branch and cut
         large = sum(len(vs) for f, vs in zip(features, variants, strict=True)

@@ -10,7 +10,8 @@ and ``adaptive_split`` they separate "better utilities" from "joint selection".
 Training: the strategy is given a ``TrainingSource`` (the caller builds it from the suite
 builders: ``family(suite)`` names the suite's family or None, ``tasks(family)`` builds the
 family's training part, which no benchmark run evaluates). The model is fitted on first use
-per (training source, family, pool limit, seed) and kept for the process, shared by both
+per (training source, family, pool limit, seed) and kept for the process (the source
+also says how the fit searches λ × τ: ``TrainingSource.fit_search``), shared by both
 strategies (the fit is deterministic, so sharing changes no result, only the time). A suite
 without a family (toy, synthetic, user files), or a strategy made without a source, keeps
 the task's own utilities and pairs
@@ -43,6 +44,7 @@ from junction.candidates import (
 )
 from junction.errors import JunctionError
 from junction.learned.crossfit import CrossFitFold
+from junction.learned.grid import check_search
 from junction.learned.utility import LearnedUtility, fit_learned_utility
 from junction.select import AdaptiveSplitBaseline, AutoJointSelector, JointProblem, Selector
 from junction.strategies.base import StrategyResult, joint_problem
@@ -61,12 +63,18 @@ class TrainingSource:
     """Where training rows come from: ``family(suite) -> str | None`` and
     ``tasks(family) -> list[BenchmarkTask]`` (the family's training part); for
     cross-fitting, ``cross_fitted(family) -> bool`` and ``all_tasks(family)`` (every task
-    of the family, dealt into folds; None: no family is cross-fitted)."""
+    of the family, dealt into folds; None: no family is cross-fitted); ``fit_search``: how
+    the fits on these rows search λ × τ (``junction.learned.grid.SEARCHES``; default
+    ``exact``). Raises ``UnknownNameError`` for an unknown ``fit_search``."""
 
     family: Callable[[str], str | None]
     tasks: Callable[[str], list[BenchmarkTask]]
     all_tasks: Callable[[str], list[BenchmarkTask]] | None = None
     cross_fitted: Callable[[str], bool] | None = None
+    fit_search: str = "exact"
+
+    def __post_init__(self) -> None:
+        check_search(self.fit_search)
 
     def is_cross_fitted(self, family: str) -> bool:
         """Whether ``family``'s learned models are fitted per fold."""
@@ -146,7 +154,8 @@ class LearnedStrategy:
                 _FITTED[key] = fit_learned_utility(
                     family, tasks, pool_limit, self.seed, link=self.link,
                     lambdas=grid.get("lambdas"), taus=grid.get("taus"),
-                    pair_weights=grid.get("pair_weights", (1.0,)), rule=rule)
+                    pair_weights=grid.get("pair_weights", (1.0,)), rule=rule,
+                    search=self.training.fit_search)
             self._used[key] = _FITTED[key]
             return _FITTED[key]
 
