@@ -37,7 +37,7 @@ from junction.errors import JunctionError, UnknownNameError
 from junction.select.exact.auto import AutoJointSelector
 from junction.select.exact.bnb import COMBINATORIAL_MAX
 from junction.select.exact.local_search import local_search
-from junction.select.exact.reduction import Reduced, reduce
+from junction.select.exact.reduction import Reduced, fitting_alone, reduce
 from junction.select.problem import JointProblem
 
 __all__ = ["SEARCHES", "GridWorkerError", "Pick", "Variant", "check_search", "fit_workers",
@@ -135,11 +135,14 @@ def solve_variants(contexts: Sequence[Any], tools: Sequence[Any], budget: Any,
 
     solved: dict[tuple, Picked] = {}
     out = []
+    fitting = None  # the candidates that fit alone: the same pools and budget in every variant
     for unary, interactions in variants:
         problem = JointProblem(contexts=tuple(contexts), tools=tuple(tools), budget=budget,
                                unary=unary, interactions=interactions)
         max_size = problem.max_size  # the selector's own cap is None: the problem's
-        red = reduce(problem, max_size)
+        if fitting is None:
+            fitting = fitting_alone(problem)
+        red = reduce(problem, max_size, fitting)
         key = (tuple(r.id for r in red.items), red.n_ctx, tuple(red.pairs), tuple(red.unary))
         if key not in solved:
             solved[key] = pick(problem, red, max_size)

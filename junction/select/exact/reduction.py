@@ -43,6 +43,7 @@ __all__ = [
     "BudgetArrays",
     "Reduced",
     "ReducingSelector",
+    "fitting_alone",
     "reduce",
 ]
 
@@ -80,18 +81,29 @@ class Reduced:
         return exceeded_limit(budget, [self.items[i] for i in chosen], max_size)
 
 
-def reduce(problem: JointProblem, max_size: int | None) -> Reduced:
-    """Drop candidates that never fit alone or never pay (see the module docstring).
-
-    ``max_size``: the size cap in force (the selector's or the problem's; None: none)."""
-    if max_size == 0:
-        return Reduced([], 0, [], [])
+def fitting_alone(problem: JointProblem) -> tuple[list[ContextResource], list[ToolResource]]:
+    """(contexts, tools) of ``problem`` that fit its budget on their own, each sorted by id:
+    the first step of ``reduce``, which depends only on the pools and the budget (not on
+    the utilities), so problems that share both can share it."""
 
     def fits_alone(r: Resource) -> bool:
         return exceeded_limit(problem.budget, [r]) is None
 
-    contexts = sorted((r for r in problem.contexts if fits_alone(r)), key=lambda r: r.id)
-    tools = sorted((r for r in problem.tools if fits_alone(r)), key=lambda r: r.id)
+    return (sorted((r for r in problem.contexts if fits_alone(r)), key=lambda r: r.id),
+            sorted((r for r in problem.tools if fits_alone(r)), key=lambda r: r.id))
+
+
+def reduce(problem: JointProblem, max_size: int | None,
+           fitting: tuple[list[ContextResource], list[ToolResource]] | None = None
+           ) -> Reduced:
+    """Drop candidates that never fit alone or never pay (see the module docstring).
+
+    ``max_size``: the size cap in force (the selector's or the problem's; None: none).
+    ``fitting``: ``fitting_alone(problem)`` where the caller has it already (from a problem
+    with the same pools and budget); computed here otherwise."""
+    if max_size == 0:
+        return Reduced([], 0, [], [])
+    contexts, tools = fitting_alone(problem) if fitting is None else fitting
     ctx_ids = {r.id for r in contexts}
     tool_ids = {r.id for r in tools}
     weights: dict[tuple[str, str], float] = {}
