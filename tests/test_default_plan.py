@@ -420,3 +420,5 @@ def test_the_run_section_says_when_the_learned_fits_searched_approximately():
     md = render_markdown(ReportSections({"run_id": "r", "params": plan.params()}))
     (line,) = [x for x in md.splitlines() if x.startswith("- learned fits:")]
     assert "searched by hybrid (approximate" in line
+    # and on the first screen, before the plot
+    assert md.index("fitted by the approximate hybrid search") < md.index("## Run")

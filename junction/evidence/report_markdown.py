@@ -275,6 +275,16 @@ REFERENCE_NOTE = ("References (bfcl_listed: the row's own listed functions, BFCL
 """What the references are, said once per report."""
 
 
+def _fit_search_line(params: dict[str, Any]) -> str | None:
+    """The Run section's line for a run whose learned fits searched λ × τ approximately
+    (``RunPlan.fit_search`` not ``exact``); None otherwise."""
+    search = params.get("fit_search", "exact")
+    if search == "exact":
+        return None
+    return (f"- learned fits: λ × τ searched by {search} (approximate: the fitted models may "
+            "differ from the exact search's; docs/measurement.md, \"Learned fit time\")")
+
+
 def render_markdown(sections: ReportSections) -> str:
     """The Markdown report. First screen: the verdict line per suite, the run in one
     sentence and the success-against-budget plot; then the run header, the best joint
@@ -289,6 +299,12 @@ def render_markdown(sections: ReportSections) -> str:
     absent = finding_absent_sentence(run)
     if absent:  # the skip line itself stands further down, above the Suites section
         lines += [absent, ""]
+    search = run.get("params", {}).get("fit_search", "exact")
+    if search != "exact":
+        lines += [f"The learned strategies were fitted by the approximate {search} search of "
+                  f"λ × τ (`--fit-search {search}`): their verdicts here are for iterating; "
+                  "confirm one on the exact search, the default (docs/measurement.md, "
+                  "\"Learned fit time\").", ""]
     if sections.plot_name:
         lines.append(f"![success against budget]({sections.plot_name})")
         lines.append("")
@@ -311,10 +327,9 @@ def render_markdown(sections: ReportSections) -> str:
     own_text = "".join(f"; {s} ranks by its own rule, {r}" for s, r in own if r and r != rule)
     lines.append(f"- candidate pools: {rule} "
                  f"({known.description if known is not None else 'unknown rule'}){own_text}")
-    if params.get("fit_search", "exact") != "exact":
-        lines.append(f"- learned fits: λ × τ searched by {params['fit_search']} (approximate: "
-                     "the fitted models may differ from the exact search's; docs/measurement.md, "
-                     "\"Learned fit time\")")
+    approximate = _fit_search_line(params)
+    if approximate:
+        lines.append(approximate)
     lines.extend(_plan_lines(params))
     lines.extend(_agent_lines(params, run.get("agent_exposed_sets"), suites))
     lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")
