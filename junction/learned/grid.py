@@ -41,7 +41,7 @@ from junction.select.exact.reduction import Reduced, fitting_alone, reduce
 from junction.select.problem import JointProblem
 
 __all__ = ["SEARCHES", "GridWorkerError", "Pick", "Variant", "check_search", "fit_workers",
-           "search_pick", "shutdown_workers", "solve_all", "solve_variants"]
+           "search_pick", "shutdown_workers", "solve_all", "solve_job", "solve_variants"]
 
 Variant = tuple[dict[str, float], dict[tuple[str, str], float]]
 """One grid point's problem for a task: (unary utilities, kept interactions)."""
