@@ -82,12 +82,12 @@ bench-nightly: setup
 # cross-fitted (5 folds) in TAU2_REPETITIONS fold draws (seeds 0..R-1; the others have no
 # refit and run once). Data: TAU2_DATA or $$JUNCTION_TAU2_DATA (a tau2-bench checkout). The
 # fixed run id lets a stopped run resume. TAU2_FIT_SEARCH=hybrid fits the learned strategies
-# by the approximate λ × τ search, about 4x faster a fit, for iterating; the exact search (the
-# default) for a verdict (both measured: docs/measurement.md, "Learned fit time"); such a run
-# gets its own id.
+# by the approximate λ × τ search, about 4x faster a fit, for iterating; the exact search
+# (optimal, the default) for a verdict (both measured: docs/measurement.md, "Learned fit
+# time"); such a run gets its own id.
 TAU2_REPETITIONS ?= 3
-TAU2_FIT_SEARCH ?= exact
-TAU2_RUN_ID ?= tau2-study-$(TAU2_REPETITIONS)$(if $(filter-out exact,$(TAU2_FIT_SEARCH)),-$(TAU2_FIT_SEARCH),)
+TAU2_FIT_SEARCH ?= optimal
+TAU2_RUN_ID ?= tau2-study-$(TAU2_REPETITIONS)$(if $(filter-out optimal,$(TAU2_FIT_SEARCH)),-$(TAU2_FIT_SEARCH),)
 bench-tau2: setup
 	$(VENV)/bin/junction bench --suite tau2-banking --strategy learned_named \
 		--strategy learned_exact --strategy learned_split --strategy exact \

@@ -189,7 +189,8 @@ def _cross_fitted(family: str) -> bool:
     return any(i.family == family and i.cross_fit for i in SUITES.values())
 
 
-def training_source(data_folders: Mapping[str, str] | None = None, fit_search: str = "exact"):
+def training_source(data_folders: Mapping[str, str] | None = None,
+                    fit_search: str = "optimal"):
     """The ``TrainingSource`` learned strategies fit on (``suite_family``,
     ``family_training_tasks``; for a cross-fitted family ``family_all_tasks``, dealt into
     folds), reading the suites' data from ``data_folders`` (suite name -> folder, as in

@@ -147,8 +147,9 @@ def bench(
              "tool added)."),
     fit_search: str = typer.Option(
         None, "--fit-search", metavar="SEARCH",
-        help="How the learned strategies' fits search λ × τ: exact (default), or hybrid or "
-             "local, about 4x faster and approximate, so they may fit other models "
+        help="How the learned strategies' fits search λ × τ: optimal (the exact selector on "
+             "every grid point; default), or hybrid or local, about 4x faster and approximate, "
+             "so they may fit other models "
              "(docs/measurement.md, \"Learned fit time\")."),
     budget_scale: list[float] = typer.Option(
         None, "--budget-scale", help="Token-budget multiplier (repeatable; default 0.5, 1, 2)."),

@@ -32,7 +32,7 @@ from junction.candidates import DEFAULT_POOL_RULE, check_pool_rule
 from junction.environment import PROJECT_ROOT, usable_cpus
 from junction.errors import JunctionError, UnknownNameError
 from junction.learned.crossfit import DEFAULT_FOLDS, MIN_FOLDS
-from junction.learned.grid import check_search
+from junction.learned.grid import OPTIMAL_SEARCH, check_search
 from junction.strategies import STRATEGIES, default_strategies, strategy_info
 from junction.units import AgentSpec, StrictInt, UnitSpec
 
@@ -272,8 +272,9 @@ class RunPlan(BaseModel):
       ``params`` only when not empty; never in ``metrics.json`` (a machine path,
       ``MACHINE_PATH_PARAMS``)
     - ``fit_search``: how the learned strategies' fits search λ × τ
-      (``junction.learned.grid.SEARCHES``: exact, the default, or the faster approximate
-      hybrid and local, which may fit other models); in ``params`` only when not exact
+      (``junction.learned.grid.SEARCHES``: optimal, the exact selector and the default, or
+      the faster approximate hybrid and local, which may fit other models); in ``params``
+      only when not optimal
 
     Each field's ``ParamPolicy`` (in its annotation) says whether it is result-neutral, a
     unit-layout parameter, a machine path, and when ``params`` leaves it out.
@@ -334,7 +335,7 @@ class RunPlan(BaseModel):
     pool: Annotated[str, ParamPolicy(omit_default=True)] = DEFAULT_POOL_RULE
     data_folders: Annotated[dict[str, str], ParamPolicy(
         machine_path=True, omit_default=True)] = Field(default_factory=dict)
-    fit_search: Annotated[str, ParamPolicy(omit_default=True)] = "exact"
+    fit_search: Annotated[str, ParamPolicy(omit_default=True)] = OPTIMAL_SEARCH
 
     @classmethod
     def build(cls, **given: Any) -> RunPlan:

@@ -19,6 +19,7 @@ from flows import interrupts, run_log
 from junction.evaluate import evaluate_batch
 from junction.evidence.store import TraceStore
 from junction.learned.crossfit import CrossFitFold
+from junction.learned.grid import OPTIMAL_SEARCH
 from junction.strategies import make_strategy, strategy_info
 from junction.units import AgentSpec, UnitSpec
 
@@ -76,7 +77,7 @@ def agent_executor(spec: AgentSpec):
 
 
 def strategy_instance(name: str, data_folders: Mapping[str, str] | None = None,
-                      fit_search: str = "exact"):
+                      fit_search: str = OPTIMAL_SEARCH):
     """(strategy, call lock): one instance per process, name, data folders and fit search.
 
     Strategies that calibrate get the calibration split (``calibration_tasks``) and the

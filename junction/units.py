@@ -76,4 +76,4 @@ class UnitSpec(BaseModel):
     folds: StrictInt | None = None
     pool: str = DEFAULT_POOL_RULE
     data_folders: dict[str, str] = Field(default_factory=dict)
-    fit_search: str = "exact"
+    fit_search: str = "optimal"  # junction.learned.grid.OPTIMAL_SEARCH

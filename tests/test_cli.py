@@ -39,7 +39,7 @@ COVERED = {
     "judge noise": "test_judge_noise_measures_and_stores",
     "models list": "test_models_list_and_assemble",
     "models assemble": "test_models_list_and_assemble",
-    "models check": "test_models_check_dense_and_a_bad_pool_rule_is_one_line",
+    "models check": "test_models_check_dense_and_a_bad_pool_rule_or_fit_search_is_one_line",
     "serve": "test_serve_without_a_server_is_one_line",
     "admit": "test_admit_page_json_and_stdin",
     "suites": "test_suites_lists_every_suite_record",
@@ -263,7 +263,7 @@ def test_models_check_dense_and_a_bad_pool_rule_or_fit_search_is_one_line(cli_en
     assert "bm25_named" in POOL_RULES
     search = run(cli_env, "bench", "--suite", "coupling", "--fit-search", "fast")
     assert search.returncode == 1 and search.stderr.count("\n") == 1
-    assert "unknown fit search 'fast'; valid searches: exact, hybrid, local" in search.stderr
+    assert "unknown fit search 'fast'; valid searches: optimal, hybrid, local" in search.stderr
 
 
 def test_serve_without_a_server_is_one_line(cli_env):

@@ -396,7 +396,7 @@ def test_an_approximate_fit_search_is_recorded_and_the_same_on_worker_processes(
     assert inline.record()["grid_search"] == spread.record()["grid_search"] == "local"
     assert _record_sha256(inline) != FIXTURE_FIT_SHA256
     with pytest.raises(UnknownNameError, match="unknown fit search 'fast'; valid searches: "
-                                               "exact, hybrid, local"):
+                                               "optimal, hybrid, local"):
         fit_learned_utility("pin-test", tasks, 8, search="fast")
 
 
@@ -459,7 +459,7 @@ os._exit(130)
 """
 
 
-def _fixture_jobs(search: str = "exact"):
+def _fixture_jobs(search: str = "optimal"):
     """One ``solve_all`` job per fixture task: its pools and one learned problem, selected
     by ``search``."""
     tasks = _fixture_tasks()

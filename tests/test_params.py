@@ -146,7 +146,7 @@ def test_the_unit_spec_is_typed_and_carries_the_agent():
                                    timeout_s=5.0, check_timeout_s=2.0)
     assert spec.folds == plan.folds and spec.fold == 1 and spec.agent_task_ids == ("t1",)
     assert plan.unit_spec("r", **unit).folds is None
-    assert spec.fit_search == "exact" and "fit_search" not in plan.params()
+    assert spec.fit_search == "optimal" and "fit_search" not in plan.params()
     hybrid = RunPlan.build(suites=["coupling"], strategies=["learned_exact"], fit_search="hybrid")
     assert hybrid.unit_spec("r", **unit).fit_search == "hybrid"
     assert hybrid.params()["fit_search"] == "hybrid"
@@ -154,7 +154,7 @@ def test_the_unit_spec_is_typed_and_carries_the_agent():
 
     learned, _ = strategy_instance("learned_exact", {}, "hybrid")
     assert learned.training.fit_search == "hybrid"
-    assert strategy_instance("learned_exact", {})[0].training.fit_search == "exact"
+    assert strategy_instance("learned_exact", {})[0].training.fit_search == "optimal"
     with pytest.raises(ValidationError):
         UnitSpec(**{**spec.model_dump(), "seed": "0"})  # strict: no string for a seed
     with pytest.raises(ValidationError):

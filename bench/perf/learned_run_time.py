@@ -9,12 +9,12 @@ folder (a temporary directory), the commands
     junction bench ... --strategy learned_exact --fit-search hybrid
 
 (``exact``: the lexical joint selector, no fit; ``learned_exact``: cross-fitted, 5 folds,
-so 5 fits, by the exact λ × τ search, then by the approximate ``hybrid`` one,
+so 5 fits, by the exact λ × τ search, ``optimal``, then by the approximate ``hybrid`` one,
 ``junction.learned.grid.SEARCHES``), and prints each command's wall seconds, its ratio to
 the lexical run, and the learned runs' retrieval success (``metrics.json``), side by side.
-``--search`` picks the fit searches (default: exact and hybrid).
+``--search`` picks the fit searches (default: optimal and hybrid).
 
-Usage: ``python bench/perf/learned_run_time.py [--tau2-data PATH] [--search exact
+Usage: ``python bench/perf/learned_run_time.py [--tau2-data PATH] [--search optimal
 --search hybrid]``.
 """
 
@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 
 from junction_datasets import tau2_banking as tb
+
+from junction.learned.grid import OPTIMAL_SEARCH, SEARCHES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
 from tau2_anchors import data_arguments  # noqa: E402
@@ -62,16 +64,16 @@ def timed_run(extra: list[str], data: str, label: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--search", action="append", choices=("exact", "hybrid", "local"),
-                        help="fit searches of the learned runs (default: exact, hybrid)")
+    parser.add_argument("--search", action="append", choices=SEARCHES,
+                        help="fit searches of the learned runs (default: optimal, hybrid)")
     args = data_arguments(parser.description, argv, parser)
     if args is None:
         return 2
     data = os.environ[tb.DATA_ENV]  # data_arguments set it from --tau2-data, or it was set
     runs = [timed_run(["--strategy", "exact"], data, "lexical")]
-    for search in args.search or ["exact", "hybrid"]:
+    for search in args.search or [OPTIMAL_SEARCH, "hybrid"]:
         extra = ["--strategy", "learned_exact"]
-        if search != "exact":
+        if search != OPTIMAL_SEARCH:
             extra += ["--fit-search", search]
         runs.append(timed_run(extra, data, f"learned-{search}"))
     base = runs[0]["wall_s"]

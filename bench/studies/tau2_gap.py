@@ -41,7 +41,7 @@ from junction.evaluate import evaluate_batch
 from junction.units import UnitSpec
 from junction.evidence.verdicts import compare_strategies
 from junction.learned.crossfit import DEFAULT_FOLDS, CrossFitFold, fold_assignment
-from junction.learned.grid import SEARCHES
+from junction.learned.grid import OPTIMAL_SEARCH, SEARCHES
 from junction.strategies.catalog import interaction_blind_strategies, make_strategy
 from junction.strategies.learned import LearnedStrategy, TrainingSource
 from junction_datasets import tau2_banking as tb
@@ -81,7 +81,7 @@ def run_column(tasks, column: str, draws: list[int], folds: int) -> tuple[list[d
             records, _ = evaluate_batch(tasks, strategy, UnitSpec(strategy=name, run_id="gap", seed=0, scale=scale, pool_limit=tb.POOL_LIMIT, pool=pool))
             rows += _rows(records, column, 0, None)
         return rows, fits
-    search = next((f for f in flags if f in SEARCHES), "exact")
+    search = next((f for f in flags if f in SEARCHES), OPTIMAL_SEARCH)
     source = TrainingSource(family=lambda suite: tb.SUITE, tasks=lambda family: [],
                             all_tasks=lambda family: tasks, cross_fitted=lambda family: True,
                             fit_search=search)

@@ -25,6 +25,7 @@ from junction.evidence.verdict_text import (
     first_screen_lines,
     joint_against_split_lines,
 )
+from junction.learned.grid import OPTIMAL_SEARCH
 from junction.strategies.catalog import STRATEGIES, reference_strategies
 from junction.suites import SUITES, finding_suite
 from junction.verifiers import verifier_meaning
@@ -278,8 +279,8 @@ REFERENCE_NOTE = ("References (bfcl_listed: the row's own listed functions, BFCL
 def _fit_search_line(params: dict[str, Any]) -> str | None:
     """The Run section's line for a run whose learned fits searched λ × τ approximately
     (``RunPlan.fit_search`` not ``exact``); None otherwise."""
-    search = params.get("fit_search", "exact")
-    if search == "exact":
+    search = params.get("fit_search", OPTIMAL_SEARCH)
+    if search == OPTIMAL_SEARCH:
         return None
     return (f"- learned fits: λ × τ searched by {search} (approximate: the fitted models may "
             "differ from the exact search's; docs/measurement.md, \"Learned fit time\")")
@@ -299,12 +300,12 @@ def render_markdown(sections: ReportSections) -> str:
     absent = finding_absent_sentence(run)
     if absent:  # the skip line itself stands further down, above the Suites section
         lines += [absent, ""]
-    search = run.get("params", {}).get("fit_search", "exact")
-    if search != "exact":
+    search = run.get("params", {}).get("fit_search", OPTIMAL_SEARCH)
+    if search != OPTIMAL_SEARCH:
         lines += [f"The learned strategies were fitted by the approximate {search} search of "
                   f"λ × τ (`--fit-search {search}`): their verdicts here are for iterating; "
-                  "confirm one on the exact search, the default (docs/measurement.md, "
-                  "\"Learned fit time\").", ""]
+                  "confirm one on the exact search (`--fit-search optimal`), the default "
+                  "(docs/measurement.md, \"Learned fit time\").", ""]
     if sections.plot_name:
         lines.append(f"![success against budget]({sections.plot_name})")
         lines.append("")

@@ -40,8 +40,9 @@ from junction.select.exact.local_search import local_search
 from junction.select.exact.reduction import Reduced, fitting_alone, reduce
 from junction.select.problem import JointProblem
 
-__all__ = ["SEARCHES", "GridWorkerError", "Pick", "Variant", "check_search", "fit_workers",
-           "search_pick", "shutdown_workers", "solve_all", "solve_job", "solve_variants"]
+__all__ = ["OPTIMAL_SEARCH", "SEARCHES", "GridWorkerError", "Pick", "Variant", "check_search",
+           "fit_workers", "search_pick", "shutdown_workers", "solve_all", "solve_job",
+           "solve_variants"]
 
 Variant = tuple[dict[str, float], dict[tuple[str, str], float]]
 """One grid point's problem for a task: (unary utilities, kept interactions)."""
@@ -57,8 +58,11 @@ Pick = Callable[[JointProblem, Reduced, "int | None"], Picked]
 """A selection of one grid-point problem from its reduced problem and size cap:
 ``(problem, reduced, max_size) -> (context ids, tool ids)``."""
 
-SEARCHES = ("exact", "hybrid", "local")
-"""How the λ × τ search selects each grid-point problem: ``exact``, the exact joint
+OPTIMAL_SEARCH = "optimal"
+"""The default search of ``SEARCHES``: the exact joint selector on every grid-point problem."""
+
+SEARCHES = (OPTIMAL_SEARCH, "hybrid", "local")
+"""How the λ × τ search selects each grid-point problem: ``optimal``, the exact joint
 selector (the default: the fit's selections are the optimum's); ``hybrid``, the exact
 combinatorial branch and bound up to ``bnb.COMBINATORIAL_MAX`` candidates after reduction
 and local search above; ``local``, local search on every problem
@@ -78,10 +82,10 @@ def check_search(search: str) -> str:
 
 
 def search_pick(search: str) -> Pick | None:
-    """The ``Pick`` of an approximate search of ``SEARCHES`` (None for ``exact``:
+    """The ``Pick`` of an approximate search of ``SEARCHES`` (None for ``optimal``:
     ``solve_variants``'s own exact selection). Raises ``UnknownNameError`` for another
     name."""
-    if check_search(search) == "exact":
+    if check_search(search) == OPTIMAL_SEARCH:
         return None
     exact = AutoJointSelector(combinatorial_max=COMBINATORIAL_MAX)
 

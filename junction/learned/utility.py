@@ -68,7 +68,13 @@ from junction.learned.features import (
     view_features,
     view_fingerprint,
 )
-from junction.learned.grid import Variant, check_search, fit_workers, solve_all
+from junction.learned.grid import (
+    OPTIMAL_SEARCH,
+    Variant,
+    check_search,
+    fit_workers,
+    solve_all,
+)
 from junction.learned.model import (
     LearnedModelError,
     ProbabilityModel,
@@ -134,7 +140,7 @@ class LearnedUtility:
     fit is given a ``pair_weights`` grid; 1.0 otherwise)."""
     grids: dict[str, Any] | None = None
     """The grids searched, where not the defaults (``fit_learned_utility``)."""
-    grid_search: str = "exact"
+    grid_search: str = OPTIMAL_SEARCH
     """How the λ × τ search selected each grid-point problem (``grid.SEARCHES``)."""
 
     def _lane_matrix(self, features: ViewFeatures, lane: str) -> np.ndarray:
@@ -222,7 +228,7 @@ class LearnedUtility:
             **({} if self.pool_rule == DEFAULT_POOL_RULE else {"pool_rule": self.pool_rule}),
             **({"link": True} if self.link else {}),
             **({"pair_weight": self.pair_weight, "grids": self.grids} if self.grids else {}),
-            **({} if self.grid_search == "exact" else {"grid_search": self.grid_search}),
+            **({} if self.grid_search == OPTIMAL_SEARCH else {"grid_search": self.grid_search}),
         }
 
     @cached_property
@@ -309,7 +315,7 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                         taus: Sequence[float] | None = None,
                         pair_weights: Sequence[float] = (1.0,),
                         rule: str = DEFAULT_POOL_RULE,
-                        search: str = "exact") -> LearnedUtility:
+                        search: str = OPTIMAL_SEARCH) -> LearnedUtility:
     """Fit the family's models, lam and tau on training ``tasks`` (module docstring).
 
     ``rule``: the pool rule of the training pools (``junction.candidates.POOL_RULES``),
@@ -323,7 +329,7 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     ``grid.fit_workers()`` for a search of at least ``SPREAD_MIN_PROBLEMS`` large problems,
     else 1; 1: this process only); the fitted model is the same for any value.
     ``search``: how the λ × τ search selects each grid-point problem (``grid.SEARCHES``;
-    default ``exact``); a model fitted by an approximate search records it
+    default ``optimal``, the exact selector); a model fitted by an approximate search records it
     (``record()["grid_search"]``).
     Raises ``LearnedModelError`` when ``tasks`` is empty, ``UnknownNameError`` for an
     unknown ``search``, ``GridWorkerError`` when ``JUNCTION_FIT_WORKERS`` is not an integer

@@ -44,7 +44,7 @@ from junction.candidates import (
 )
 from junction.errors import JunctionError
 from junction.learned.crossfit import CrossFitFold
-from junction.learned.grid import check_search
+from junction.learned.grid import OPTIMAL_SEARCH, check_search
 from junction.learned.utility import LearnedUtility, fit_learned_utility
 from junction.select import AdaptiveSplitBaseline, AutoJointSelector, JointProblem, Selector
 from junction.strategies.base import StrategyResult, joint_problem
@@ -65,13 +65,14 @@ class TrainingSource:
     cross-fitting, ``cross_fitted(family) -> bool`` and ``all_tasks(family)`` (every task
     of the family, dealt into folds; None: no family is cross-fitted); ``fit_search``: how
     the fits on these rows search λ × τ (``junction.learned.grid.SEARCHES``; default
-    ``exact``). Raises ``UnknownNameError`` for an unknown ``fit_search``."""
+    ``optimal``, the exact selector). Raises ``UnknownNameError`` for an unknown
+    ``fit_search``."""
 
     family: Callable[[str], str | None]
     tasks: Callable[[str], list[BenchmarkTask]]
     all_tasks: Callable[[str], list[BenchmarkTask]] | None = None
     cross_fitted: Callable[[str], bool] | None = None
-    fit_search: str = "exact"
+    fit_search: str = OPTIMAL_SEARCH
 
     def __post_init__(self) -> None:
         check_search(self.fit_search)
