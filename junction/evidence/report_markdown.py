@@ -276,14 +276,11 @@ REFERENCE_NOTE = ("References (bfcl_listed: the row's own listed functions, BFCL
 """What the references are, said once per report."""
 
 
-def _fit_search_line(params: dict[str, Any]) -> str | None:
-    """The Run section's line for a run whose learned fits searched λ × τ approximately
-    (``RunPlan.fit_search`` not ``exact``); None otherwise."""
+def _approximate_search(params: dict[str, Any]) -> str | None:
+    """The run's fit search (``RunPlan.fit_search``) where it is an approximate one, not
+    ``OPTIMAL_SEARCH``; None otherwise."""
     search = params.get("fit_search", OPTIMAL_SEARCH)
-    if search == OPTIMAL_SEARCH:
-        return None
-    return (f"- learned fits: λ × τ searched by {search} (approximate: the fitted models may "
-            "differ from the exact search's; docs/measurement.md, \"Learned fit time\")")
+    return None if search == OPTIMAL_SEARCH else search
 
 
 def render_markdown(sections: ReportSections) -> str:
@@ -300,8 +297,8 @@ def render_markdown(sections: ReportSections) -> str:
     absent = finding_absent_sentence(run)
     if absent:  # the skip line itself stands further down, above the Suites section
         lines += [absent, ""]
-    search = run.get("params", {}).get("fit_search", OPTIMAL_SEARCH)
-    if search != OPTIMAL_SEARCH:
+    search = _approximate_search(run.get("params", {}))
+    if search:
         lines += [f"The learned strategies were fitted by the approximate {search} search of "
                   f"λ × τ (`--fit-search {search}`): their verdicts here are for iterating; "
                   "confirm one on the exact search (`--fit-search optimal`), the default "
@@ -328,9 +325,10 @@ def render_markdown(sections: ReportSections) -> str:
     own_text = "".join(f"; {s} ranks by its own rule, {r}" for s, r in own if r and r != rule)
     lines.append(f"- candidate pools: {rule} "
                  f"({known.description if known is not None else 'unknown rule'}){own_text}")
-    approximate = _fit_search_line(params)
-    if approximate:
-        lines.append(approximate)
+    if search:
+        lines.append(f"- learned fits: λ × τ searched by {search} (approximate: the fitted "
+                     "models may differ from the exact search's; docs/measurement.md, "
+                     "\"Learned fit time\")")
     lines.extend(_plan_lines(params))
     lines.extend(_agent_lines(params, run.get("agent_exposed_sets"), suites))
     lines.append(f"- started {run.get('started_at')}, finished {run.get('finished_at')}")
