@@ -253,6 +253,13 @@ for _info in (
                  sees_interactions=True, claims_optimal=True, needs_training=True,
                  options=(("joint", True), ("pool", "bm25_named")),
                  colour="magenta", marker="X"),
+    StrategyInfo("learned_coverage", _M + "coverage:make_coverage_strategy", "learned",
+                 "each likely tool exposed with a document naming it, on learned p(gold): "
+                 "the log-probability that no needed tool is left unusable, solved exactly "
+                 "(HiGHS), over its own pools (pool rule bm25_named, whatever the run's)",
+                 sees_interactions=True, claims_optimal=True, needs_training=True,
+                 options=(("pool", "bm25_named"),),
+                 colour="teal", marker="P"),
     StrategyInfo("learned_split", _M + "learned:make_learned_strategy", "learned",
                  "the adaptive split on the same learned unaries",
                  ranks_apart=True, needs_training=True, options=(("joint", False),),

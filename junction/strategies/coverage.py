@@ -1,0 +1,420 @@
+"""``learned_coverage``: spend the budget on the event retrieval success needs.
+
+A needed tool is usable when it is exposed together with an exposed document that names it
+(``junction.text.names_id``: the document's text names the tool id verbatim; read from the
+router view, never gold); a tool that no pooled document names is usable alone. From
+p(gold) per pooled candidate (a relevance model fitted on training rows only), assuming the
+gold events independent given the view:
+
+    P(success) ≈ Π_t (1 − p_t · (1 − y_t)) · Π_c (1 − γ p_c · (1 − z_c))
+
+with y_t = 1 when tool t is usable and z_c = 1 when context c is exposed. Its logarithm is
+linear in y and z up to a constant: tool t is worth a(p_t) = −log(1 − p_t) once usable
+(``log_success``); the alternative ``expected_usable`` values it p_t (the expected number
+of usable needed tools). The context term covers suites whose gold is on contexts, and
+tasks graded on their documents alone: γ = Π_t (1 − p_t) over the pooled tools is the
+probability that no tool is needed, so a context counts γ · a(p_c).
+
+``explain`` says which naming document makes a tool usable: ``any`` (every document naming
+t does; the tie rule then picks the cheapest) or ``likely`` (the document that explains t
+is the required one: given t is needed, naming document c is it with probability
+r_ct = p_c / Σ_{c' names t} p_c', so exposing c alone makes t usable with probability
+r_ct: worth log(1 − p_t (1 − r_ct)) − log(1 − p_t), or p_t r_ct expected). Either way only
+the best exposed explanation of a tool counts (``junction.select.coverage``), a document
+naming a tool is worth nothing without it, and a tool some pooled document names is worth
+nothing without one. Candidates with p below the admission floor are worth nothing
+(the floor is fitted: the value in ``FLOORS`` with the best training success, ties to
+the smaller); p is clipped to [``P_CLIP``, 1 − ``P_CLIP``].
+
+The fit is the relevance model's (``fit_relevance``; today's lane models where that module
+is absent) plus the floor: one exact coverage selection per training task and floor, no
+λ × τ grid. The selection is exact (``CoverageSelector``, HiGHS), status ``optimal`` when
+proven. Cross-fitting, training sources and trace fields are those of
+``junction.strategies.learned`` (``learned_model``, ``learned_family``, ``learned_p``,
+``learned_fold`` ...), plus ``coverage_objective``, ``coverage_explain`` and
+``coverage_floor``. A suite without a training part keeps the task's own utilities and
+pairs and selects as ``exact`` (trace ``learned_fallback``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Protocol
+
+import numpy as np
+
+from junction.agent.execution import execute
+from junction.candidates import (
+    DEFAULT_POOL_RULE,
+    CandidatePools,
+    PoolLimit,
+    PoolRequest,
+    candidate_pools,
+    check_pool_rule,
+)
+from junction.learned.crossfit import CrossFitFold
+from junction.learned.features import (
+    UNARY_FEATURES,
+    candidate_labels,
+    view_features,
+)
+from junction.learned.model import (
+    LearnedModelError,
+    ProbabilityModel,
+    canonical_sha256,
+    fit_probability_model,
+)
+from junction.select import AutoJointSelector
+from junction.select.coverage import CoverageProblem, CoverageSelector
+from junction.strategies.base import StrategyResult, joint_problem
+from junction.strategies.learned import CrossFitError, TrainingSource
+from junction.tasks import BenchmarkTask, RouterView
+from junction.verifiers import verify
+
+__all__ = [
+    "EXPLAIN",
+    "FLOORS",
+    "OBJECTIVES",
+    "P_CLIP",
+    "CoverageModel",
+    "CoverageStrategy",
+    "LaneScores",
+    "coverage_problem",
+    "fit_coverage_model",
+    "make_coverage_strategy",
+]
+
+OBJECTIVES = ("log_success", "expected_usable")
+"""What a usable needed tool is worth (module docstring)."""
+
+EXPLAIN = ("any", "likely")
+"""Which naming document makes a tool usable (module docstring)."""
+
+FLOORS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
+"""Admission floors on p(gold) tried on training (the smallest of equal training success
+wins: more exposure)."""
+
+P_CLIP = 1e-6
+"""p(gold) is clipped to [P_CLIP, 1 − P_CLIP] before any logarithm."""
+
+
+@dataclass(frozen=True)
+class LaneScores:
+    """p(gold) per pooled candidate: ``context_p`` (context id -> p), ``tool_p``
+    (tool id -> p), each in [0, 1]."""
+
+    context_p: Mapping[str, float]
+    tool_p: Mapping[str, float]
+
+
+class RelevanceModel(Protocol):
+    """What the coverage strategy reads of a relevance model."""
+
+    def score(self, view: RouterView, pools: CandidatePools) -> LaneScores: ...
+
+
+@dataclass
+class LaneRelevance:
+    """Today's lane models (``junction.learned.model``) as a relevance model: one
+    calibrated logistic model per lane on ``UNARY_FEATURES``, fitted on training pools."""
+
+    lanes: dict[str, ProbabilityModel]
+
+    def score(self, view: RouterView, pools: CandidatePools) -> LaneScores:
+        features = view_features(view, pools)
+        out: list[dict[str, float]] = []
+        for lane, ids in (("context", features.context_ids), ("tool", features.tool_ids)):
+            predicted = self.lanes[lane].predict(features.unary[lane])
+            out.append({rid: float(p) for rid, p in zip(ids, predicted, strict=True)})
+        return LaneScores(out[0], out[1])
+
+    def record(self) -> dict[str, Any]:
+        return {"kind": "lanes", "context_model": self.lanes["context"].describe(),
+                "tool_model": self.lanes["tool"].describe()}
+
+
+def _training_pools(tasks: Sequence[BenchmarkTask], pool_limit: PoolLimit,
+                    rule: str) -> list[tuple[BenchmarkTask, RouterView, CandidatePools]]:
+    out = []
+    for t in tasks:
+        view = t.router_view()
+        out.append((t, view, candidate_pools(view, pool_limit, rule)))
+    return out
+
+
+def _fit_lanes(prepared: Sequence[tuple[BenchmarkTask, RouterView, CandidatePools]],
+               seed: int) -> LaneRelevance:
+    lanes: dict[str, ProbabilityModel] = {}
+    width = len(UNARY_FEATURES)
+    for lane in ("context", "tool"):
+        rows = [view_features(v, p).unary[lane] for _, v, p in prepared]
+        X = np.vstack(rows) if rows else np.zeros((0, width))
+        y = np.concatenate([candidate_labels(t, p)[lane] for t, _, p in prepared]
+                           or [np.zeros(0, dtype=int)])
+        lanes[lane] = fit_probability_model(X, y, UNARY_FEATURES, seed)
+    return LaneRelevance(lanes)
+
+
+def _fit_relevance(tasks: Sequence[BenchmarkTask], prepared, rule: str, pool_limit: PoolLimit,
+                   seed: int, relevance: str) -> Any:
+    """The relevance model: ``junction.learned.relevance.fit_relevance`` (``relevance ==
+    "model"``) or the lane models (``"lanes"``)."""
+    if relevance == "lanes":
+        return _fit_lanes(prepared, seed)
+    from junction.learned.relevance import fit_relevance
+
+    return fit_relevance(tasks, rule, seed=seed, pool_limit=pool_limit)
+
+
+def _clip(p: float) -> float:
+    return min(max(float(p), P_CLIP), 1.0 - P_CLIP)
+
+
+def _worth(p: float, objective: str) -> float:
+    return -math.log1p(-p) if objective == "log_success" else p
+
+
+def coverage_problem(view: RouterView, pools: CandidatePools, scores: LaneScores,
+                     objective: str = "log_success", explain: str = "likely",
+                     floor: float = 0.0) -> CoverageProblem:
+    """The ``CoverageProblem`` of the module docstring over ``pools`` (values rounded to 9
+    decimals). ``scores`` must hold p for every pooled candidate (``KeyError`` naming the
+    one missing); ``ValueError`` for an unknown ``objective`` or ``explain``."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if explain not in EXPLAIN:
+        raise ValueError(f"explain must be one of {', '.join(EXPLAIN)}, got {explain!r}")
+    features = view_features(view, pools)
+    pc = {c.id: _clip(scores.context_p[c.id]) for c in features.contexts}
+    pt = {t.id: _clip(scores.tool_p[t.id]) for t in features.tools}
+    # γ: no pooled tool needed (independence given the view)
+    gamma = math.exp(math.fsum(math.log1p(-p) for p in pt.values()))
+    context_value = {c: round(gamma * _worth(p, objective), 9)
+                     for c, p in pc.items() if p >= floor}
+    named = features.pair_named  # (contexts, tools): 1.0 where the context names the tool
+    tool_value: dict[str, float] = {}
+    explained: dict[tuple[str, str], float] = {}
+    for j, t in enumerate(features.tools):
+        p = pt[t.id]
+        if p < floor:
+            continue
+        namers = [features.contexts[i].id for i in np.flatnonzero(named[:, j])]
+        if not namers:
+            tool_value[t.id] = round(_worth(p, objective), 9)
+            continue
+        total = math.fsum(pc[c] for c in namers)
+        for c in namers:
+            if explain == "any":
+                v = _worth(p, objective)
+            else:
+                r = pc[c] / total
+                v = (math.log1p(-p * (1.0 - r)) - math.log1p(-p)
+                     if objective == "log_success" else p * r)
+            explained[(c, t.id)] = round(v, 9)
+    return CoverageProblem(features.contexts, features.tools, view.budget,
+                           context_value=context_value, tool_value=tool_value,
+                           explained_value=explained)
+
+
+@dataclass
+class CoverageModel:
+    """A fitted family model: the relevance model, the objective, and the floor chosen on
+    training (``search``: training success per floor)."""
+
+    family: str
+    pool_limit: PoolLimit
+    seed: int
+    relevance: Any
+    objective: str
+    explain: str
+    pool_rule: str = DEFAULT_POOL_RULE
+    floor: float = 0.0
+    search: list[dict[str, Any]] = field(default_factory=list)
+    training: dict[str, Any] = field(default_factory=dict)
+
+    def scores(self, view: RouterView, pools: CandidatePools) -> LaneScores:
+        """p(gold) per pooled candidate (the relevance model's)."""
+        return self.relevance.score(view, pools)
+
+    def problem(self, view: RouterView, pools: CandidatePools,
+                scores: LaneScores | None = None) -> CoverageProblem:
+        scores = self.scores(view, pools) if scores is None else scores
+        return coverage_problem(view, pools, scores, self.objective, self.explain,
+                                self.floor)
+
+    def record(self) -> dict[str, Any]:
+        """The stored model as JSON values."""
+        relevance = (self.relevance.describe() if hasattr(self.relevance, "describe")
+                     else self.relevance.record())
+        return {"family": self.family, "pool_limit": self.pool_limit, "seed": self.seed,
+                "strategy_kind": "coverage", "objective": self.objective,
+                "explain": self.explain, "pool_rule": self.pool_rule, "floor": self.floor,
+                "relevance": relevance, "search": self.search, "training": self.training,
+                "versions": {p: importlib.metadata.version(p)
+                             for p in ("scikit-learn", "numpy", "highspy")}}
+
+    @cached_property
+    def sha256(self) -> str:
+        """sha256 of ``record()`` (canonical JSON)."""
+        return canonical_sha256(self.record())
+
+
+def fit_coverage_model(family: str, tasks: Sequence[BenchmarkTask], pool_limit: PoolLimit,
+                       seed: int = 0, rule: str = DEFAULT_POOL_RULE,
+                       objective: str = "log_success", explain: str = "likely",
+                       relevance: str = "lanes",
+                       floors: Sequence[float] = FLOORS) -> CoverageModel:
+    """Fit the relevance model on training ``tasks`` (pools by ``rule``) and choose the
+    floor among ``floors`` by training success of the coverage selection (per suite mean,
+    so every suite of the family weighs the same; ties to the smaller floor). Raises
+    ``LearnedModelError`` when ``tasks`` is empty, ``ValueError`` for an unknown
+    ``objective``, ``explain`` or ``relevance``."""
+    if not tasks:
+        raise LearnedModelError(f"family {family!r}: no training tasks")
+    if relevance not in ("lanes", "model"):
+        raise ValueError(f"relevance must be 'lanes' or 'model', got {relevance!r}")
+    prepared = _training_pools(tasks, pool_limit, rule)
+    model = CoverageModel(family, pool_limit, seed, _fit_relevance(
+        tasks, prepared, rule, pool_limit, seed, relevance), objective, explain, rule)
+    scored = [(t, v, p, model.scores(v, p)) for t, v, p in prepared]
+    selector = CoverageSelector()
+    best: tuple[float, float] | None = None
+    for floor in sorted(set(floors)):
+        per_suite: dict[str, list[bool]] = {}
+        for t, v, p, s in scored:
+            sel = selector.select(coverage_problem(v, p, s, objective, explain, floor))
+            ok = verify(t, execute(t, list(sel.context_ids), list(sel.tool_ids))).success
+            per_suite.setdefault(t.suite, []).append(ok)
+        score = float(np.mean([np.mean(s) for s in per_suite.values()]))
+        model.search.append({"floor": floor, "training_success": round(score, 6)})
+        if best is None or score > best[0] + 1e-12:
+            best = (score, floor)
+    assert best is not None
+    model.floor = best[1]
+    model.training = {"n_tasks": len(tasks), "task_ids": [t.task_id for t in tasks]}
+    return model
+
+
+_FITTED: dict[tuple[Any, ...], CoverageModel] = {}
+_FITTED_LOCK = threading.Lock()
+_ALL_TASKS: dict[tuple[Any, str], list[BenchmarkTask]] = {}
+
+
+class CoverageStrategy:
+    """A ``Strategy`` on the coverage objective (module docstring); its artifacts are the
+    models it used."""
+
+    def __init__(self, training: TrainingSource | None = None, seed: int = 0,
+                 fold: CrossFitFold | None = None, pool: str | None = None,
+                 objective: str = "log_success", explain: str = "likely",
+                 relevance: str = "lanes", floors: tuple[float, ...] = FLOORS,
+                 _used: dict[tuple[Any, ...], CoverageModel] | None = None) -> None:
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, "
+                             f"got {objective!r}")
+        if explain not in EXPLAIN:
+            raise ValueError(f"explain must be one of {', '.join(EXPLAIN)}, got {explain!r}")
+        self.training = training
+        self.seed = seed
+        self.fold = fold
+        self.pool = None if pool is None else check_pool_rule(pool)
+        self.objective = objective
+        self.explain = explain
+        self.relevance = relevance
+        self.floors = tuple(floors)
+        self.selector = CoverageSelector()
+        self._used: dict[tuple[Any, ...], CoverageModel] = {} if _used is None else _used
+
+    def for_fold(self, fold: CrossFitFold | None) -> CoverageStrategy:
+        """This strategy bound to one cross-fitting ``fold`` (shares the record of models
+        used)."""
+        return CoverageStrategy(self.training, self.seed, fold, self.pool, self.objective,
+                                self.explain, self.relevance, self.floors, self._used)
+
+    def _training_tasks(self, family: str) -> list[BenchmarkTask]:
+        assert self.training is not None
+        if not self.training.is_cross_fitted(family):
+            return self.training.tasks(family)
+        if self.fold is None or self.training.all_tasks is None:
+            raise CrossFitError(f"family {family!r} is cross-fitted: a learned strategy "
+                                "must be bound to a fold (for_fold)")
+        key = (self.training, family)
+        if key not in _ALL_TASKS:
+            _ALL_TASKS[key] = self.training.all_tasks(family)
+        every = _ALL_TASKS[key]
+        out = self.fold.held_out([t.task_id for t in every])
+        return [t for t in every if t.task_id not in out]
+
+    def model(self, family: str, pool_limit: PoolLimit,
+              run_rule: str = DEFAULT_POOL_RULE) -> CoverageModel:
+        """The family's fitted model (once per process and key; thread-safe)."""
+        if self.training is None:
+            raise ValueError("a learned strategy made without a training source has no model")
+        fold = self.fold if self.training.is_cross_fitted(family) else None
+        rule = self.pool or run_rule
+        key = (self.training, family, pool_limit, self.seed, fold, rule, self.objective,
+               self.explain, self.relevance, self.floors)
+        with _FITTED_LOCK:
+            if key not in _FITTED:
+                _FITTED[key] = fit_coverage_model(
+                    family, self._training_tasks(family), pool_limit, self.seed, rule,
+                    self.objective, self.explain, self.relevance, self.floors)
+            self._used[key] = _FITTED[key]
+            return _FITTED[key]
+
+    def artifacts(self) -> list[CoverageModel]:
+        """Every model this strategy has used, in first-use order."""
+        with _FITTED_LOCK:
+            return list(self._used.values())
+
+    def select(self, view: RouterView, pool: PoolRequest | PoolLimit) -> StrategyResult:
+        """The coverage selection on the family's relevance (module docstring)."""
+        pool = PoolRequest.of(pool)
+        pools = candidate_pools(view, pool, self.pool or pool.rule)
+        family = self.training.family(view.suite) if self.training is not None else None
+        if family is None:
+            reason = ("no training source" if self.training is None
+                      else f"suite {view.suite!r} has no training part: the task's utilities")
+            return StrategyResult(AutoJointSelector().select(joint_problem(view, pools)),
+                                  pools, {"learned_fallback": reason})
+        model = self.model(family, pool.limit, pool.rule)
+        extra: dict[str, Any] = {}
+        if self.training is not None and self.training.is_cross_fitted(family):
+            assert self.fold is not None
+            if view.task_id in set(model.training.get("task_ids", ())):
+                raise CrossFitError(
+                    f"task {view.task_id} is not in fold {self.fold.fold} of repetition "
+                    f"{self.fold.repetition}: the fold's model trained on it")
+            extra.update(learned_fold=self.fold.fold, learned_repetition=self.fold.repetition,
+                         learned_training_tasks=model.training.get("n_tasks"))
+        scores = model.scores(view, pools)
+        selection = self.selector.select(model.problem(view, pools, scores))
+        p = {**scores.context_p, **scores.tool_p}
+        extra.update({
+            "learned_model": model.sha256, "learned_family": family,
+            "learned_p": {rid: round(float(v), 6) for rid, v in sorted(p.items())},
+            "coverage_objective": model.objective, "coverage_explain": model.explain,
+            "coverage_floor": model.floor,
+        })
+        if self.pool is not None:
+            extra["strategy_pool_rule"] = self.pool
+        return StrategyResult(selection, pools, extra)
+
+
+def make_coverage_strategy(training: TrainingSource | None = None, pool: str | None = None,
+                           objective: str = "log_success", explain: str = "likely",
+                           relevance: str = "lanes",
+                           floors: tuple[float, ...] = FLOORS) -> CoverageStrategy:
+    """``learned_coverage`` (module docstring). ``pool``: a pool rule the strategy ranks
+    and fits by whatever the run's (None: the run's); ``objective`` in ``OBJECTIVES``,
+    ``explain`` in ``EXPLAIN``; ``relevance``: ``lanes`` (today's lane models) or ``model``
+    (``junction.learned.relevance``); ``floors``: the admission floors tried on training.
+    Raises ``ValueError`` for an unknown objective or explain, ``UnknownNameError`` for an
+    unknown pool rule."""
+    return CoverageStrategy(training, pool=pool, objective=objective, explain=explain,
+                            relevance=relevance, floors=floors)
