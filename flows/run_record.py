@@ -4,7 +4,9 @@
 flow's own handler).
 
 The record names the plan (``params``, its hash), the code (git commit, a dirty flag) and
-the packages' versions, so a report says what produced it; a run the command line started
+the packages' versions and the plug-ins loaded (``plugins``: each entry point of another
+distribution, ``junction.registry.Plugin.record``, with the names it replaced), so a report
+says what produced it; a run the command line started
 also records ``resume_command``, the command that completes it (``flows.interrupts``).
 """
 
@@ -21,6 +23,7 @@ from flows.plan import RunPlan, default_suites, skipped_default_suites
 from flows.sampling import LoadedSuite, suite_summary
 from junction.environment import PROJECT_ROOT
 from junction.evidence.store import TraceStore
+from junction.registry import load_plugins
 
 __all__ = ["finish_run", "start_run"]
 
@@ -56,6 +59,7 @@ def start_run(store: TraceStore, plan: RunPlan, run_id: str,
         "run_id": run_id, "params": plan.params(), "params_hash": plan.params_hash(),
         "seeds": plan.seeds, "git_commit": _git("rev-parse", "HEAD"),
         "git_dirty": bool(_git("status", "--porcelain")), "versions": _versions(),
+        "plugins": [p.record() for p in load_plugins()],
         "started_at": existing.get("started_at") or datetime.now(UTC).isoformat(),
         "finished_at": None, "status": "running",
     }

@@ -264,9 +264,12 @@ POOL_RULES: Catalog[PoolRuleInfo] = Catalog("pool rule", entry_points=PLUGINS)
 """The pool rules (module docstring; ``junction.registry.Catalog``)."""
 
 
-def register_pool_rule(info: PoolRuleInfo) -> None:
-    """Add a pool rule (a later record of a name replaces it)."""
-    POOL_RULES.register(info.name, info)
+def register_pool_rule(info: PoolRuleInfo, *, replace: bool = False) -> None:
+    """Add a pool rule under ``info.name``. A name already registered is replaced only with
+    ``replace=True`` (a plug-in's replacement is recorded in the run);
+    ``junction.registry.PluginError`` or ``ValueError`` otherwise
+    (``junction.registry.Catalog.register``)."""
+    POOL_RULES.register(info.name, info, replace=replace)
 
 PoolLimit = int | tuple[int | None, int | None] | None
 """Candidates kept per lane: one limit for both lanes, a pair ``(contexts, tools)``, or

@@ -105,9 +105,12 @@ SUITES: Catalog[SuiteInfo] = Catalog("suite", entry_points=PLUGINS)
 """The registered suites (module docstring)."""
 
 
-def register_suite(info: SuiteInfo) -> None:
-    """Add a suite to the registry (a later registration of a name replaces it)."""
-    SUITES.register(info.name, info)
+def register_suite(info: SuiteInfo, *, replace: bool = False) -> None:
+    """Add a suite to the registry under ``info.name``. A name already registered is replaced
+    only with ``replace=True`` (a plug-in's replacement is recorded in the run);
+    ``junction.registry.PluginError`` or ``ValueError`` otherwise
+    (``junction.registry.Catalog.register``)."""
+    SUITES.register(info.name, info, replace=replace)
 
 
 def suite_names() -> list[str]:

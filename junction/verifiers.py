@@ -79,9 +79,12 @@ VERIFIERS: Catalog[VerifierInfo] = Catalog("verifier kind", "kinds", entry_point
 """The verifier kinds (``junction.registry.Catalog``)."""
 
 
-def register_verifier(info: VerifierInfo) -> None:
-    """Add a verifier kind to the catalog (a later record of a name replaces it)."""
-    VERIFIERS.register(info.name, info)
+def register_verifier(info: VerifierInfo, *, replace: bool = False) -> None:
+    """Add a verifier kind to the catalog under ``info.name``. A name already registered is
+    replaced only with ``replace=True`` (a plug-in's replacement is recorded in the run);
+    ``junction.registry.PluginError`` or ``ValueError`` otherwise
+    (``junction.registry.Catalog.register``)."""
+    VERIFIERS.register(info.name, info, replace=replace)
 
 
 def verifier_names() -> list[str]:

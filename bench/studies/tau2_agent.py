@@ -76,7 +76,8 @@ def main() -> None:
     suite = SUITES.get_record("tau2-banking")
     for model, layout in [(m, x) for m in args.models for x in args.layouts]:
         # the layout is the suite record's (SuiteInfo.prompt_layout): swap it per condition
-        SUITES.register(suite.name, replace(suite, prompt_layout=LAYOUTS[layout]))
+        SUITES.register(suite.name, replace(suite, prompt_layout=LAYOUTS[layout]),
+                        replace=True)
         path = resolve_model_path(model)
         t0 = time.perf_counter()
         agent = LlamaAgent(path, file_sha256(path), AgentConfig(n_threads=args.threads))
@@ -120,7 +121,7 @@ def main() -> None:
         del agent, executor
     print(f"tau2-banking, first {len(tasks)} gradable tasks (id order): "
           + " ".join(t.metadata["tau2_id"] for t in tasks))
-    SUITES.register(suite.name, suite)
+    SUITES.register(suite.name, suite, replace=True)
     print(f"{'model [layout]':52} {'condition':22} {'parse':>6} {'calls':>6} {'recall':>7} "
           f"{'success':>8} {'variant':>8} {'s/gen':>6} {'prompt':>7}")
     for r in rows:

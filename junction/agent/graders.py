@@ -125,9 +125,12 @@ AGENT_GRADERS: Catalog[GraderInfo] = Catalog("agent grader", entry_points=PLUGIN
 """The agent graders (``junction.registry.Catalog``)."""
 
 
-def register_grader(info: GraderInfo) -> None:
-    """Add a grader to the catalog (a later record of a name replaces it)."""
-    AGENT_GRADERS.register(info.name, info)
+def register_grader(info: GraderInfo, *, replace: bool = False) -> None:
+    """Add a grader to the catalog under ``info.name``. A name already registered is replaced
+    only with ``replace=True`` (a plug-in's replacement is recorded in the run);
+    ``junction.registry.PluginError`` or ``ValueError`` otherwise
+    (``junction.registry.Catalog.register``)."""
+    AGENT_GRADERS.register(info.name, info, replace=replace)
 
 
 def grader_info(name: str) -> GraderInfo:

@@ -31,7 +31,7 @@ from junction.suites import SUITES, finding_suite
 from junction.verifiers import verifier_meaning
 
 __all__ = ["REFERENCE_NOTE", "ReportSections",
-           "finding_absent_sentence", "plan_sentence", "render_markdown"]
+           "finding_absent_sentence", "plan_sentence", "plugin_lines", "render_markdown"]
 
 def finding_absent_sentence(run: dict[str, Any]) -> str | None:
     """One sentence for the first screen when the run left the finding's suite
@@ -276,6 +276,22 @@ REFERENCE_NOTE = ("References (bfcl_listed: the row's own listed functions, BFCL
 """What the references are, said once per report."""
 
 
+def plugin_lines(plugins: Any) -> list[str]:
+    """The Run section's ``plug-ins:`` line: every plug-in the run loaded (run.json's
+    ``plugins``, ``junction.registry.Plugin.record``) with its distribution, version and
+    entry point, and the registered names it replaced; none for a run that loaded none (or
+    was recorded before plug-ins were)."""
+    if not plugins:
+        return []
+    named = []
+    for p in plugins:
+        replaced = p.get("replaces") or []
+        named.append(f"`{p.get('entry_point')}` ({p.get('distribution')} {p.get('version')}, "
+                     f"entry point `{p.get('entry_point')} = {p.get('value')}`"
+                     + (f"; replaces {', '.join(replaced)}" if replaced else "") + ")")
+    return [f"- plug-ins: {'; '.join(named)}"]
+
+
 def _approximate_search(params: dict[str, Any]) -> str | None:
     """The run's fit search (``RunPlan.fit_search``) where it is an approximate one, not
     ``OPTIMAL_SEARCH``; None otherwise."""
@@ -314,6 +330,7 @@ def render_markdown(sections: ReportSections) -> str:
     lines.append("")
     lines.append(f"- commit: `{run.get('git_commit') or 'unknown'}`"
                  + (" (dirty working tree)" if run.get("git_dirty") else ""))
+    lines.extend(plugin_lines(run.get("plugins")))
     params = run.get("params", {})
     lines.append(f"- strategies: {', '.join(params.get('strategies', []))}")
     lines.append(f"- seeds: {params.get('seeds')}; budget scales: {params.get('budget_scales')}")

@@ -117,9 +117,12 @@ STRATEGIES: Catalog[StrategyInfo] = Catalog("strategy", "strategies", entry_poin
 """The strategy catalog (``junction.registry.Catalog``)."""
 
 
-def register_strategy(info: StrategyInfo) -> None:
-    """Add a strategy to the catalog (a later record of a name replaces it)."""
-    STRATEGIES.register(info.name, info)
+def register_strategy(info: StrategyInfo, *, replace: bool = False) -> None:
+    """Add a strategy to the catalog under ``info.name``. A name already registered is replaced
+    only with ``replace=True`` (a plug-in's replacement is recorded in the run);
+    ``junction.registry.PluginError`` or ``ValueError`` otherwise
+    (``junction.registry.Catalog.register``)."""
+    STRATEGIES.register(info.name, info, replace=replace)
 
 
 def strategy_names() -> list[str]:
