@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -90,6 +91,9 @@ def one_line(result: subprocess.CompletedProcess, *parts: str) -> str:
         assert part in result.stderr, result.stderr
     return result.stderr
 
+
+WIDGETS: Catalog[str] | None = None
+"""The catalog the in-process plug-ins below register into (set by their test)."""
 
 PLUGIN = "plug-in 'shadow' (distribution shadow-plugin 0.1, entry point shadow = "
 
@@ -187,3 +191,33 @@ def test_a_catalog_registers_a_name_once_unless_told_to_replace():
     catalog.register("a", "second", replace=True)
     assert catalog["a"] == "second"
     assert issubclass(PluginError, Exception) and "a" in catalog
+
+
+def test_two_plugins_that_take_one_name_name_each_other_and_the_refusal_stays(tmp_path,
+                                                                               monkeypatch):
+    # in this process, on a group of its own: plug-in 'a' (distribution a-widgets) registers
+    # widget 'w'; plug-in 'b' (distribution b-widgets, loaded after it) registers it too
+    group = "junction.test_plugin_faults"
+    source = ("from tests.test_plugin_faults import WIDGETS\n"
+              "WIDGETS.register('w', {value!r})\n")
+    for name in ("a", "b"):
+        site = tmp_path / name
+        install_plugin(site, f"{name}_widget", source.format(value=name),
+                       module=f"{name}_widget", entry_point=name,
+                       distribution=f"{name}-widgets")
+        (site / f"{name}_widgets-0.1.dist-info" / "entry_points.txt").write_text(
+            f"[{group}]\n{name} = {name}_widget\n")
+        monkeypatch.syspath_prepend(str(site))
+    widgets: Catalog[str] = Catalog("widget", entry_points=group)
+    monkeypatch.setattr(sys.modules[__name__], "WIDGETS", widgets)
+    try:
+        for _ in range(2):  # the first lookup fails, and so does every later one
+            with pytest.raises(PluginError, match=(
+                    r"^plug-in 'b' \(distribution b-widgets 0\.1, entry point b = b_widget\) "
+                    r"tried to take widget 'w', which plug-in 'a' \(distribution a-widgets "
+                    r"0\.1, entry point a = a_widget\) registered; .* pip uninstall b-widgets "
+                    r"\(installed under " + re.escape(str(tmp_path / "b")) + r"\)$")):
+                widgets.names()
+    finally:
+        for name in ("a_widget", "b_widget"):
+            sys.modules.pop(name, None)
