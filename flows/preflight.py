@@ -21,6 +21,7 @@ from junction.candidates import DEFAULT_POOL_RULE
 from junction.environment import state_dir
 from junction.errors import JunctionError
 from junction.evidence.store import TraceStore, check_name
+from junction.learned.grid import check_fit_workers
 from junction.sqlite_cache import check_caches
 from junction.strategies import strategy_info
 
@@ -90,6 +91,7 @@ def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
     for a remote agent that will act, the server's model list (``AgentError``, one line).
     So a mistake is one error before Prefect or any work starts.
     """
+    check_fit_workers()  # JUNCTION_FIT_WORKERS, for every suite: one line; capped with a warning
     run_id = check_name(run_id, "run_id") if run_id else new_run_id()
     check_writable(plan.output_root)  # an unknown protocol or a missing fsspec backend too
     check_resume(plan, run_id)

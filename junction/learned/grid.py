@@ -8,29 +8,31 @@ joint selector (``AutoJointSelector``), or by an approximate search of ``SEARCHE
 the same in any process and in any order.
 
 ``solve_all`` runs ``solve_variants`` over many tasks: in this process with one worker,
-else on a pool of worker processes (``python -c`` running ``serve_stdio``, started once per
-process and kept for later fits; each reads pickled jobs on its standard input and writes
-pickled selections on its standard output). Plain subprocesses rather than
-``multiprocessing``: a spawned ``multiprocessing`` child re-imports the parent's main
-script, which fails for a script without a ``__main__`` guard, and a forked one copies
-the locks of the parent's other threads (Prefect's, llama.cpp's). Workers ignore SIGINT:
-Ctrl-C is the parent's to handle; a worker exits when its standard input closes.
+else on a pool of worker processes (loky's ``ProcessPoolExecutor``, from joblib: one pool
+per process, kept between fits; its idle workers exit after ``IDLE_TIMEOUT_S``). loky
+starts each worker by ``exec`` of a fresh interpreter that does not import the parent's
+main script (so a script without a ``__main__`` guard works, and no lock of the parent's
+other threads, Prefect's or llama.cpp's, is copied). Workers start with SIGINT blocked and
+then ignore it: Ctrl-C is the parent's to handle, and it reaches a whole terminal process
+group, so a worker still importing Python's ``site`` would otherwise die with a "Fatal
+Python error". A worker exits within a second when its parent is gone. A job's error comes
+back as its own type with the worker's traceback as its cause; a worker's death is seen
+at once and named by its signal (``GridWorkerError``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
-import pickle
-import queue
+import re
 import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, BinaryIO
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, wait
+from typing import Any
 
 from junction.environment import usable_cpus
 from junction.errors import JunctionError, UnknownNameError
@@ -40,9 +42,9 @@ from junction.select.exact.local_search import local_search
 from junction.select.exact.reduction import Reduced, fitting_alone, reduce
 from junction.select.problem import JointProblem
 
-__all__ = ["OPTIMAL_SEARCH", "SEARCHES", "GridWorkerError", "Pick", "Variant", "check_search",
-           "fit_workers", "search_pick", "shutdown_workers", "solve_all", "solve_job",
-           "solve_variants"]
+__all__ = ["IDLE_TIMEOUT_S", "OPTIMAL_SEARCH", "SEARCHES", "WORKERS_ENV", "GridWorkerError", "Pick",
+           "Variant", "check_fit_workers", "check_search", "fit_workers", "search_pick",
+           "shutdown_workers", "solve_all", "solve_job", "solve_variants"]
 
 Variant = tuple[dict[str, float], dict[tuple[str, str], float]]
 """One grid point's problem for a task: (unary utilities, kept interactions)."""
@@ -110,8 +112,9 @@ def solve_job(job: Job) -> list[Picked]:
 
 
 class GridWorkerError(JunctionError):
-    """A worker process of the fit's search failed (it exited, or its selector raised);
-    the message names the worker's exit status or the error."""
+    """A worker process of the fit's search died (the message names the signal that
+    killed it, or its exit status), or ``JUNCTION_FIT_WORKERS`` is not a worker count. A
+    job's own error is raised as itself, not as this."""
 
 
 def solve_variants(contexts: Sequence[Any], tools: Sequence[Any], budget: Any,
@@ -154,144 +157,203 @@ def solve_variants(contexts: Sequence[Any], tools: Sequence[Any], budget: Any,
     return out
 
 
-def fit_workers() -> int:
-    """Worker processes a fit's search uses by default: ``$JUNCTION_FIT_WORKERS`` when
-    set, else the CPUs this process may run on. Raises ``GridWorkerError`` on a value that
-    is not an integer >= 1."""
-    raw = os.environ.get("JUNCTION_FIT_WORKERS", "").strip()
-    if not raw:
-        return usable_cpus()
+WORKERS_ENV = "JUNCTION_FIT_WORKERS"
+"""Environment variable naming the worker processes of a fit's search (``fit_workers``)."""
+
+IDLE_TIMEOUT_S = 30.0
+"""Seconds a worker process waits for a job before it exits (the pool starts new ones for
+a later fit)."""
+
+_WORKER_SIGNALS = {signal.SIGINT}
+"""Signals a worker process never acts on: Ctrl-C at a terminal reaches every process of
+the foreground group, and it is the parent's to handle (``flows.interrupts``)."""
+
+
+def _parse_workers(raw: str) -> int:
+    """``raw`` as a worker count; ``GridWorkerError`` naming ``WORKERS_ENV`` and the valid
+    values when it is not an integer >= 1."""
     try:
         value = int(raw)
     except ValueError:
         value = 0
     if value < 1:
-        raise GridWorkerError(f"JUNCTION_FIT_WORKERS must be an integer >= 1, got {raw!r}")
+        cpus = usable_cpus()
+        raise GridWorkerError(f"{WORKERS_ENV} must be an integer from 1 to {cpus} (the CPUs "
+                              f"this process may use; unset: {cpus}), got {raw!r}")
     return value
 
 
-class _Worker:
-    """One ``python -m junction.learned.grid`` process and its two pipes."""
+def fit_workers() -> int:
+    """Worker processes a fit's search uses by default: ``$JUNCTION_FIT_WORKERS`` when
+    set, capped at the CPUs this process may run on (``usable_cpus``), else those CPUs.
+    Raises ``GridWorkerError`` on a value that is not an integer >= 1. Silent:
+    ``check_fit_workers`` says so once at a run's start when the value is capped."""
+    raw = os.environ.get(WORKERS_ENV, "").strip()
+    if not raw:
+        return usable_cpus()
+    return min(_parse_workers(raw), usable_cpus())
+
+
+def check_fit_workers() -> int:
+    """``fit_workers()``, checked before a run starts: ``GridWorkerError`` (one line
+    naming ``JUNCTION_FIT_WORKERS`` and its valid values) on a value that is not an integer
+    >= 1, and one ``warnings.warn`` line when the value is past the CPUs available and
+    capped at them."""
+    raw = os.environ.get(WORKERS_ENV, "").strip()
+    workers = fit_workers()
+    if raw and _parse_workers(raw) > workers:
+        warnings.warn(f"{WORKERS_ENV}={raw} is more than the {workers} CPUs this process may "
+                      f"use: a fit runs on {workers} worker processes", stacklevel=2)
+    return workers
+
+
+@contextlib.contextmanager
+def _signals_blocked() -> Iterator[None]:
+    """Block ``_WORKER_SIGNALS`` in this thread while the pool may start processes (and
+    threads): a child inherits the mask through ``exec``, so a Ctrl-C while it imports
+    Python's ``site`` waits, pending, until its initializer ignores it (``_worker_start``);
+    the pool's own threads keep it blocked. This process still sees the signal: Python
+    runs its handler in the main thread, and a signal blocked there is taken when the
+    mask is restored. The resource trackers that loky starts with its first worker are
+    started first: multiprocessing's unblocks SIGINT after starting its process, instead of
+    restoring the mask it found."""
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    _loky().backend.resource_tracker.ensure_running()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _worker_start(parent: int) -> None:
+    """A worker process's initializer: ignore ``_WORKER_SIGNALS`` (a pending one is
+    dropped), and exit at once, quietly, when the process that started it is gone (its
+    parent ended by ``os._exit`` or a signal, which leaves no one to stop the pool)."""
+    for sig in _WORKER_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="fit-parent-watch", daemon=True).start()
+
+
+def _loky() -> Any:
+    """joblib's loky (its ``backend`` loaded with it), imported when a pool is first needed,
+    not for a fit in one process."""
+    from joblib.externals import loky  # type: ignore[import-untyped]
+
+    importlib.import_module("joblib.externals.loky.backend.resource_tracker")
+
+    return loky
+
+
+class _Pool:
+    """This process's loky pool for the fit's searches: one, kept between fits (its idle
+    workers exit after ``IDLE_TIMEOUT_S``), started again after a failure or for another
+    worker count while no fit uses it."""
 
     def __init__(self) -> None:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        self.proc = subprocess.Popen([sys.executable, "-c", _WORKER_MAIN],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.lock = threading.Lock()
+        self.executor: Any = None
+        self.workers = 0
+        self.users = 0
 
-    def call(self, job: Job) -> list[Picked]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        try:
-            pickle.dump(job, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            self.proc.stdin.flush()
-            status, value = pickle.load(self.proc.stdout)
-        except (BrokenPipeError, EOFError, pickle.UnpicklingError) as exc:
-            code = self.proc.poll()
-            raise GridWorkerError(f"a fit worker process (pid {self.proc.pid}) stopped "
-                                  f"(exit status {code}): {type(exc).__name__}") from None
-        if status != "ok":
-            raise GridWorkerError(f"a fit worker process failed: {value}")
-        return value
+    def acquire(self, workers: int) -> Any:
+        loky = _loky()
+        with self.lock:
+            if self.executor is not None and self.users == 0 and self.workers != workers:
+                self.executor.shutdown(wait=True)
+                self.executor = None
+            if self.executor is None:
+                with _signals_blocked():
+                    self.executor = loky.ProcessPoolExecutor(
+                        max_workers=workers, context=loky.backend.get_context("loky"),
+                        timeout=IDLE_TIMEOUT_S, initializer=_worker_start,
+                        initargs=(os.getpid(),))
+                self.workers = workers
+            self.users += 1
+            return self.executor
 
-    def close(self) -> None:
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+    def release(self, executor: Any, discard: bool = False) -> None:
+        """Done with ``executor``; ``discard``: kill its workers now (a failed or
+        interrupted search: they may hold jobs nobody waits for)."""
+        with self.lock:
+            self.users -= 1
+            if discard and self.executor is executor:
+                self.executor = None
+        if discard:
+            with contextlib.suppress(Exception):
+                executor.shutdown(wait=True, kill_workers=True)
 
-
-_IDLE: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
-_STARTED: list[_Worker] = []
-_LOCK = threading.Lock()
-
-
-def _take() -> _Worker:
-    try:
-        return _IDLE.get_nowait()
-    except queue.Empty:
-        worker = _Worker()
-        with _LOCK:
-            _STARTED.append(worker)
-        return worker
+    def shutdown(self) -> None:
+        with self.lock:
+            executor, self.executor = self.executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
 
 
-def _run(job: Job) -> list[Picked]:
-    worker = _take()
-    try:
-        result = worker.call(job)
-    except BaseException:
-        with _LOCK:
-            if worker in _STARTED:
-                _STARTED.remove(worker)
-        worker.close()
-        raise
-    _IDLE.put(worker)
-    return result
+_POOL = _Pool()
+
+
+_SIGNAL_NUMBERS = frozenset(int(s) for s in signal.Signals)
+
+
+def _worker_death(exc: BaseException) -> GridWorkerError:
+    """One line for a pool that lost a worker process: the signal that killed it, or its
+    exit status (loky's ``TerminatedWorkerError`` lists the exit codes of the dead, as
+    ``{SIGKILL(-9)}``)."""
+    listed = re.search(r"\{([^}]*)\}", str(exc))
+    codes = [int(c) for c in re.findall(r"\((-?\d+)\)", listed.group(1) if listed else "")]
+    how = [f"was killed by {signal.Signals(-c).name}" if c < 0 and -c in _SIGNAL_NUMBERS
+           else f"exited with status {c}" for c in codes]
+    if not how:
+        return GridWorkerError(f"a fit worker process stopped unexpectedly "
+                               f"({type(exc).__name__}); the fit stopped")
+    return GridWorkerError(f"a fit worker process {' and another '.join(dict.fromkeys(how))}; "
+                           "the fit stopped")
 
 
 def solve_all(jobs: Sequence[Job], workers: int) -> list[list[Picked]]:
     """``solve_job(job)`` for each job, in job order: in this process when
-    ``workers`` <= 1 or there is one job, else on ``workers`` worker processes (kept for
-    later calls; ``shutdown_workers`` stops them). The selections are the same either
-    way. Raises ``GridWorkerError`` when a worker process fails."""
+    ``workers`` <= 1 or there is one job, else on a pool of ``workers`` worker processes
+    (loky's ``ProcessPoolExecutor``; kept for later calls, idle workers exit after
+    ``IDLE_TIMEOUT_S``, ``shutdown_workers`` stops them). The selections are the same
+    either way. A job's error is raised as itself (its worker's traceback chained as its
+    cause), the first in job order among those seen; a worker process that dies raises
+    ``GridWorkerError`` naming the signal or exit status, as soon as the pool sees it. On
+    either, or on ``KeyboardInterrupt`` in this process, the pool's workers are killed
+    before the error propagates, so none is left running."""
     if workers <= 1 or len(jobs) <= 1:
         return [solve_job(job) for job in jobs]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fit-worker") as pool:
-        futures = [pool.submit(_run, job) for job in jobs]
-        try:
-            return [f.result() for f in futures]
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
+    executor = _POOL.acquire(workers)
+    futures: list[Future] = []
+    ok = False
+    try:
+        with _signals_blocked():
+            futures = [executor.submit(solve_job, job) for job in jobs]
+        wait(futures, return_when=FIRST_EXCEPTION)
+        failed = next((f for f in futures if f.done() and not f.cancelled()
+                       and f.exception() is not None), None)
+        if failed is not None:
+            exc = failed.exception()
+            assert exc is not None
+            if isinstance(exc, _loky().BrokenProcessPool):
+                raise _worker_death(exc) from exc
+            raise exc
+        result = [f.result() for f in futures]
+        ok = True
+        return result
+    finally:  # a failed search's pending jobs end with its pool (none cancelled first:
+        _POOL.release(executor, discard=not ok)  # loky's own shutdown sets their error)
 
 
 def shutdown_workers() -> None:
-    """Stop every idle worker process (a later ``solve_all`` starts new ones)."""
-    with _LOCK:
-        started = list(_STARTED)
-        _STARTED.clear()
-    while True:
-        try:
-            _IDLE.get_nowait()
-        except queue.Empty:
-            break
-    for worker in started:
-        worker.close()
-
-
-def _serve(inp: BinaryIO, out: BinaryIO) -> None:
-    """A worker's loop: a pickled job in, ("ok", selections) or ("error", text) out,
-    until its input ends or its output is closed (the parent has exited)."""
-    while True:
-        try:
-            job = pickle.load(inp)
-        except EOFError:
-            return
-        try:
-            reply: tuple[str, Any] = ("ok", solve_job(job))
-        except Exception as exc:  # reported to the parent, which raises GridWorkerError
-            reply = ("error", f"{type(exc).__name__}: {exc}")
-        try:
-            pickle.dump(reply, out, protocol=pickle.HIGHEST_PROTOCOL)
-            out.flush()
-        except BrokenPipeError:  # the parent has gone (a run stopped): end quietly
-            return
-
-
-def serve_stdio() -> None:
-    """A worker process's main: SIGINT ignored, the protocol on the original standard
-    output (anything printed goes to standard error instead), jobs on standard input."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    _serve(sys.stdin.buffer, out)
-    with contextlib.suppress(BrokenPipeError):
-        out.close()
-
-
-_WORKER_MAIN = "from junction.learned.grid import serve_stdio; serve_stdio()"
+    """Stop the pool's worker processes (a later ``solve_all`` starts new ones)."""
+    _POOL.shutdown()
