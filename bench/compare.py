@@ -12,7 +12,14 @@ are named by their path, ``family_table[0].median_s``). ``*`` marks a figure who
 differs. The machine's load is printed with each side because these machines are shared:
 a figure measured under load 6 is not comparable with one at load 1.
 
-Exit status: 0; 2 with one line on stderr when A or B has no result file at all.
+A result file that cannot be read (truncated, not JSON, not a record) is left out with
+one ``warning:`` line on stderr naming it; the rest is compared as usual. With
+``--script``, only those scripts' files are read, so a damaged file of another script is
+never touched.
+
+Exit status: 0; 2 with one line on stderr when A or B has no readable result file at all
+(after a ``warning:`` line per unreadable file), or when a result file named as A or B is
+not readable.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # results.py beside it
-from results import read_results, results_dir  # noqa: E402
+from results import ResultFileError, read_results, results_dir  # noqa: E402
 
 MISSING = "—"
 
@@ -41,18 +48,36 @@ def _resolve(ref: str) -> str:
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else ref
 
 
-def load(which: str, folder: Path) -> dict[str, dict]:
+def _selected(folder: Path, scripts: list[str] | None) -> bool:
+    """Whether a script's result folder (named by the script's last part) is asked for."""
+    return not scripts or folder.name in {s.split("/")[-1] for s in scripts}
+
+
+def warn(message: str) -> None:
+    """One ``warning:`` line on stderr."""
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def load(which: str, folder: Path, scripts: list[str] | None = None) -> dict[str, dict]:
     """script id -> record for ``which``: a result file's path, or a commit (prefix).
 
     Per script, a file named exactly ``which`` wins; otherwise one commit must start with
-    ``which`` (two commits that both do are refused as ambiguous)."""
+    ``which`` (two commits that both do are refused as ambiguous). ``scripts`` (None: all)
+    limits the folders read, as ``--script`` does. A file that is not a readable record
+    (``results.ResultFileError``) is left out with a ``warn`` line naming it; a path given
+    as ``which`` that is not one raises ``NoResults`` with that line."""
     path = Path(which)
     if path.suffix == ".json" and path.is_file():
-        record = read_results(path)
+        try:
+            record = read_results(path)
+        except ResultFileError as exc:
+            raise NoResults(str(exc)) from None
         return {record["script"]: record}
     which = _resolve(which)
     found: dict[str, dict] = {}
     for script in sorted(p for p in folder.glob("*") if p.is_dir()) if folder.is_dir() else ():
+        if not _selected(script, scripts):
+            continue
         files = sorted(script.glob(f"{which}*.json"))
         exact = [f for f in files if f.stem == which]
         if exact:
@@ -61,7 +86,11 @@ def load(which: str, folder: Path) -> dict[str, dict]:
             raise NoResults(f"{which!r} is ambiguous for {script.name}: "
                             + ", ".join(f.stem for f in files))
         if files:
-            record = read_results(files[0])
+            try:
+                record = read_results(files[0])
+            except ResultFileError as exc:
+                warn(f"{exc}; left out of the comparison")
+                continue
             found[record["script"]] = record
     if not found:
         raise NoResults(f"no results for {which!r} in {folder} (a bench script writes "
@@ -163,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     folder = args.results or results_dir()
     try:
-        a, b = load(args.a, folder), load(args.b, folder)
+        a, b = load(args.a, folder, args.script), load(args.b, folder, args.script)
     except NoResults as exc:
         print(f"compare: {exc}", file=sys.stderr)
         return 2

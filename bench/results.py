@@ -116,9 +116,25 @@ def write_results(script: str | os.PathLike, figures: dict, argv: list[str] | No
     return path
 
 
+class ResultFileError(ValueError):
+    """A result file that is not a record: truncated, not JSON, or without ``script`` and
+    ``figures``; the message names the file."""
+
+
 def read_results(path: Path) -> dict:
-    """One record written by ``write_results``."""
-    return json.loads(Path(path).read_text())
+    """One record written by ``write_results``. Raises ``ResultFileError`` naming ``path``
+    when it cannot be read, is not JSON (a truncated file) or is not an object with a
+    ``script`` string and a ``figures`` object."""
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError too
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ResultFileError(f"{path}: not a readable result file ({reason})") from None
+    if (not isinstance(record, dict) or not isinstance(record.get("script"), str)
+            or not isinstance(record.get("figures"), dict)):
+        raise ResultFileError(f"{path}: not a result record (expected a JSON object with "
+                              "'script' and 'figures')")
+    return record
 
 
 def bench_scripts() -> list[str]:

@@ -3,11 +3,15 @@
 Every line is validated before any task is returned (a NUL byte, or a string holding binary
 content, is refused as "binary content at byte N"); the first bad line raises
 ``DatasetError`` naming the file, the line number, the task id (when readable) and the
-field, so a malformed suite is refused whole and nothing downstream is written. All tasks
-of a file must share one ``suite`` name, and task ids must be unique. The fields of a line
-are ``junction.tasks.BenchmarkTask``'s (docs/extending.md lists them); a context's
-``token_cost`` or a tool's ``schema_token_cost`` left out is computed by the project's
-token counter (``price_missing_costs``).
+field, so a malformed suite is refused whole and nothing downstream is written. A JSON
+boolean where a number belongs (``"token_cost": true``) is refused naming the field, not
+read as 1. A file that is one JSON array or object over several lines (pretty-printed) is
+refused with the hint that the format is JSON Lines, one task object per line. All tasks
+of a file must share one ``suite`` name, and task ids must be unique;
+``check_suite_files`` also refuses a suite name a registered suite or another file has.
+The fields of a line are ``junction.tasks.BenchmarkTask``'s (docs/extending.md lists
+them); a context's ``token_cost`` or a tool's ``schema_token_cost`` left out is computed
+by the project's token counter (``price_missing_costs``).
 
 Pages: a context may be an HTML page, ``{"id": "guide", "format": "html", "content":
 "<html>...", "source": "policy", "metadata": {...}}`` (no ``token_cost``). It is chunked at
@@ -28,15 +32,16 @@ from pathlib import Path
 from junction_datasets.registry import SuiteBuild
 from pydantic import ValidationError
 
-from junction.errors import DatasetError
+from junction.errors import DatasetError, JunctionError
+from junction.evidence.locks import check_name
 from junction.pages.chunking import ChunkingError, chunk_page
 from junction.resources import schema_token_cost
 from junction.tasks import BenchmarkTask
 from junction.text import binary_offset
 from junction.tokens import DEFAULT_TOKEN_COUNTER
 
-__all__ = ["CONTEXT_FORMATS", "MAX_LINE_BYTES", "expand_html_contexts", "load_suite_file",
-           "price_missing_costs"]
+__all__ = ["CONTEXT_FORMATS", "MAX_LINE_BYTES", "check_suite_files", "expand_html_contexts",
+           "load_suite_file", "price_missing_costs"]
 
 CONTEXT_FORMATS = ("text", "html")
 """Values of a context's ``format`` field in a suite file."""
@@ -143,6 +148,49 @@ def _binary_field(value: object, where: str = "") -> tuple[str, int] | None:
     return None
 
 
+def _has_bool(value: object) -> bool:
+    if isinstance(value, bool):
+        return True
+    items = (value.values() if isinstance(value, dict) else
+             value if isinstance(value, list) else ())
+    return any(_has_bool(item) for item in items)
+
+
+def _bool_number(raw: object, validated: object, where: str = "") -> tuple[str, bool] | None:
+    """The first place (field path, as pydantic names it: ``contexts.0.token_cost``; the
+    value) where ``raw`` (a parsed line) holds a JSON boolean and ``validated`` (the same
+    task as validated, ``model_dump``) a number: pydantic reads ``true`` as 1 there. None
+    when there is none (a boolean kept as a boolean, in ``metadata`` say, is fine)."""
+    if isinstance(raw, bool):
+        number = isinstance(validated, (int, float)) and not isinstance(validated, bool)
+        return (where or "task", raw) if number else None
+    if isinstance(raw, dict) and isinstance(validated, dict):
+        pairs = [(str(k), raw[k], validated[k]) for k in raw if k in validated]
+    elif isinstance(raw, list) and isinstance(validated, (list, tuple)) \
+            and len(raw) == len(validated):
+        pairs = [(str(i), a, b) for i, (a, b) in enumerate(zip(raw, validated, strict=True))]
+    else:
+        return None
+    for key, a, b in pairs:
+        found = _bool_number(a, b, f"{where}.{key}" if where else key)
+        if found is not None:
+            return found
+    return None
+
+
+def _unclosed(text: str, exc: ValueError) -> str | None:
+    """``"array"`` or ``"object"`` when ``text`` (a line) opens a JSON array or object,
+    ends as a pretty-printer breaks a line (after ``[``, ``{``, ``,`` or ``:``) and the
+    error ``exc`` is at its end (the value goes on past the line); None otherwise (a
+    mistake inside one line's value, or a line cut short)."""
+    line = text.strip()
+    kind = {"[": "array", "{": "object"}.get(line[:1])
+    pos = getattr(exc, "pos", None)
+    if kind is None or not line.endswith(("[", "{", ",", ":")) or not isinstance(pos, int):
+        return None
+    return kind if pos >= len(text.rstrip()) else None
+
+
 def price_missing_costs(obj: dict) -> dict:
     """``obj`` (one task, as parsed JSON) with every cost it leaves out computed by the
     project's counter (``DEFAULT_TOKEN_COUNTER``, tokens): a context's ``token_cost`` from
@@ -182,6 +230,7 @@ def load_suite_file(path: str | Path, size: int | None = None) -> SuiteBuild:
     tasks: list[BenchmarkTask] = []
     seen: dict[str, int] = {}
     position = 0  # byte offset of the line in the file
+    opening = True  # no non-blank line read yet
     with path.open("rb") as handle:
         for line_no, raw in enumerate(handle, start=1):
             start, position = position, position + len(raw)
@@ -202,7 +251,20 @@ def load_suite_file(path: str | Path, size: int | None = None) -> SuiteBuild:
                                        f"{start + offset}; a suite file is JSON Lines text")
                 obj = json.loads(text, parse_constant=_refuse_constant)
             except (UnicodeDecodeError, ValueError) as exc:
+                kind = _unclosed(text, exc) if opening else None
+                if kind is not None:
+                    raise DatasetError(
+                        f"{path}:{line_no}: not JSON Lines: the JSON {kind} opened on this "
+                        "line does not close on it (a pretty-printed file?); a suite file "
+                        "holds one task object per line (e.g. jq -c "
+                        f"{chr(39) + '.[]' + chr(39) if kind == 'array' else '.'} FILE)"
+                    ) from None
                 raise DatasetError(f"{path}:{line_no}: not valid JSON: {exc}") from None
+            opening = False
+            if isinstance(obj, list):
+                raise DatasetError(f"{path}:{line_no}: expected a JSON object, got a JSON "
+                                   "array; a suite file is JSON Lines: one task object per "
+                                   "line, with no enclosing [ ]")
             if not isinstance(obj, dict):
                 raise DatasetError(f"{path}:{line_no}: expected a JSON object, got "
                                    f"{type(obj).__name__}")
@@ -225,6 +287,12 @@ def load_suite_file(path: str | Path, size: int | None = None) -> SuiteBuild:
                 raise DatasetError(
                     f"{path}:{line_no}: task {task_id!r}: {field}: {first['msg']} (got {shown})"
                 ) from None
+            if _has_bool(obj):  # pydantic's lax mode reads true as 1 in a number field
+                flagged = _bool_number(obj, task.model_dump())
+                if flagged is not None:
+                    raise DatasetError(
+                        f"{path}:{line_no}: task {task_id!r}: {flagged[0]}: a number is "
+                        f"needed, got the JSON boolean {json.dumps(flagged[1])}")
             if task.task_id in seen:
                 raise DatasetError(f"{path}:{line_no}: duplicate task id {task.task_id!r} "
                                    f"(first on line {seen[task.task_id]})")
@@ -236,3 +304,36 @@ def load_suite_file(path: str | Path, size: int | None = None) -> SuiteBuild:
     if not tasks:
         raise DatasetError(f"{path}: no tasks")
     return SuiteBuild(tasks=tasks if size is None else tasks[:size], rows_loaded=len(tasks))
+
+
+def check_suite_files(paths: list[str] | list[Path]) -> list[SuiteBuild]:
+    """Load every file of ``paths`` (``load_suite_file``, all tasks) and check its suite
+    name (the tasks' ``suite``) as a run would: safe in a folder name
+    (``junction.evidence.locks.check_name``), not a registered suite's
+    (``junction.suites.SUITES``: the built-in suites and plug-ins'), not another file's.
+
+    Returns the builds, in order. Raises ``DatasetError`` naming the file and the name
+    (and ``load_suite_file``'s errors). A run calls it before Prefect starts or the run's
+    lock is taken (``flows.preflight.prepare_run``), so a refusal writes nothing.
+    """
+    from junction.suites import SUITES
+
+    builds: list[SuiteBuild] = []
+    owners: dict[str, str] = {}
+    for path in paths:
+        built = load_suite_file(path)
+        name = built.tasks[0].suite
+        try:
+            check_name(name, f"suite of {path}")
+        except JunctionError as exc:
+            raise DatasetError(f"{path}: {exc}") from None
+        if name in SUITES:
+            raise DatasetError(f"{path}: suite name {name!r} is taken by a registered suite "
+                               "(`junction suites` lists them); give the file's tasks another "
+                               "\"suite\"")
+        if name in owners:
+            raise DatasetError(f"{path}: suite name {name!r} is also the suite of "
+                               f"{owners[name]}; one file per suite name")
+        owners[name] = str(path)
+        builds.append(built)
+    return builds

@@ -31,7 +31,10 @@ One task per tau2 task:
   have one).
 
 Tasks are read from ``tasks/task_*.json`` when that folder exists (the files tau2 itself
-loads), else from ``tasks.json``; the suite note says which.
+loads), else from ``tasks.json``; the suite note says which. A task with nothing to find
+(no gold agent tool and no required document: the verifier would accept any exposed set,
+the empty one included) is left out with one ``warning:`` line naming it, and the note
+says how many (skip reason ``nothing_to_find``).
 
 Errors: a missing folder, task source, ``documents/`` or ``tools.py`` raises
 ``DatasetError`` naming the path; a malformed ``Args:`` line names the tool.
@@ -184,24 +187,37 @@ def unavailable_reason(data: str | os.PathLike[str] | None = None) -> str | None
         loaded = load_data(root)
     except DatasetError as exc:
         return str(exc)
-    skipped = Counter(_skip_reason(raw, loaded.documents)[0] for raw in loaded.tasks)
+    tool_ids = {t.name for t in loaded.tools}
+    skipped = Counter(_skip_reason(raw, loaded.documents, tool_ids)[0] for raw in loaded.tasks)
     if None in skipped:
         return None
     return _no_task_line(loaded.task_source, skipped)
 
 
-def _skip_reason(raw: dict[str, Any], documents: Mapping[str, Any]) -> tuple[str | None,
-                                                                            str | None]:
+def _skip_reason(raw: dict[str, Any], documents: Mapping[str, Any],
+                 agent_tools: set[str]) -> tuple[str | None, str | None]:
     """(why task ``raw`` cannot be built, the first required document it names that is not
-    in ``documents``); (None, None) when it can."""
+    in ``documents``); (None, None) when it can. ``nothing_to_find``: no required document
+    and no gold agent tool among ``agent_tools`` (``resolve_gold``), so every exposed set,
+    the empty one included, would pass its verifier."""
     task_id = str(raw.get("id", ""))
     instructions = ((raw.get("user_scenario") or {}).get("instructions") or "")
     if not isinstance(instructions, str) or not instructions.strip() or not task_id:
         return "no_instructions", None
-    unknown = [str(d) for d in raw.get("required_documents") or [] if str(d) not in documents]
+    required = raw.get("required_documents") or []
+    unknown = [str(d) for d in required if str(d) not in documents]
     if unknown:
         return "unknown_required_document", unknown[0]
+    actions = (raw.get("evaluation_criteria") or {}).get("actions") or []
+    if not required and not resolve_gold(actions, agent_tools):
+        return "nothing_to_find", None
     return None, None
+
+
+def _listed(ids: Sequence[str], limit: int = 10) -> str:
+    """``ids`` joined by commas, the first ``limit`` and how many more."""
+    shown = ", ".join(ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
 def _no_task_line(source: Path,
@@ -445,7 +461,9 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
     Returns a ``SuiteBuild``.
 
     Skip reasons: ``no_instructions``, ``unknown_required_document`` (also one warning
-    naming the task and the document). ``DatasetError`` as in ``load_data``, and when no
+    naming the task and the document), ``nothing_to_find`` (no required document and no
+    gold agent tool: a free success for any selection; one warning naming every such task,
+    and the note gives their count). ``DatasetError`` as in ``load_data``, and when no
     task could be loaded; ``ValueError`` on an unknown split.
     """
     from junction_datasets.registry import SuiteBuild
@@ -469,13 +487,16 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
     skipped: Counter[str] = Counter()
     built: list[BenchmarkTask] = []
     no_gold_tool = 0
+    nothing: list[str] = []
     for raw in data.tasks:
         task_id = str(raw.get("id", ""))
-        reason, missing = _skip_reason(raw, data.documents)
+        reason, missing = _skip_reason(raw, data.documents, tool_ids)
         if reason is not None:
             if missing is not None:
                 warnings.warn(f"{SUITE}: task {task_id} left out: its required document "
                               f"{missing} is not in {data.root}/documents", stacklevel=2)
+            if reason == "nothing_to_find":
+                nothing.append(task_id)
             skipped[reason] += 1
             continue
         instructions = raw["user_scenario"]["instructions"]
@@ -498,6 +519,11 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
         ))
     if not built:
         raise DatasetError(_no_task_line(data.task_source, skipped))
+    if nothing:  # one line for them all (a process builds the suite several times: the
+        # same text from the same place is shown once)
+        warnings.warn(f"{SUITE}: {len(nothing)} task(s) left out, nothing to find (no gold "
+                      f"agent tool, no required document: any selection would pass): "
+                      f"{_listed(nothing)} in {data.task_source}", stacklevel=2)
     part = [t for t in built if split == "all" or split_of(t.metadata["tau2_id"]) == split]
     part.sort(key=lambda t: t.task_id)
     chosen = part if size is None else part[:size]
@@ -510,8 +536,9 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
               f"{len(contexts)} documents, {len(tools)} agent tools, {len(interactions)} "
               f"document-names-tool pairs (w={NAMED_PAIR_WEIGHT}); {no_gold_tool} loaded "
               f"task(s) have no gold agent tool (kept, graded on their required "
-              f"documents); budget {MAX_TOKENS} tokens, pools the top {CONTEXT_POOL} "
-              "documents by the run's pool rule + all tools. The "
+              f"documents); {len(nothing)} task(s) with neither a gold agent tool nor a "
+              f"required document left out (nothing to find); budget {MAX_TOKENS} tokens, "
+              f"pools the top {CONTEXT_POOL} documents by the run's pool rule + all tools. The "
               "query is the simulated customer's instructions, which hold facts the "
               "customer reveals only when asked. Retrieval success is a proxy; where the agent "
               "acts, it is given the exposed set and the customer's whole situation at once "

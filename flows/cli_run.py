@@ -241,8 +241,6 @@ def bench(
         from junction.evidence.locks import check_run_free
 
         check_run_free(Path(output_root), run_id)
-    from junction_datasets.jsonl import load_suite_file
-
     from flows.plan import RunPlan, unreadable_named_folders
     from flows.preflight import prepare_run
     from junction.evidence.store import TraceStore
@@ -271,9 +269,7 @@ def bench(
         **({} if fit_search is None else {"fit_search": fit_search}),
         data_folders=data_folders,
     )  # every check that needs no suite data: one error before anything starts
-    given_id, run_id = run_id, prepare_run(plan, run_id)
-    for path in suite_file or []:
-        load_suite_file(path)  # refuse a malformed file before anything starts
+    given_id, run_id = run_id, prepare_run(plan, run_id)  # suite files too: before the lock
     for name, reason in unreadable_named_folders(plan).items():  # the run goes on without
         echo(f"warning: {name} is left out of this run: {reason}", err=True)
     store = TraceStore(plan.output_root)

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from junction_datasets import get_suite
+from junction_datasets.jsonl import check_suite_files
 
 from flows.plan import RunPlan, new_run_id
 from junction.candidates import DEFAULT_POOL_RULE
@@ -84,7 +85,9 @@ def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
     """Check what ``plan`` needs of the world before anything starts; return the run id.
 
     The run id (``check_name``; a new one when None), the traces root
-    (``check_writable``), a resumed run's parameters (``check_resume``), the sqlite caches
+    (``check_writable``), a resumed run's parameters (``check_resume``), its suite files
+    (``junction_datasets.jsonl.check_suite_files``: each valid, its suite name free), the
+    sqlite caches
     (``check_caches``: a corrupt one is set aside with a warning), the fold count of a
     cross-fitted suite (``check_folds``), the dense embedder for
     a pool rule that uses it (``junction.dense.DenseError``: missing or off its pin) and,
@@ -95,6 +98,7 @@ def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
     run_id = check_name(run_id, "run_id") if run_id else new_run_id()
     check_writable(plan.output_root)  # an unknown protocol or a missing fsspec backend too
     check_resume(plan, run_id)
+    check_suite_files(plan.suite_files)  # malformed, or a suite name taken: one line
     check_caches(state_dir())  # a corrupt cache: one warning, set aside; unwritable: one line
     check_folds(plan)
     if plan.pool != DEFAULT_POOL_RULE:
