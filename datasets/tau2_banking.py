@@ -46,6 +46,7 @@ import ast
 import json
 import os
 import re
+import threading
 import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -446,6 +447,22 @@ def _source_note(data: Tau2Data) -> str:
             "which differ on 13 of 97 tasks)")
 
 
+_WARNED: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def _warn_once(message: str) -> None:
+    """``warnings.warn(message)`` the first time this process gives that text: a run
+    builds the suite several times (its checks, each seed, each capped sample, the learned
+    strategies' folds), and Python's own once-per-place rule starts again whenever a library
+    changes the warning filters (``warnings.catch_warnings``)."""
+    with _WARNED_LOCK:
+        if message in _WARNED:
+            return
+        _WARNED.add(message)
+    warnings.warn(message, stacklevel=3)
+
+
 def _topic(doc_id: str) -> str:
     return re.sub(r"_\d+$", "", doc_id.removeprefix("doc_"))
 
@@ -493,8 +510,8 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
         reason, missing = _skip_reason(raw, data.documents, tool_ids)
         if reason is not None:
             if missing is not None:
-                warnings.warn(f"{SUITE}: task {task_id} left out: its required document "
-                              f"{missing} is not in {data.root}/documents", stacklevel=2)
+                _warn_once(f"{SUITE}: task {task_id} left out: its required document "
+                           f"{missing} is not in {data.root}/documents")
             if reason == "nothing_to_find":
                 nothing.append(task_id)
             skipped[reason] += 1
@@ -519,11 +536,10 @@ def banking_suite(seed: int = 0, size: int | None = None, split: str = "eval",
         ))
     if not built:
         raise DatasetError(_no_task_line(data.task_source, skipped))
-    if nothing:  # one line for them all (a process builds the suite several times: the
-        # same text from the same place is shown once)
-        warnings.warn(f"{SUITE}: {len(nothing)} task(s) left out, nothing to find (no gold "
-                      f"agent tool, no required document: any selection would pass): "
-                      f"{_listed(nothing)} in {data.task_source}", stacklevel=2)
+    if nothing:  # one line for them all, once a process
+        _warn_once(f"{SUITE}: {len(nothing)} task(s) left out, nothing to find (no gold "
+                   f"agent tool, no required document: any selection would pass): "
+                   f"{_listed(nothing)} in {data.task_source}")
     part = [t for t in built if split == "all" or split_of(t.metadata["tau2_id"]) == split]
     part.sort(key=lambda t: t.task_id)
     chosen = part if size is None else part[:size]

@@ -83,9 +83,12 @@ def test_a_tau2_task_with_nothing_to_find_is_left_out_not_a_free_success(tmp_pat
 
     folder = _emptied(tmp_path / "tau2", [1, 3])
     env = on_session_server(_env(tmp_path))
+    # the suite is built many times in the process (checks, 2 seeds, the learned folds):
+    # one line all the same
     result = _junction(env, "bench", "--suite", "tau2-banking", "--tau2-data", str(folder),
-                       "--strategy", "exact", "--strategy", "gold_minimal",
-                       "--budget-scale", "1", "--agent-size", "0", "--run-id", "empty")
+                       "--strategy", "learned_exact", "--strategy", "gold_minimal",
+                       "--folds", "3", "--seed", "0", "--seed", "1", "--budget-scale", "1",
+                       "--agent-size", "0", "--run-id", "empty")
     assert result.returncode == 0, result.stderr[-2000:]
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
