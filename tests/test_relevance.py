@@ -31,7 +31,9 @@ from junction.learned.relevance import (
     _Memory,
     _Prepared,
     _propagation_rows,
+    clear_fit_cache,
     fit_relevance,
+    needed_labels,
 )
 from junction.resources import ContextResource, ToolResource
 from junction.tasks import BenchmarkTask, GoldPair, VerifierSpec
@@ -88,8 +90,9 @@ def test_summary_quantiles_count_never_last():
 # -- the model ---------------------------------------------------------------------------
 
 CONFIGS = [RelevanceConfig(), RelevanceConfig(propagate="fixed", iterations=2),
-           RelevanceConfig(features=("prior", "knn"), propagate="stacked"),
-           RelevanceConfig(features=("link",), learner="boosted")]
+           RelevanceConfig(features=("prior", "knn"), learner="plain", propagate="stacked",
+                           target="needed"),
+           RelevanceConfig(features=("link", "prior"), learner="boosted", propagate="stacked")]
 _FITTED: dict = {}
 
 
@@ -114,6 +117,7 @@ def test_scores_cover_the_pools_pickle_and_repeat(config):
     assert all(0.0 <= p <= 1.0 for p in scores.as_dict().values())
     again = pickle.loads(pickle.dumps(model))
     assert again.score(view, pools) == scores and again.sha256 == model.sha256
+    clear_fit_cache()
     fresh = fit_relevance(_fixture_tasks()[1:], RULE, pool_limit=LIMIT, config=config)
     assert fresh.sha256 == model.sha256 and fresh.score(view, pools) == scores
     record = model.describe()
@@ -147,6 +151,23 @@ def test_score_refuses_a_task_and_options_are_checked():
         fit_relevance(_fixture_tasks(), RULE, pool_limit=LIMIT, features=("gold",))
     with pytest.raises(LearnedModelError):
         fit_relevance([], RULE)
+
+
+def test_needed_labels_by_hand():
+    """needed: a context of a gold pair; on a task without gold pairs, a gold context."""
+    task = _fixture_tasks()[0]
+    view = task.router_view()
+    pools = candidate_pools(view, None, RULE)
+    docs = [c.resource_id for c in pools.contexts]
+    tools = [c.resource_id for c in pools.tools]
+    paired = task.model_copy(update={
+        "gold_context_ids": (docs[0], docs[1]), "gold_tool_ids": (tools[0],),
+        "gold_pairs": (GoldPair(context_id=docs[1], tool_id=tools[0]),)})
+    got = needed_labels(paired, pools)
+    assert got["context"].tolist() == [0, 1] + [0] * (len(docs) - 2)
+    assert got["tool"].tolist() == [1] + [0] * (len(tools) - 1)
+    bare = paired.model_copy(update={"gold_pairs": (), "gold_tool_ids": ()})
+    assert needed_labels(bare, pools)["context"].tolist() == [1, 1] + [0] * (len(docs) - 2)
 
 
 def test_options_are_the_config_fields():

@@ -72,7 +72,7 @@ import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -114,12 +114,15 @@ __all__ = [
     "PROPAGATIONS",
     "PROPAGATION_FEATURES",
     "STACK_FOLDS",
+    "TARGETS",
     "LaneScores",
     "RelevanceConfig",
     "RelevanceModel",
     "clear_dense_cache",
+    "clear_fit_cache",
     "dense_features",
     "fit_relevance",
+    "needed_labels",
 ]
 
 LANES = ("context", "tool")
@@ -132,9 +135,10 @@ FEATURE_GROUPS: Mapping[str, tuple[str, ...]] = {
     "link": LINK_FEATURES,
 }
 """Optional first-stage feature groups and their columns (module docstring)."""
-LEARNERS = ("logistic", "boosted")
+LEARNERS = ("logistic", "plain", "boosted")
+TARGETS = ("gold", "needed")
 PROPAGATIONS = ("none", "fixed", "stacked")
-STACK_FOLDS = 5
+STACK_FOLDS = 3
 """Inner folds of the training tasks for the stacked stage's out-of-fold p (fewer when
 there are fewer tasks; no second stage with fewer than 2)."""
 BOOSTED_PARAMS: Mapping[str, Any] = {
@@ -167,13 +171,15 @@ class LaneScores:
 class RelevanceConfig:
     """What a relevance model is made of (module docstring): ``features`` (names of
     ``FEATURE_GROUPS``, in that order), ``learner`` (``LEARNERS``), ``propagate``
-    (``PROPAGATIONS``), ``iterations`` (>= 1), ``knn_neighbours`` (>= 1)."""
+    (``PROPAGATIONS``), ``iterations`` (>= 1), ``knn_neighbours`` (>= 1), ``target``
+    (``TARGETS``: the context lane's label, ``needed_labels``)."""
 
     features: tuple[str, ...] = ()
     learner: str = "logistic"
     propagate: str = "none"
     iterations: int = 1
     knn_neighbours: int = 10
+    target: str = "gold"
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.features if f not in FEATURE_GROUPS]
@@ -186,6 +192,9 @@ class RelevanceConfig:
         if self.propagate not in PROPAGATIONS:
             raise ValueError(f"relevance propagate must be one of {', '.join(PROPAGATIONS)}, "
                              f"got {self.propagate!r}")
+        if self.target not in TARGETS:
+            raise ValueError(f"relevance target must be one of {', '.join(TARGETS)}, "
+                             f"got {self.target!r}")
         if self.iterations < 1 or self.knn_neighbours < 1:
             raise ValueError("relevance iterations and knn_neighbours must be >= 1")
         object.__setattr__(self, "features",
@@ -371,9 +380,13 @@ class _Memory:
 # models
 
 @dataclass(frozen=True)
-class _Boosted:
-    """A ``HistGradientBoostingClassifier`` on one lane's rows, or a constant."""
+class _Fitted:
+    """A ``plain`` (scaled L2 logistic, no Platt step) or ``boosted``
+    (``HistGradientBoostingClassifier``) lane model, or a constant where a class has fewer
+    than 2 rows. scikit-learn runs on one thread (``threadpoolctl``): the same trees and
+    coefficients on any machine, and no oversubscribed cores."""
 
+    learner: str
     features: tuple[str, ...]
     n_rows: int
     n_positive: int
@@ -381,17 +394,34 @@ class _Boosted:
     constant: float | None = None
 
     def predict(self, X: np.ndarray) -> np.ndarray:
+        """p(label = 1) per row of ``X`` (n_rows, n_features)."""
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != len(self.features):
+            raise LearnedModelError(f"feature matrix has shape {X.shape}; the model expects "
+                                    f"{len(self.features)} columns")
         if self.estimator is None:
             return np.full(X.shape[0], float(self.constant or 0.0))
         if X.shape[0] == 0:
             return np.zeros(0)
-        return np.asarray(self.estimator.predict_proba(X)[:, 1], dtype=float)
+        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+        with threadpool_limits(limits=1):
+            return np.asarray(self.estimator.predict_proba(X)[:, 1], dtype=float)
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"features": list(self.features), "n_rows": self.n_rows,
-                               "n_positive": self.n_positive, "learner": "boosted"}
+        """The model as JSON values: learner, features, row counts, and the coefficients
+        (``plain``) or the trees' sha256 (``boosted``)."""
+        out: dict[str, Any] = {"learner": self.learner, "features": list(self.features),
+                               "n_rows": self.n_rows, "n_positive": self.n_positive}
         if self.estimator is None:
             out["constant"] = self.constant
+            return out
+        if self.learner == "plain":
+            scaler, logistic = self.estimator.steps[0][1], self.estimator.steps[1][1]
+            out.update(scaler_mean=[float(v) for v in scaler.mean_],
+                       scaler_scale=[float(v) for v in scaler.scale_],
+                       coefficients=[float(v) for v in logistic.coef_[0]],
+                       intercept=float(logistic.intercept_[0]))
             return out
         h = hashlib.sha256()
         for trees in self.estimator._predictors:
@@ -402,22 +432,35 @@ class _Boosted:
         return out
 
 
-def _fit_boosted(X: np.ndarray, y: np.ndarray, names: Sequence[str], seed: int) -> _Boosted:
+def _fit_fitted(X: np.ndarray, y: np.ndarray, names: Sequence[str], learner: str,
+                seed: int) -> _Fitted:
     n, k = int(X.shape[0]), int(y.sum())
     if min(k, n - k) < 2:
-        return _Boosted(tuple(names), n, k, None, (k + 0.5) / (n + 1))
-    from sklearn.ensemble import HistGradientBoostingClassifier
+        return _Fitted(learner, tuple(names), n, k, None, (k + 0.5) / (n + 1))
+    from threadpoolctl import threadpool_limits
 
-    model = HistGradientBoostingClassifier(**BOOSTED_PARAMS, random_state=seed)
-    model.fit(X, y)
-    return _Boosted(tuple(names), n, k, model)
+    if learner == "boosted":
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        model: Any = HistGradientBoostingClassifier(**BOOSTED_PARAMS, random_state=seed)
+    else:
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        model = make_pipeline(StandardScaler(),
+                              LogisticRegression(C=1.0, max_iter=5000, random_state=seed))
+    with threadpool_limits(limits=1), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        model.fit(X, y)
+    return _Fitted(learner, tuple(names), n, k, model)
 
 
 def _fit_lane(X: np.ndarray, y: np.ndarray, names: Sequence[str], learner: str,
-              seed: int) -> ProbabilityModel | _Boosted:
-    if learner == "boosted":
-        return _fit_boosted(X, y, names, seed)
-    return fit_probability_model(X, y, names, seed)
+              seed: int) -> ProbabilityModel | _Fitted:
+    if learner == "logistic":
+        return fit_probability_model(X, y, names, seed)
+    return _fit_fitted(X, y, names, learner, seed)
 
 
 def _logit(p: float) -> float:
@@ -468,8 +511,8 @@ class RelevanceModel:
     pool_rule: str
     pool_limit: PoolLimit
     seed: int
-    first: Mapping[str, ProbabilityModel | _Boosted]
-    second: Mapping[str, ProbabilityModel] | None
+    first: Mapping[str, ProbabilityModel | _Fitted]
+    second: Mapping[str, _Fitted] | None
     memory: _Memory | None
     training_ids: tuple[str, ...]
     _sha: list[str] = field(default_factory=list, compare=False, repr=False)
@@ -552,7 +595,7 @@ def _first_rows(config: RelevanceConfig, memory: _Memory | None, item: _Prepared
     return {lane: np.hstack(blocks[lane]).reshape(-1, width) for lane in LANES}
 
 
-def _propagate(config: RelevanceConfig, second: Mapping[str, ProbabilityModel] | None,
+def _propagate(config: RelevanceConfig, second: Mapping[str, _Fitted] | None,
                features: ViewFeatures, p: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     if config.propagate == "none":
         return p
@@ -576,19 +619,99 @@ def _prepare(task: BenchmarkTask, pool_limit: PoolLimit, rule: str) -> _Prepared
     return _Prepared(view, pools, features)
 
 
+def needed_labels(task: BenchmarkTask, pools: CandidatePools) -> dict[str, np.ndarray]:
+    """Labels of the ``needed`` target, aligned with the pools (training only: reads gold):
+    a tool is needed when it is gold; a context when it is the context of one of the
+    task's gold pairs (the document that makes a gold tool usable), or, on a task without
+    gold pairs, when it is gold."""
+    pairs = {g.context_id for g in task.gold_pairs}
+    contexts = pairs if pairs else set(task.gold_context_ids)
+    tools = set(task.gold_tool_ids)
+    return {"context": np.asarray([int(c.resource_id in contexts) for c in pools.contexts],
+                                  dtype=int),
+            "tool": np.asarray([int(c.resource_id in tools) for c in pools.tools], dtype=int)}
+
+
+_MEMO: OrderedDict[tuple, Any] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+_MEMO_SIZE = 256
+
+
+def _memo(key: tuple, make: Any) -> Any:
+    """``make()`` once per ``key`` in the process (the ``_MEMO_SIZE`` most recent kept):
+    a fit is a function of its key, so sharing it changes no result, only the time."""
+    with _MEMO_LOCK:
+        if key in _MEMO:
+            _MEMO.move_to_end(key)
+            return _MEMO[key]
+    value = make()
+    with _MEMO_LOCK:
+        _MEMO[key] = value
+        while len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return value
+
+
+def clear_fit_cache() -> None:
+    """Forget the first- and second-stage fits kept for the process."""
+    with _MEMO_LOCK:
+        _MEMO.clear()
+
+
+def _task_key(task: BenchmarkTask, item: _Prepared) -> tuple:
+    """What a fit reads of one training task: its view (fingerprint), pools and gold."""
+    return (task.task_id, view_fingerprint(item.view),
+            tuple(c.resource_id for c in item.pools.contexts),
+            tuple(c.resource_id for c in item.pools.tools), tuple(task.gold_context_ids),
+            tuple(task.gold_tool_ids),
+            tuple((g.context_id, g.tool_id) for g in task.gold_pairs))
+
+
 def _fit_first(config: RelevanceConfig, memory: _Memory | None,
                items: Sequence[_Prepared], labels: Sequence[Mapping[str, np.ndarray]],
-               indices: Sequence[int], seed: int) -> dict[str, ProbabilityModel | _Boosted]:
+               indices: Sequence[int], seed: int) -> dict[str, ProbabilityModel | _Fitted]:
     """The first-stage lane models on the training items ``indices`` (their own task left
     out of ``prior`` / ``knn``: index ``i`` of the memory)."""
     names = config.columns()
     rows = {i: _first_rows(config, memory, items[i], i) for i in indices}
-    out: dict[str, ProbabilityModel | _Boosted] = {}
+    out: dict[str, ProbabilityModel | _Fitted] = {}
     for lane in LANES:
         X = np.vstack([rows[i][lane] for i in indices] or [np.zeros((0, len(names)))])
         y = np.concatenate([labels[i][lane] for i in indices] or [np.zeros(0, dtype=int)])
         out[lane] = _fit_lane(X, y, names, config.learner, seed)
     return out
+
+
+def _fit_second(config: RelevanceConfig, memory: _Memory | None,
+                items: Sequence[_Prepared], labels: Sequence[Mapping[str, np.ndarray]],
+                ids: Sequence[str], seed: int, first_key: tuple,
+                ) -> dict[str, _Fitted]:
+    """The stacked stage's lane models on out-of-fold first-stage p (module docstring)."""
+    every = list(range(len(items)))
+    folds = min(STACK_FOLDS, len(ids))
+    assignment = fold_assignment(ids, folds, repetition=seed)
+    oof: list[dict[str, np.ndarray]] = [{} for _ in items]
+    for k in range(folds):
+        inner = [i for i in every if assignment[ids[i]] != k]
+        held = [i for i in every if assignment[ids[i]] == k]
+        models = _memo((*first_key, "inner", folds, k),
+                       lambda inner=inner: _fit_first(config, memory, items, labels, inner,
+                                                      seed))
+        for i in held:
+            rows = _first_rows(config, memory, items[i], i)
+            oof[i] = {lane: models[lane].predict(rows[lane]) for lane in LANES}
+    second: dict[str, _Fitted] = {}
+    other = {"context": "tool", "tool": "context"}
+    for lane in LANES:
+        blocks = []
+        for i in every:
+            named = items[i].features.pair_named
+            blocks.append(_propagation_rows(named if lane == "context" else named.T,
+                                            oof[i][lane], oof[i][other[lane]]))
+        X = np.vstack(blocks)
+        y = np.concatenate([labels[i][lane] for i in every])
+        second[lane] = _fit_fitted(X, y, PROPAGATION_FEATURES, "plain", seed)
+    return second
 
 
 def fit_relevance(training: Sequence[BenchmarkTask], pool_rule: str, *,
@@ -597,9 +720,11 @@ def fit_relevance(training: Sequence[BenchmarkTask], pool_rule: str, *,
     """Fit a ``RelevanceModel`` on ``training`` (module docstring): its pools by
     ``pool_rule`` (``junction.candidates.POOL_RULES``) and ``pool_limit`` (as the strategy's
     run asks for them; scoring pools should be made the same way), labels by
-    ``candidate_labels``. ``config``, or ``options`` (the fields of ``RelevanceConfig``:
-    ``features``, ``learner``, ``propagate``, ``iterations``, ``knn_neighbours``), say
-    what it is made of; neither: ``DEFAULT_CONFIG``. Deterministic for equal arguments.
+    ``candidate_labels`` (target ``gold``) or ``needed_labels`` (``needed``). ``config``, or
+    ``options`` (the fields of ``RelevanceConfig``: ``features``, ``learner``,
+    ``propagate``, ``iterations``, ``knn_neighbours``, ``target``), say what it is made
+    of; neither: ``DEFAULT_CONFIG``. Deterministic for equal arguments; a stage fitted on
+    equal rows earlier in the process is reused (``clear_fit_cache``).
 
     Raises ``LearnedModelError`` when ``training`` is empty, ``UnknownNameError`` for an
     unknown pool rule, ``ValueError`` for an unknown option or value, and
@@ -619,38 +744,23 @@ def fit_relevance(training: Sequence[BenchmarkTask], pool_rule: str, *,
     if not training:
         raise LearnedModelError("fit_relevance: no training tasks")
     items = [_prepare(t, pool_limit, rule) for t in training]
-    labels = [candidate_labels(t, it.pools) for t, it in zip(training, items, strict=True)]
+    label_of = needed_labels if config.target == "needed" else candidate_labels
+    labels = [label_of(t, it.pools) for t, it in zip(training, items, strict=True)]
     needs_memory = bool({"prior", "knn"} & set(config.features))
     memory = _Memory.build(training) if needs_memory else None
+    limit_key = tuple(pool_limit) if isinstance(pool_limit, (tuple, list)) else pool_limit
+    first_key = ("relevance", config.features, config.learner, config.knn_neighbours,
+                 config.target, seed, rule, limit_key,
+                 tuple(_task_key(t, it) for t, it in zip(training, items, strict=True)))
     every = list(range(len(items)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        first = _fit_first(config, memory, items, labels, every, seed)
-    second: dict[str, ProbabilityModel] | None = None
+    first = _memo((*first_key, "first"),
+                  lambda: _fit_first(config, memory, items, labels, every, seed))
+    second: dict[str, _Fitted] | None = None
     ids = [t.task_id for t in training]
     if config.propagate == "stacked" and len(set(ids)) >= 2 and len(ids) == len(set(ids)):
-        folds = min(STACK_FOLDS, len(ids))
-        assignment = fold_assignment(ids, folds, repetition=seed)
-        oof: list[dict[str, np.ndarray]] = [{} for _ in items]
-        for k in range(folds):
-            inner = [i for i in every if assignment[ids[i]] != k]
-            held = [i for i in every if assignment[ids[i]] == k]
-            models = _fit_first(config, memory, items, labels, inner, seed)
-            for i in held:
-                rows = _first_rows(config, memory, items[i], i)
-                oof[i] = {lane: models[lane].predict(rows[lane]) for lane in LANES}
-        second = {}
-        other = {"context": "tool", "tool": "context"}
-        for lane in LANES:
-            blocks = []
-            for i in every:
-                named = items[i].features.pair_named
-                blocks.append(_propagation_rows(named if lane == "context" else named.T,
-                                                oof[i][lane], oof[i][other[lane]]))
-            X = np.vstack(blocks)
-            y = np.concatenate([labels[i][lane] for i in every])
-            second[lane] = fit_probability_model(X, y, PROPAGATION_FEATURES, seed)
+        second = _memo((*first_key, "second", STACK_FOLDS),
+                       lambda: _fit_second(config, memory, items, labels, ids, seed,
+                                           first_key))
     elif config.propagate == "stacked":
-        config = RelevanceConfig(config.features, config.learner, "none", 1,
-                                 config.knn_neighbours)
+        config = replace(config, propagate="none", iterations=1)
     return RelevanceModel(config, rule, pool_limit, seed, first, second, memory, tuple(ids))
