@@ -34,8 +34,23 @@ cProfile and the cumulative seconds of its parts are printed: BM25 pools, model-
 features, lane and pair model fits, the pair model's weights, the selections of the
 λ × τ search (profiler overhead included, so only their shares mean anything).
 
+``--no-alone`` leaves out the fit in one process (2.), and ``--fits 0`` the cross-fit
+(5.): a short measurement of the worker pool alone, cold and warm.
+
+Another checkout's fit (a commit before a change to the pool, say): put it first on
+``PYTHONPATH`` with a folder holding a ``junction_datasets`` link to its ``datasets/``, and
+run from outside either checkout (a worker process of the pool before loky put its
+working directory first on its path). The first line printed names the ``junction``
+package timed and its commit, and both are recorded with the figures::
+
+    git worktree add /tmp/before b8b89c8
+    mkdir -p /tmp/before_path && ln -s /tmp/before/datasets /tmp/before_path/junction_datasets
+    cd /tmp && PYTHONPATH=/tmp/before:/tmp/before_path JUNCTION_TAU2_DATA=... \
+        python /path/to/bench/perf/learned_fit_time.py --no-before --no-alone --fits 0
+
 Usage: ``python bench/perf/learned_fit_time.py [--tau2-data PATH] [--folds 5] [--fits 5]
-[--no-before] [--before-rev REV] [--workers N] [--family F] [--tau-grid ...] [--profile]``.
+[--no-before] [--before-rev REV] [--no-alone] [--workers N] [--family F] [--tau-grid ...]
+[--profile]``.
 """
 
 from __future__ import annotations
@@ -50,6 +65,7 @@ import time
 import types
 from pathlib import Path
 
+import junction
 from junction import candidates
 from junction.learned import features as learned_features
 from junction.learned import grid, utility
@@ -60,7 +76,7 @@ from junction_datasets import tau2_banking as tb
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
 from tau2_anchors import data_arguments  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import commit, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FITS: list[dict] = []
@@ -152,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="consecutive fits on folds 0, 1, ... (at most --folds)")
     parser.add_argument("--before-rev", default=BEFORE_REV)
     parser.add_argument("--no-before", action="store_true")
+    parser.add_argument("--no-alone", action="store_true",
+                        help="leave out the fit in one process (workers=1)")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--workers", type=int, default=None,
                         help="worker processes of the parallel fit (default: the CPUs)")
@@ -167,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.tau_grid:
         utility.TAU_GRID = tuple(float(v) for v in args.tau_grid.split(","))
     workers = args.workers or grid.fit_workers()
+    package = Path(junction.__file__).resolve().parent
+    timed_commit = commit(package.parent)
+    print(f"junction from {package} ({timed_commit})")
     if args.family == tb.SUITE:
         tasks = build_suite(tb.SUITE, seed=0, size=None, split="all").tasks
         training = fold_training(tasks, args.folds)
@@ -186,10 +207,12 @@ def main(argv: list[str] | None = None) -> int:
         seconds, before = timed(before_fit(args.before_rev), args.family, first, pool_limit)
         print(line(f"before ({args.before_rev})", seconds, first, before))
         shas["before"] = before.sha256
-    clear_caches()
-    seconds, alone = timed(utility.fit_learned_utility, args.family, first, pool_limit,
-                           workers=1)
-    print(line("now, cold, 1 process", seconds, first, alone))
+    if not args.no_alone:
+        clear_caches()
+        seconds, alone = timed(utility.fit_learned_utility, args.family, first, pool_limit,
+                               workers=1)
+        print(line("now, cold, 1 process", seconds, first, alone))
+        shas["alone"] = alone.sha256
     clear_caches()
     seconds, cold = timed(utility.fit_learned_utility, args.family, first, pool_limit,
                           workers=workers)
@@ -197,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds, warm = timed(utility.fit_learned_utility, args.family, first, pool_limit,
                           workers=workers)
     print(line(f"now, warm, {workers} workers", seconds, first, warm))
-    shas.update(alone=alone.sha256, cold=cold.sha256, warm=warm.sha256)
+    shas.update(cold=cold.sha256, warm=warm.sha256)
     print(f"  sha256: {'identical' if len(set(shas.values())) == 1 else 'DIFFERENT'} "
           f"across {', '.join(shas)}")
     if args.family == tb.SUITE:
@@ -215,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     grid.shutdown_workers()
     if args.profile:
         profile_parts(first)
-    write_results(__file__, {"family": args.family, "workers": workers,
+    write_results(__file__, {"junction": str(package), "junction_commit": timed_commit,
+                             "family": args.family, "workers": workers,
                              "tau_grid": list(utility.TAU_GRID), "fits": FITS,
                              "sha256_identical": len(set(shas.values())) == 1,
                              "profile": PROFILE or None})
