@@ -8,7 +8,9 @@ Layout under the root (hive-style folders, so other tools can prune by partition
 
 Every file is written under a hidden temporary name in its final folder and then moved
 into place, so a crash never leaves a half-written file that a query would read. A unit's
-trace file is written last: its presence means the unit is complete (resumable runs).
+trace file is written last: its presence means the unit is complete (resumable runs),
+unless it or the unit's timing file cannot be read (a disk fault, a truncated copy): then
+the unit counts as missing and a resumed run writes it again (``unit_done``).
 """
 
 from __future__ import annotations
@@ -94,8 +96,24 @@ class TraceStore:
         return sink.getvalue()
 
     def unit_done(self, run_id: str, suite: str, strategy: str, unit: str) -> bool:
-        """Whether the unit's trace file exists (written atomically, so it is complete)."""
-        return self.fs.exists(self.trace_path(run_id, suite, strategy, unit))
+        """Whether the unit's trace file exists (written atomically, so it is complete) and
+        both its files' Parquet footers can be read: a corrupt or truncated one counts as
+        missing, so the unit runs again and replaces it (``unreadable_unit_files`` names
+        them)."""
+        trace = self.trace_path(run_id, suite, strategy, unit)
+        if not self.fs.exists(trace):
+            return False
+        timing = self._unit_path("timings", run_id, suite, strategy, unit)
+        return self._readable(trace) and (not self.fs.exists(timing) or self._readable(timing))
+
+    def _readable(self, path: str) -> bool:
+        """Whether the Parquet footer of ``path`` can be read."""
+        try:
+            with self.fs.open(path, "rb") as handle:
+                pq.read_metadata(handle)
+        except (OSError, pa.ArrowException):
+            return False
+        return True
 
     def write_unit(
         self,
@@ -185,14 +203,17 @@ class TraceStore:
 
     def find_corrupt_files(self) -> list[str]:
         """Trace or timing files whose Parquet footer cannot be read."""
-        bad = []
-        for path in [*self.trace_files(), *self.timing_files()]:
-            try:
-                with self.fs.open(path, "rb") as handle:
-                    pq.read_metadata(handle)
-            except (OSError, pa.ArrowException):
-                bad.append(self.url(path))
-        return bad
+        return [self.url(p) for p in [*self.trace_files(), *self.timing_files()]
+                if not self._readable(p)]
+
+    def unreadable_unit_files(self, run_id: str) -> list[str]:
+        """The run's trace and timing files (URLs, sorted) whose Parquet footer cannot be
+        read: the units a resumed run writes again (``unit_done``)."""
+        run = check_name(run_id, "run_id")
+        paths = [p for kind in ("traces", "timings")
+                 for p in self.fs.glob(f"{self.base}/{kind}/run_id={run}/suite=*/strategy=*/"
+                                       "*.parquet")]
+        return [self.url(p) for p in sorted(paths) if not self._readable(p)]
 
     # ------------------------------------------------------------ run metadata
 
