@@ -1,6 +1,10 @@
 """The edge: Prefect flows (``flows.benchmark``) and the command line (``flows.cli``), thin
 orchestration around the ``junction`` library."""
 
-from flows.environment import configure_prefect_env
+import contextlib
 
-configure_prefect_env()
+from flows.environment import configure_prefect_env
+from junction.errors import JunctionError
+
+with contextlib.suppress(JunctionError):  # a state folder that is a file: one line where
+    configure_prefect_env()  # it is used (flows.cli.main says it before any command)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from junction.environment import state_dir
+from junction.environment import check_folder, state_dir
+from junction.errors import JunctionError
 
 __all__ = ["configure_prefect_env"]
 
@@ -27,10 +28,24 @@ _DEFAULTS = {
 
 
 def configure_prefect_env(logging_level: str | None = None) -> None:
-    """Set Prefect's offline defaults (see module docstring) unless already set."""
-    os.environ.setdefault("PREFECT_HOME", str(state_dir() / "prefect"))
+    """Set Prefect's offline defaults (see module docstring) unless already set, and make
+    Prefect's home. ``JunctionError`` in one line naming the variable
+    (``JUNCTION_STATE_DIR``, or ``PREFECT_HOME`` where it is set) when that home is, or lies
+    inside, a file or cannot be made (``junction.environment.check_folder``); the other
+    defaults are set first, so a caller may report the error later (``flows.cli.main``)."""
     for key, value in _DEFAULTS.items():
         os.environ.setdefault(key, value)
     if logging_level:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", logging_level)
-    Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    given = os.environ.get("PREFECT_HOME")
+    if given:
+        home = check_folder(Path(given), f"PREFECT_HOME={given}", "set PREFECT_HOME to a folder")
+    else:
+        home = state_dir() / "prefect"  # JUNCTION_STATE_DIR naming a file: one line
+        os.environ["PREFECT_HOME"] = str(home)
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        variable = "PREFECT_HOME" if given else "JUNCTION_STATE_DIR"
+        raise JunctionError(f"cannot make Prefect's home {home}: {exc.strerror or exc}; set "
+                            f"{variable} to a writable folder") from None

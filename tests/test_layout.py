@@ -202,7 +202,8 @@ def test_the_installed_package_runs_demo_bench_and_sql(installed):
 
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("junction.errors", "junction.text", "junction.environment"),
+    ("junction.errors", "junction.text"),
+    ("junction.environment",),
     ("junction.tokens", "junction.models", "junction.sqlite_cache", "junction.registry"),
     ("junction.resources", "junction.dense"),
     ("junction.budget", "junction.verifiers"),
