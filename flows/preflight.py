@@ -54,11 +54,16 @@ def check_writable(output_root: str) -> None:
 
 def check_resume(plan: RunPlan, run_id: str) -> None:
     """Refuse to resume ``run_id`` with a plan other than the one it was started with
-    (``JunctionError``)."""
+    (``JunctionError`` naming each option that differs with both values,
+    ``flows.run_record.resume_differences``)."""
     existing = TraceStore(plan.output_root).read_run_meta(run_id)
     if existing and existing.get("params_hash") != plan.params_hash():
-        raise JunctionError(f"run {run_id} was started with different parameters; "
-                            "use a new run id or the same parameters")
+        from flows.run_record import resume_differences
+
+        changed = resume_differences(existing.get("params"), plan)
+        raise JunctionError(f"run {run_id} was started with different parameters"
+                            f"{f': {changed}' if changed else ''}; use a new run id or the "
+                            "same parameters")
 
 
 def check_folds(plan: RunPlan) -> None:

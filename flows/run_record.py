@@ -19,13 +19,21 @@ from importlib import metadata
 from typing import Any
 
 from flows import interrupts
-from flows.plan import RunPlan, default_suites, skipped_default_suites
+from flows.plan import (
+    FIELD_POLICY,
+    RESULT_NEUTRAL_PARAMS,
+    RunPlan,
+    default_suites,
+    resume_params,
+    skipped_default_suites,
+)
 from flows.sampling import LoadedSuite, suite_summary
 from junction.environment import PROJECT_ROOT
 from junction.evidence.store import TraceStore
 from junction.registry import load_plugins
 
-__all__ = ["finish_run", "start_run"]
+__all__ = ["compared_params", "finish_run", "option_name", "recorded_params",
+           "resume_differences", "start_run"]
 
 _PACKAGES = ("junction", "prefect", "duckdb", "pyarrow", "pydantic", "bm25s", "scipy",
              "numpy", "llama_cpp_python", "ir_measures", "bfcl-eval")
@@ -107,3 +115,69 @@ def finish_run(store: TraceStore, meta: dict[str, Any], results: list[dict[str, 
                 suites={s.key: suite_summary(s, max_tasks)
                         for s in suites})
     return meta
+
+
+_OPTIONS = {"suites": "--suite", "strategies": "--strategy", "seeds": "--seed",
+            "budget_scales": "--budget-scale", "suite_files": "--suite-file",
+            "strategy_scales": "--strategy-scale", "agent_strategies": "--agent-strategy",
+            "data_folders": "--data", "output_root": "--warehouse",
+            "reports_root": "--reports"}
+"""``RunPlan`` fields whose ``junction bench`` option is not ``--`` and the field's name
+with dashes (a repeatable option is named in the singular)."""
+
+_LEARNED_ONLY = ("fit_search", "folds")
+"""Fields that change only a learned strategy's results (its fit's search, its
+cross-fitting folds): a diff of two runs without one leaves them out."""
+
+
+def option_name(param: str) -> str:
+    """The ``junction bench`` option that sets ``RunPlan`` field ``param``
+    (``fit_search`` -> ``--fit-search``, ``strategies`` -> ``--strategy``)."""
+    return _OPTIONS.get(param, "--" + param.replace("_", "-"))
+
+
+def recorded_params(params: dict[str, Any]) -> dict[str, Any]:
+    """A run.json's ``params`` with each ``RunPlan`` field that ``RunPlan.params`` leaves
+    out filled in: its default (``ParamPolicy.omit_default``: ``fit_search`` optimal,
+    ``folds`` 5) or the field it repeats (``omit_same_as``: ``agent_strategies``, the
+    strategies), so two records compare field by field."""
+    out = dict(params)
+    for name, policy in FIELD_POLICY.items():
+        if name in out:
+            continue
+        if policy.omit_same_as is not None and policy.omit_same_as in out:
+            out[name] = out[policy.omit_same_as]
+        elif policy.omit_default:
+            out[name] = RunPlan.model_fields[name].get_default(call_default_factory=True)
+    return out
+
+
+def compared_params(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """The parameters that differ between two runs' records (run.json dicts), as
+    ``junction.evidence.diff.param_changes`` rows: every field that can change a result
+    (the result-neutral ones left out), the fields only a learned strategy reads
+    (``fit_search``, ``folds``) only where one of the two runs ran a learned strategy."""
+    from junction.evidence.diff import param_changes
+    from junction.strategies import STRATEGIES
+
+    a, b = (recorded_params(p if isinstance(p := m.get("params"), dict) else {})
+            for m in (before, after))
+    learned = any(STRATEGIES[s].role == "learned" for p in (a, b)
+                  for s in p.get("strategies") or () if s in STRATEGIES)
+    return param_changes(a, b, leave_out={*RESULT_NEUTRAL_PARAMS,
+                                          *(() if learned else _LEARNED_ONLY)})
+
+
+def resume_differences(recorded: dict[str, Any] | None, plan: RunPlan) -> str | None:
+    """What a resumed run repeats (``flows.plan.resume_params``) that ``plan`` changes, as
+    the options that set it with both values, ``--fit-search optimal (now hybrid)``,
+    comma-separated; None when ``recorded`` (run.json's ``params``) is missing or names no
+    difference."""
+    from junction.evidence.diff import param_changes, param_text
+
+    if not isinstance(recorded, dict):
+        return None
+    changes = param_changes(resume_params(recorded_params(recorded)),
+                            resume_params(recorded_params(plan.params())))
+    return ", ".join(f"{option_name(c['param'])} {param_text(c['before'])} (now "
+                     f"{param_text(c['after'])})" for c in changes) or None

@@ -2,7 +2,9 @@
 
 ``run_scope`` first says what the two runs share (suites, strategies, seeds, budget scales,
 tasks) and what only one has; ``check_comparable`` raises ``NothingComparableError`` with
-the reason when no task is shared.
+the reason when no task is shared. ``param_changes`` lists the run parameters (run.json's
+``params``) that differ, the learned fit's search among them (``fit_search: optimal →
+hybrid``), which the command line prints above the metric rows.
 
 For each suite, strategy and budget scale, and each metric, over the tasks both runs share
 (matched on suite, strategy, budget scale, seed and task id): the mean before (run A),
@@ -18,7 +20,7 @@ after (run B), the change (B − A) and a paired 95% interval of the change:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import duckdb
@@ -39,6 +41,9 @@ __all__ = [
     "diff_page",
     "diff_runs",
     "format_row",
+    "param_changes",
+    "param_lines",
+    "param_text",
     "resolve_run",
     "run_scope",
     "scope_lines",
@@ -91,6 +96,49 @@ def resolve_run(store: TraceStore, ref: str) -> str:
                                f"read; {hint}")
     known = ", ".join(ids[-5:]) or "none"
     raise UnknownNameError(f"no run or commit matches {ref!r}; recent runs: {known}")
+
+
+def param_changes(before: dict[str, Any], after: dict[str, Any],
+                  leave_out: Collection[str] = ()) -> list[dict[str, Any]]:
+    """The parameters whose values differ between two runs' ``params`` (run.json), sorted
+    by name, as {param, before, after}: a name one run lacks has the value None there (the
+    caller fills in the defaults a run leaves out first). ``leave_out``: names not
+    compared (the result-neutral ones, say)."""
+    names = sorted((set(before) | set(after)) - set(leave_out))
+    return [{"param": n, "before": before.get(n), "after": after.get(n)} for n in names
+            if before.get(n) != after.get(n)]
+
+
+def param_text(value: Any) -> str:
+    """A parameter's value in one short line: a list as ``a,b``, a dict as ``k=v k=v``,
+    None as ``none``, a number as ``%g``, a bool as ``yes`` / ``no``."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ",".join(param_text(v) for v in value) or "none"
+    if isinstance(value, dict):
+        return " ".join(f"{k}={param_text(v)}" for k, v in sorted(value.items())) or "none"
+    return str(value)
+
+
+def param_lines(changes: list[dict[str, Any]]) -> list[str]:
+    """``param_changes`` as lines: one per parameter, ``fit_search: optimal → hybrid``, after
+    a line that says whether any differ."""
+    if not changes:
+        return [_SAME_PARAMS]
+    return ["run parameters that differ:", *(f"  {_change_text(c)}" for c in changes)]
+
+
+_SAME_PARAMS = "run parameters: the same (those that can change a result)"
+
+
+def _change_text(change: dict[str, Any]) -> str:
+    return (f"{change['param']}: {param_text(change['before'])} → "
+            f"{param_text(change['after'])}")
 
 
 _DIMENSIONS = ("suite", "strategy", "seed", "budget_scale")
@@ -255,11 +303,13 @@ def changed_verdicts(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def diff_page(run_a: str, run_b: str, scope: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+def diff_page(run_a: str, run_b: str, scope: dict[str, Any], rows: list[dict[str, Any]],
+              params: list[dict[str, Any]] | None = None) -> str:
     """The diff as a self-contained HTML page. First screen: one line per changed verdict
     (``changed_verdicts``, inside ``<div id="verdicts">``) and one sentence on the rest;
-    then the scope, then the table (changed rows first), numbers as the catalog prints
-    them (``format_row``)."""
+    then the scope, the run parameters that differ (``params``: ``param_changes``, when
+    given), then the table (changed rows first), numbers as the catalog prints them
+    (``format_row``)."""
     import html
 
     from junction.evidence.page import html_page
@@ -288,7 +338,12 @@ def diff_page(run_a: str, run_b: str, scope: dict[str, Any], rows: list[dict[str
             f"{scope['tasks']} task evaluations in both runs.</p>"
             "<h2>Scope</h2><ul>"
             + "".join(f"<li>{html.escape(line)}</li>" for line in scope_lines(scope))
-            + "</ul><h2>Every metric row</h2><p>Significant and changed rows first.</p>"
+            + "</ul>"
+            + ("" if params is None else "<h2>Run parameters that differ</h2><ul>" + "".join(
+                f"<li>{html.escape(text)}</li>" for text in
+                [_change_text(c) for c in params] or ["none (of those that can change a "
+                                                      "result)"]) + "</ul>")
+            + "<h2>Every metric row</h2><p>Significant and changed rows first.</p>"
             "<table><thead><tr>"
             + "".join(f"<th>{h}</th>" for h in header) + "</tr></thead><tbody>"
             + "".join(cells) + "</tbody></table>")

@@ -294,9 +294,12 @@ def plugin_lines(plugins: Any) -> list[str]:
 
 def _approximate_search(params: dict[str, Any]) -> str | None:
     """The run's fit search (``RunPlan.fit_search``) where it is an approximate one, not
-    ``OPTIMAL_SEARCH``; None otherwise."""
+    ``OPTIMAL_SEARCH``, and only where a learned strategy ran (the search fits nothing
+    else); None otherwise."""
     search = params.get("fit_search", OPTIMAL_SEARCH)
-    return None if search == OPTIMAL_SEARCH else search
+    learned = any(s in STRATEGIES and STRATEGIES[s].role == "learned"
+                  for s in params.get("strategies", []))
+    return None if search == OPTIMAL_SEARCH or not learned else search
 
 
 def render_markdown(sections: ReportSections) -> str:
