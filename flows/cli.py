@@ -4,14 +4,18 @@
 ``--strategy`` and ``--suite`` of ``junction bench`` accept; ``--data SUITE=PATH`` names
 the folder a suite of third-party data reads).
 
-User mistakes (unknown names, bad queries, unreadable files) print one line on stderr and
-exit with status 1; they never print a traceback.
+User mistakes (unknown names, bad queries, unreadable files, a folder option or variable
+naming a file) print one line on stderr and exit with status 1; they never print a
+traceback. A hint in such a line (``run `junction bench` first``) names the program as the
+user started it (``flows.cli_run.invoked_as``: ``.venv/bin/junction`` where that is how).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import re
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -21,12 +25,14 @@ import typer
 from flows.cli_admit import admit
 from flows.cli_judge import judge_app
 from flows.cli_models import models_app
-from flows.cli_run import WAREHOUSE_OPTION, bench, reports_root, warehouse_root
+from flows.cli_run import WAREHOUSE_OPTION, bench, invoked_as, reports_root, warehouse_root
 from flows.cli_text import echo, require_text, terminal_safe
 from flows.environment import configure_prefect_env
+from junction.environment import state_dir
 from junction.errors import JunctionError
 
-configure_prefect_env(logging_level="WARNING")  # before anything imports prefect
+with contextlib.suppress(JunctionError):  # a state folder that is a file: main() says so
+    configure_prefect_env(logging_level="WARNING")  # before anything imports prefect
 
 app = typer.Typer(
     add_completion=False,
@@ -160,7 +166,7 @@ def runs(warehouse: str = WAREHOUSE_OPTION) -> None:
     """List benchmark runs, oldest first."""
     from junction.evidence.store import TraceStore
 
-    metas = TraceStore(warehouse or warehouse_root()).run_metas()
+    metas = TraceStore(warehouse_root(warehouse)).run_metas()
     if not metas:
         raise JunctionError("no runs yet; run `junction bench` first")
     rows = []
@@ -186,10 +192,15 @@ def report(
     from junction.evidence.reports import write_report
     from junction.evidence.warehouse import Warehouse
 
-    wh = Warehouse(warehouse or warehouse_root())
+    wh = Warehouse(warehouse_root(warehouse))
+    folder = Path(reports_root(reports, writable=True))
     run_id = resolve_run(wh.store, run)
-    paths = write_report(Path(reports or reports_root()) / run_id, wh.run_data(run_id),
-                         params_left_out=REPORT_LEFT_OUT)
+    try:
+        paths = write_report(folder / run_id, wh.run_data(run_id),
+                             params_left_out=REPORT_LEFT_OUT)
+    except OSError as exc:  # a folder that became unwritable, a full disk
+        raise JunctionError(f"cannot write the report of run {run_id} under {folder}: "
+                            f"{exc.strerror or exc}") from None
     typer.echo(f"report: {paths['report.md']}")
 
 
@@ -209,39 +220,43 @@ def diff(
                                    "(changed rows first) to this path."),
     warehouse: str = WAREHOUSE_OPTION,
 ) -> None:
-    """What both runs share, then per suite and strategy each metric before, after, change
-    and a paired 95% CI (binary metrics: McNemar/Newcombe, as the report's headline)."""
+    """What both runs share, the run parameters that differ (the learned fit's search
+    among them), then per suite and strategy each metric before, after, change and a paired
+    95% CI (binary metrics: McNemar/Newcombe, as the report's headline)."""
+    from flows.run_record import compared_params
     from junction.evidence.diff import (
         check_comparable,
         diff_page,
         diff_runs,
         format_row,
+        param_lines,
         resolve_run,
         run_scope,
         scope_lines,
     )
     from junction.evidence.store import TraceStore
 
-    store = TraceStore(warehouse or warehouse_root())
+    store = TraceStore(warehouse_root(warehouse))
     run_a, run_b = resolve_run(store, a), resolve_run(store, b)
     if run_a == run_b:
         raise JunctionError(f"{a!r} and {b!r} are the same run ({run_a}); nothing to compare")
+    params = compared_params(store.read_run_meta(run_a) or {}, store.read_run_meta(run_b) or {})
     traces_a, traces_b = store.read_traces(run_a), store.read_traces(run_b)
     scope = run_scope(traces_a, traces_b)
     check_comparable(scope)
     rows = diff_runs(traces_a, traces_b)
     if html_path is not None:
-        html_path.write_text(diff_page(run_a, run_b, scope, rows))
+        html_path.write_text(diff_page(run_a, run_b, scope, rows, params))
     n_total = len(rows)
     n_changed = sum(r["change"] != 0 for r in rows)
     n_significant = sum(r["significant"] for r in rows)
     if changed:
         rows = [r for r in rows if r["change"] != 0]
     if fmt is DiffFormat.json:
-        typer.echo(json.dumps({"before": run_a, "after": run_b, "scope": scope, "rows": rows},
-                              sort_keys=True))
+        typer.echo(json.dumps({"before": run_a, "after": run_b, "params": params,
+                               "scope": scope, "rows": rows}, sort_keys=True))
         return
-    for line in scope_lines(scope):
+    for line in [*scope_lines(scope), *param_lines(params)]:  # then the metric rows
         typer.echo(line)
 
     header = ("suite", "strategy", "scale", "metric", "tasks", "before", "after", "change",
@@ -280,7 +295,7 @@ def sql(
     from junction.evidence.warehouse import Warehouse
 
     require_text(query, "QUERY")
-    result = Warehouse(warehouse or warehouse_root()).query(query)
+    result = Warehouse(warehouse_root(warehouse)).query(query)
     if fmt is SqlFormat.csv:
         import pyarrow.csv as pacsv
 
@@ -361,19 +376,37 @@ see docs/usage.md)."""
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """``warnings.showwarning`` for the command line: ``warning: <message>``, one line."""
-    print(terminal_safe(f"warning: {message}"), file=file or sys.stderr)
+    print(terminal_safe(f"warning: {_as_invoked(str(message))}"), file=file or sys.stderr)
+
+
+_HINT = re.compile(r"\b(run|with) `junction ")
+"""A hint's command in a message: "run `junction bench` first", "resume it with `junction
+bench --run-id ...`"."""
+
+
+def _as_invoked(text: str) -> str:
+    """``text`` with each hint's ``junction`` command (``_HINT``) spelled as this program
+    was started (``invoked_as``: ``.venv/bin/junction`` where that is how)."""
+    program = invoked_as()
+    if program == "junction":
+        return text
+    return _HINT.sub(lambda m: f"{m.group(1)} `{program} ", text)
 
 
 def main() -> None:
     """Console-script entry point: run the app, turning Junction errors into one line and
-    warnings into ``warning: ...`` lines."""
+    warnings into ``warning: ...`` lines; a hint in either names the program as it was
+    started (``_as_invoked``). A state folder (``JUNCTION_STATE_DIR``) or Prefect home
+    that is a file is one such line too, before any command runs."""
     import warnings
 
     warnings.showwarning = _one_line_warning
     try:
+        state_dir()  # a state folder that is a file: one line, whatever the command
+        configure_prefect_env(logging_level="WARNING")  # again: the one line if it failed
         app()
     except JunctionError as exc:
-        echo(f"error: {exc}", err=True)
+        echo(f"error: {_as_invoked(str(exc))}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:  # Ctrl-C outside a run (a run handles it: flows.interrupts)
         echo("interrupted", err=True)

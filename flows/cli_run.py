@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -20,23 +21,41 @@ import typer
 
 from flows import interrupts, run_log, server
 from flows.cli_text import echo
-from junction.environment import PROJECT_ROOT
+from junction.environment import PROJECT_ROOT, check_folder
 from junction.errors import JunctionError, UnknownNameError
 
-__all__ = ["WAREHOUSE_OPTION", "bench", "parse_data_folders", "reports_root", "resume_command",
-           "warehouse_root"]
+__all__ = ["WAREHOUSE_OPTION", "bench", "invoked_as", "parse_data_folders", "reports_root",
+           "resume_command", "warehouse_root"]
 
 _STOP_DRAIN_S = 5.0
 """Seconds Prefect's event and log workers get to send what they hold at the end of a run
 whose server is alive (an interrupted run's get 1 s, a dead server's none)."""
 
 
-def warehouse_root() -> str:
-    return os.environ.get("JUNCTION_WAREHOUSE", str(PROJECT_ROOT / "warehouse"))
+def warehouse_root(given: str | None = None) -> str:
+    """The traces root: ``given`` (``--warehouse``), else ``$JUNCTION_WAREHOUSE``, else
+    ``<project>/warehouse``. A local one that is, or lies inside, a file is one
+    ``JunctionError`` line naming the option or variable (``check_folder``)."""
+    return _root(given, "--warehouse", "JUNCTION_WAREHOUSE", "warehouse")
 
 
-def reports_root() -> str:
-    return os.environ.get("JUNCTION_REPORTS", str(PROJECT_ROOT / "reports"))
+def reports_root(given: str | None = None, writable: bool = False) -> str:
+    """The reports root: ``given`` (``--reports``), else ``$JUNCTION_REPORTS``, else
+    ``<project>/reports``; checked as ``warehouse_root``'s, and with ``writable`` also that
+    a file can be written there (``check_folder``: what the check makes, it removes)."""
+    return _root(given, "--reports", "JUNCTION_REPORTS", "reports", writable)
+
+
+def _root(given: str | None, option: str, variable: str, default: str,
+          writable: bool = False) -> str:
+    env = os.environ.get(variable)
+    root, label, fix = ((given, f"{default} {given}", f"pass a folder to {option}") if given
+                        else (env, f"{variable}={env}", f"set {variable} to a folder") if env
+                        else (str(PROJECT_ROOT / default), f"the default {default} folder "
+                              f"{PROJECT_ROOT / default}", f"pass a folder to {option}"))
+    if "://" not in root:
+        check_folder(Path(root), label, fix, writable)
+    return root
 
 
 WAREHOUSE_OPTION = typer.Option(None, "--warehouse", help="Traces root: a folder or an fsspec "
@@ -236,7 +255,8 @@ def bench(
     (BFCL, tau2-banking) for every strategy that respects the budget (the references' agent
     outcome: `make bench-agent`, `make bench-tau2-agent`).
     """
-    output_root = warehouse or warehouse_root()
+    output_root = warehouse_root(warehouse)  # a file named: one line, before anything
+    reports_folder = reports_root(reports, writable=True)
     if run_id and "://" not in output_root:  # a held run id: refused before anything loads
         from junction.evidence.locks import check_run_free
 
@@ -254,7 +274,7 @@ def bench(
         suites=suite or None, strategies=strategy or None, seeds=seed or None,
         budget_scales=budget_scale or None, size=size, full=full,
         batch_size=batch_size, output_root=output_root,
-        reports_root=reports or reports_root(), runner=runner.value,
+        reports_root=reports_folder, runner=runner.value,
         workers=workers, dask_address=dask_address,
         suite_files=[str(p.resolve()) for p in suite_file or []] or None,
         strategy_size=_strategy_option(strategy_size, "--strategy-size", int),
@@ -273,10 +293,14 @@ def bench(
     for name, reason in unreadable_named_folders(plan).items():  # the run goes on without
         echo(f"warning: {name} is left out of this run: {reason}", err=True)
     store = TraceStore(plan.output_root)
+    known = bool(given_id) and store.read_run_meta(run_id) is not None
     if given_id:
-        known = store.read_run_meta(run_id) is not None
         typer.echo(f"{'resuming' if known else 'starting new'} run {run_id}")
     with store.run_lock(run_id):  # before Prefect is imported: a second writer is told now
+        if known:  # a resumed run's unit file that cannot be read is run again
+            for path in store.unreadable_unit_files(run_id):
+                echo(f"warning: unit file {path} of run {run_id} cannot be read (corrupt or "
+                     "truncated); its unit runs again", err=True)
         result = _run(plan, run_id)
     typer.echo(f"run {result['run_id']}: {result['tasks']} task evaluations in "
                f"{result['units']} units ({result['units_skipped']} already done)")
@@ -358,10 +382,50 @@ def _server_exited(pid: int, code: int, run_id: str, log: Path) -> None:
         f"`{resume_command(sys.argv, run_id)}`; log: {log}"))
 
 
-def resume_command(argv: list[str], run_id: str) -> str:
-    """``junction bench --run-id RUN_ID`` followed by the options of ``argv`` (this
+def invoked_as(argv0: str | None = None) -> str:
+    """This program as the user started it, for a command line they can paste: ``junction``
+    where that name on ``PATH`` (``shutil.which``) is the program running (``argv0``,
+    default ``sys.argv[0]``); else its path, relative to the working folder when inside it
+    (``.venv/bin/junction``, the README's); for a module run (``python -m flows.cli``)
+    that Python, found the same way, and ``-m flows.cli``. Quoted for a POSIX shell."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if argv0.endswith(".py"):  # python -m flows.cli, or the file itself
+        return shlex.join([_as_typed(sys.executable), "-m", "flows.cli"])
+    return shlex.quote(_as_typed(argv0))
+
+
+def _as_typed(program: str) -> str:
+    """``program``'s name where ``PATH`` finds this very file by it, else its path
+    (relative to the working folder when inside it; ``./`` before a bare name)."""
+    name = os.path.basename(program)
+    found = shutil.which(name)
+    if found and _same_program(found, program):
+        return name
+    path = os.path.abspath(program)
+    cwd = os.getcwd()
+    if os.path.commonpath([cwd, path]) == cwd:
+        path = os.path.relpath(path, cwd)
+        return path if os.sep in path else f".{os.sep}{path}"
+    return path
+
+
+def _same_program(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` start the same program: one path, or one file reached
+    through no symbolic link (a venv's ``python`` links to the base interpreter, which
+    starts without the venv)."""
+    if os.path.abspath(a) == os.path.abspath(b):
+        return True
+    try:
+        return not (os.path.islink(a) or os.path.islink(b)) and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def resume_command(argv: list[str], run_id: str, program: str | None = None) -> str:
+    """``PROGRAM bench --run-id RUN_ID`` followed by the options of ``argv`` (this
     process's ``sys.argv``) after ``bench``, without any ``--run-id`` given: the command
-    that resumes this run as it was started, quoted for a POSIX shell (``shlex.join``)."""
+    that resumes this run as it was started, quoted for a POSIX shell (``shlex.join``).
+    ``program``: how this program is typed (default: ``invoked_as(argv[0])``)."""
     args = argv[1:]
     args = args[args.index("bench") + 1:] if "bench" in args else []
     kept, skip = [], False
@@ -372,4 +436,5 @@ def resume_command(argv: list[str], run_id: str) -> str:
             skip = True
         elif not arg.startswith("--run-id="):
             kept.append(arg)
-    return shlex.join(["junction", "bench", "--run-id", run_id, *kept])
+    program = invoked_as(argv[0] if argv else None) if program is None else program
+    return " ".join([program, shlex.join(["bench", "--run-id", run_id, *kept])])

@@ -221,7 +221,7 @@ def test_a_unit_thread_sees_the_signal_before_pythons_handler_runs():
     (["/x/junction", "bench"], "junction bench --run-id R"),
 ], ids=["quoted", "given-id", "equals-form", "no-options"])
 def test_resume_command_repeats_the_options(argv, expected):
-    assert resume_command(argv, "R") == expected
+    assert resume_command(argv, "R", program="junction") == expected
 
 
 @pytest.mark.parametrize("status, hint", [
