@@ -16,13 +16,26 @@ second after run.json is written, inside the unit's fit of several seconds). Eac
 runs in its own temporary warehouse, state and Prefect home; the τ cases read the fixture
 under ``tests/data/tau2_fixture``.
 
-Usage: ``.venv/bin/python bench/checks/fault_lines.py [--from 7]`` (``--from 7``: cases 7 to 10
-only). To measure another checkout's code with this script, put its folder first on
+Issue 63's cases (``--issue 63``: those alone): 63.1 a plug-in that registers ``exact``
+again; 63.2 τ tasks with neither a gold action nor required documents; 63.3 Ctrl-C as the
+fit's workers start; 63.4 a plug-in that raises on import, names a missing module or a
+missing attribute; 63.5 ``JUNCTION_FIT_WORKERS`` ``abc``, ``0``, ``-1`` and ``64``; 63.6 one
+fit worker killed by SIGKILL; 63.7 resuming over a corrupt trace file; 63.8 ``junction diff``
+of an exact fit and a hybrid one, and ``--fit-search hybrid`` without a learned strategy;
+63.9 ``--reports`` naming a file, a read-only reports folder, ``JUNCTION_STATE_DIR`` naming
+a file; 63.10 suite files named like a built-in suite, with ``"token_cost": true``, and a
+pretty-printed JSON array; 63.11 ``bench/compare.py`` with a truncated result file of
+another script; 63.12 the resume command of a run started as ``.venv/bin/junction``, and a
+parameter mismatch.
+
+Usage: ``.venv/bin/python bench/checks/fault_lines.py [--from 7 | --issue 63]`` (``--from 7``:
+cases 7 to 10 only). To measure another checkout's code with this script, put its folder first on
 ``PYTHONPATH`` (``junction`` and ``flows`` are then imported from there).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -38,6 +51,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
 from results import write_results  # noqa: E402
+
 JUNCTION = str(Path(sys.executable).parent / "junction")
 SILENT = ("import socket\ns=socket.socket();s.bind(('127.0.0.1',0));s.listen(64)\n"
           "print(s.getsockname()[1],flush=True)\nheld=[]\nwhile True: held.append(s.accept())")
@@ -172,9 +186,306 @@ def _row(case: str, seconds: float, code: int, lines: list[str], extra: str = ""
     print(f"| {case} | {seconds:.1f} | {code} | {len(lines)} | {extra} | {last} |")
 
 
+# ---------------------------------------------------------------------------------------------
+# Issue 63's cases (``--issue 63``): the newest surfaces. Each runs on real processes in its
+# own temporary warehouse, state and Prefect home. To measure another checkout, put a folder
+# first on ``PYTHONPATH`` holding ``junction``, ``flows`` and ``junction_datasets`` (a link to
+# that checkout's ``datasets``); ``bench/compare.py`` is then run from that checkout too.
+
+CODE_ROOT = Path(importlib.util.find_spec("flows").origin).resolve().parents[1]
+"""The checkout whose code is measured (where ``flows`` is imported from)."""
+
+_PLUGINS = {
+    "shadow": ("from junction.strategies.catalog import STRATEGIES, StrategyInfo, "
+               "register_strategy\n"
+               "register_strategy(StrategyInfo('exact', 'junction.strategies.splits:"
+               "make_fixed_split_strategy', 'split', 'a plug-in posing as exact',"
+               " ranks_apart=True))\n"),
+    "replacer": ("from junction.strategies.catalog import StrategyInfo, register_strategy\n"
+                 "register_strategy(StrategyInfo('exact', 'junction.strategies.splits:"
+                 "make_fixed_split_strategy', 'split', 'a plug-in posing as exact',"
+                 " ranks_apart=True), replace=True)\n"),
+    "raises": "raise RuntimeError('boom in the plug-in')\n",
+    "noattr": "",
+}
+
+
+def _plugin(base: Path, name: str, value: str | None = None) -> Path:
+    """A folder to put first on ``PYTHONPATH``: module ``{name}_plugin`` and a
+    ``{name}_plugin-0.1.dist-info`` whose ``entry_points.txt`` names it under
+    ``junction.plugins`` (``value``: the entry point's value; default the module)."""
+    folder = base / f"{name}-pkg"
+    info = folder / f"{name}_plugin-0.1.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}_plugin.py").write_text(_PLUGINS.get(name, ""))
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        f"[junction.plugins]\n{name} = {value or name + '_plugin'}\n")
+    return folder
+
+
+def _metrics_rates(base: Path) -> str:
+    """Each strategy's retrieval success and mean exposed tokens over the traces under
+    ``base``'s warehouse ("strategy success/evaluations, tokens", comma-separated)."""
+    import duckdb
+
+    files = sorted((base / "wh" / "traces").rglob("*.parquet"))
+    if not files:
+        return "no traces"
+    rows = duckdb.sql("SELECT strategy, sum(success::INT), count(*), avg(tokens_used) "
+                      "FROM read_parquet(?) GROUP BY strategy ORDER BY strategy",
+                      params=[[str(f) for f in files]]).fetchall()
+    return ", ".join(f"{s} {k}/{n} ({t:.0f} tokens)" for s, k, n, t in rows)
+
+
+def _descendants(pid: int, word: str) -> list[psutil.Process]:
+    try:
+        kids = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+    out = []
+    for k in kids:
+        try:
+            if word in " ".join(k.cmdline()):
+                out.append(k)
+        except psutil.Error:
+            pass
+    return out
+
+
+def _fit_workers(pid: int) -> list[psutil.Process]:
+    """The fit's worker processes under ``pid``: the home-made pool's ``serve_stdio`` or the
+    library pool's (loky / multiprocessing) processes."""
+    return [p for w in ("serve_stdio", "loky", "multiprocessing") for p in _descendants(pid, w)]
+
+
+def _watched(env, args, ready, act) -> tuple[float, int, list[str], str]:
+    """Start ``junction *args``, wait for ``ready(proc)``, call ``act(proc)`` (what it returns
+    goes in "also"): (seconds from the act to exit, status, stderr lines, also)."""
+    proc = subprocess.Popen([JUNCTION, *args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    while proc.poll() is None and not ready(proc):
+        time.sleep(0.01)
+    also = act(proc) if proc.poll() is None else "exited before the act"
+    t0 = time.monotonic()
+    try:
+        err = proc.communicate(timeout=600)[1]
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        err = proc.communicate()[1] + "\n(killed after 600 s)"
+    return time.monotonic() - t0, proc.returncode, err.splitlines(), also
+
+
+def _fatal(lines: list[str]) -> str:
+    return f"{sum('Fatal Python error' in x for x in lines)} 'Fatal Python error'"
+
+
+def _issue63_cases(base: Path) -> None:
+    fixture = ROOT / "tests" / "data" / "tau2_fixture"
+    coupling = ("bench", "--suite", "coupling", "--strategy", "exact", "--budget-scale", "1",
+                "--size", "5", "--agent-size", "0")
+    tau_fit = ("bench", "--suite", "tau2-banking", "--strategy", "learned_exact",
+               "--budget-scale", "1", "--agent-size", "0", "--tau2-data", str(fixture))
+
+    # 1: a plug-in registers `exact` again
+    env = _on_path(_env(base / "p1"), _plugin(base, "shadow"))
+    s, code, lines = _timed(env, *coupling, "--run-id", "shadow")
+    run = base / "p1" / "wh" / "runs" / "shadow.json"
+    plugins = (json.loads(run.read_text()).get("plugins", "absent") if run.exists()
+               else "no run.json")
+    _row("63.1 plug-in registers exact again", s, code, lines,
+         f"{_metrics_rates(base / 'p1')}; run.json plugins: {str(plugins)[:60]}")
+    env = _on_path(_env(base / "p1b"), _plugin(base, "replacer"))
+    s, code, lines = _timed(env, *coupling, "--run-id", "replacer")
+    run = base / "p1b" / "wh" / "runs" / "replacer.json"
+    plugins = (json.loads(run.read_text()).get("plugins", "absent") if run.exists()
+               else "no run.json")
+    _row("63.1b the same with replace=True", s, code, lines,
+         f"{_metrics_rates(base / 'p1b')}; run.json plugins: {str(plugins)[:80]}")
+
+    # 2: τ tasks with neither a gold action nor required documents
+    folder = base / "tau2-empty"
+    shutil.copytree(fixture, folder)
+    for i in range(1, 6):
+        f = folder / "tasks" / f"task_00{i}.json"
+        raw = json.loads(f.read_text())
+        raw["required_documents"] = []
+        raw.setdefault("evaluation_criteria", {})["actions"] = []
+        f.write_text(json.dumps(raw))
+    s, code, lines = _timed(_env(base / "p2"), "bench", "--suite", "tau2-banking", "--strategy",
+                            "gold_minimal", "--strategy", "exact", "--budget-scale", "1",
+                            "--agent-size", "0", "--tau2-data", str(folder))
+    _row("63.2 τ tasks with nothing to find", s, code, lines, _metrics_rates(base / "p2"))
+
+    # 3: Ctrl-C while the fit's workers start
+    for attempt in (1, 2):
+        env = {**_env(base / f"p3{attempt}"), "JUNCTION_FIT_WORKERS": "2"}
+        seen: list[psutil.Process] = []
+
+        def interrupt(proc, seen=seen) -> str:
+            seen.extend(_fit_workers(proc.pid))
+            os.killpg(proc.pid, signal.SIGINT)
+            return "SIGINT to the group"
+
+        s, code, lines, _ = _watched(env, [*tau_fit, "--run-id", "w"],
+                                     lambda p: bool(_fit_workers(p.pid)), interrupt)
+        time.sleep(1)
+        left = sum(w.is_running() and w.status() != "zombie" for w in seen)
+        _row(f"63.3 Ctrl-C as fit workers start ({attempt})", s, code, lines,
+             f"{_fatal(lines)}; {left} worker(s) left running")
+
+    # 4: a plug-in that raises on import, names a missing module, a missing attribute
+    for label, name, value in (("raises on import", "raises", None),
+                               ("names a missing module", "nomod", "no_such_module_xyz"),
+                               ("names a missing attribute", "noattr", "noattr_plugin:nothing")):
+        env = _on_path(_env(base / f"p4{name}"), _plugin(base, name, value))
+        _row(f"63.4 plug-in {label}: suites", *_timed(env, "suites"))
+
+    # 5: JUNCTION_FIT_WORKERS
+    for value, args in (("abc", tau_fit), ("0", tau_fit), ("-1", tau_fit),
+                        ("abc", ("bench", "--suite", "bfcl-multiple", "--strategy",
+                                 "learned_exact", "--size", "5", "--budget-scale", "1",
+                                 "--agent-size", "0"))):
+        env = {**_env(base / f"p5{value}{args[2]}"), "JUNCTION_FIT_WORKERS": value}
+        _row(f"63.5 JUNCTION_FIT_WORKERS={value} ({args[2]})", *_first_line(env, *args))
+    peak: list[int] = [0]
+
+    def many(proc) -> bool:
+        peak[0] = max(peak[0], len(_fit_workers(proc.pid)))
+        return False
+
+    env = {**_env(base / "p564"), "JUNCTION_FIT_WORKERS": "64"}
+    proc = subprocess.Popen([JUNCTION, *tau_fit], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    while proc.poll() is None:
+        many(proc)
+        time.sleep(0.05)
+    _row("63.5 JUNCTION_FIT_WORKERS=64 on 2 cores", time.monotonic() - t0, proc.returncode,
+         proc.stderr.read().splitlines(), f"peak {peak[0]} fit workers")
+
+    # 6: one fit worker killed mid-run
+    def kill_one(proc) -> str:
+        time.sleep(0.5)
+        workers = _fit_workers(proc.pid)
+        if not workers:
+            return "no worker to kill"
+        workers[0].kill()
+        return "SIGKILL to one worker"
+
+    env = {**_env(base / "p6"), "JUNCTION_FIT_WORKERS": "2"}
+    s, code, lines, also = _watched(env, [*tau_fit, "--run-id", "k"],
+                                    lambda p: bool(_fit_workers(p.pid)), kill_one)
+    _row("63.6 one fit worker killed", s, code, lines, also)
+
+    # 7: resume over a corrupt trace file
+    env = _env(base / "p7")
+    _timed(env, *coupling, "--run-id", "c")
+    traces = sorted((base / "p7" / "wh").rglob("*.parquet"))
+    if traces:
+        traces[0].write_bytes(traces[0].read_bytes()[:100])
+    s, code, lines = _timed(env, *coupling, "--run-id", "c")
+    status = json.loads((base / "p7" / "wh" / "runs" / "c.json").read_text())["status"]
+    _row("63.7 resume over a corrupt trace file", s, code, lines, f"run {status}")
+
+    # 8: diff between an exact fit and a hybrid one; --fit-search hybrid without learning
+    env = _env(base / "p8")
+    small = ("bench", "--suite", "bfcl-multiple", "--strategy", "learned_exact", "--size", "5",
+             "--budget-scale", "1", "--agent-size", "0")
+    _timed(env, *small, "--run-id", "opt")
+    _timed(env, *small, "--run-id", "hyb", "--fit-search", "hybrid")
+    s, code, lines = _timed(env, "diff", "opt", "hyb")
+    out = subprocess.run([JUNCTION, "diff", "opt", "hyb"], cwd=ROOT, env=env,
+                         capture_output=True, text=True).stdout
+    _row("63.8a diff exact fit vs hybrid", s, code, lines,
+         f"fit_search named: {'fit_search' in out or 'fit search' in out}")
+    _timed(env, *coupling, "--run-id", "plain", "--fit-search", "hybrid")
+    report = next((base / "p8" / "rep").rglob("plain/*.md"), None)
+    said = report is not None and "approximate" in report.read_text()
+    _row("63.8b --fit-search hybrid, no learned strategy", 0.0, 0, [],
+         f"report says approximate: {said}")
+
+    # 9: --reports naming a file; a read-only reports folder; JUNCTION_STATE_DIR a file
+    env = _env(base / "p9")
+    (base / "p9").mkdir(parents=True, exist_ok=True)
+    afile = base / "p9" / "a-file"
+    afile.write_text("x")
+    _row("63.9a --reports naming a file", *_first_line(env, *coupling, "--reports", str(afile)))
+    _timed(env, *coupling, "--run-id", "ro")
+    ro = base / "p9" / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    _row("63.9b read-only --reports on report", *_timed(env, "report", "ro", "--reports",
+                                                         str(ro)))
+    ro.chmod(0o755)
+    _row("63.9c JUNCTION_STATE_DIR naming a file",
+         *_timed({**env, "JUNCTION_STATE_DIR": str(afile)}, "runs"))
+
+    # 10: suite files
+    env = _env(base / "p10")
+    task = {"task_id": "t1", "suite": "coupling", "objective": "open an account",
+            "contexts": [{"id": "c1", "content": "use open_account", "token_cost": 5}],
+            "tools": [{"id": "open_account", "description": "open", "json_schema": {},
+                       "schema_token_cost": 10}],
+            "budget": {"max_tokens": 100}, "gold_tool_ids": ["open_account"],
+            "verifier": {"kind": "tools_exposed", "params": {}}}
+    files = base / "p10files"
+    files.mkdir()
+    (files / "builtin.jsonl").write_text(json.dumps(task) + "\n")
+    (files / "booltoken.jsonl").write_text(json.dumps(
+        {**task, "suite": "mine", "contexts": [{**task["contexts"][0], "token_cost": True}]})
+        + "\n")
+    (files / "array.jsonl").write_text(json.dumps([{**task, "suite": "mine"}], indent=2))
+    for name in ("builtin", "booltoken", "array"):
+        s, code, lines = _first_line(env, "bench", "--suite-file", str(files / f"{name}.jsonl"),
+                                     "--strategy", "exact", "--run-id", name)
+        locks = list((base / "p10" / "wh").rglob(".*.lock"))
+        _row(f"63.10 suite file: {name}", s, code, lines, f"{len(locks)} lock(s) left")
+
+    # 11: a truncated bench result file
+    results = base / "p11"
+    for sha, script in (("aaaaaaa", "s1"), ("bbbbbbb", "s1"), ("aaaaaaa", "s2"),
+                        ("bbbbbbb", "s2")):
+        (results / script).mkdir(parents=True, exist_ok=True)
+        (results / script / f"{sha}.json").write_text(json.dumps(
+            {"script": script, "commit": sha, "written_at": "2026-01-01T00:00:00+00:00",
+             "figures": {"x": 1}, "machine": {}, "argv": []}))
+    damaged = results / "s1" / "bbbbbbb.json"
+    damaged.write_text(damaged.read_text()[:20])
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, str(CODE_ROOT / "bench" / "compare.py"), "aaaaaaa",
+                          "bbbbbbb", "--results", str(results), "--script", "s2"],
+                         capture_output=True, text=True)
+    _row("63.11 compare, another script's file truncated", time.monotonic() - t0,
+         out.returncode, out.stderr.splitlines())
+
+    # 12: the resume command as the user ran it; a parameter mismatch
+    env = _env(base / "p12")
+    rel = os.path.relpath(JUNCTION, ROOT)
+    proc = subprocess.Popen([rel, *coupling, "--run-id", "r"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    runs = base / "p12" / "wh" / "runs"
+    while proc.poll() is None and not (runs / "r.json").exists():
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGINT)
+    lines = proc.communicate(timeout=300)[1].splitlines()
+    _row(f"63.12a resume command (started as {rel})", 0.0, proc.returncode, lines)
+    _timed(env, *coupling, "--run-id", "m")
+    _row("63.12b same run id, another budget scale", *_timed(
+        env, "bench", "--suite", "coupling", "--strategy", "exact", "--budget-scale", "0.5",
+        "--agent-size", "0", "--run-id", "m"))
+
+
 def main() -> int:
-    start = int(sys.argv[sys.argv.index("--from") + 1]) if "--from" in sys.argv else 1
-    _cases(start)
+    if "--issue" in sys.argv and sys.argv[sys.argv.index("--issue") + 1] == "63":
+        print("| case | seconds to the line | exit | stderr lines | also | last line |")
+        print("|---|---|---|---|---|---|")
+        with tempfile.TemporaryDirectory(prefix="junction-faults-") as tmp:
+            _issue63_cases(Path(tmp))
+    else:
+        start = int(sys.argv[sys.argv.index("--from") + 1]) if "--from" in sys.argv else 1
+        _cases(start)
     write_results(__file__, {"cases": ROWS})
     return 0
 
