@@ -33,6 +33,7 @@ from junction.select.coverage import (
 )
 from junction.select.problem import OBJECTIVE_TOLERANCE, exceeded_limit
 from junction.strategies.coverage import (
+    FLOORS,
     P_CLIP,
     CoverageStrategy,
     LaneScores,
@@ -228,6 +229,49 @@ def test_the_expected_usable_problem_and_the_floor_by_hand():
         {("d1", "open_acc"): 0.5 * 0.75, ("d2", "open_acc"): 0.5 * 0.25})
 
 
+def _train_task(task_id: str, gold_tools: tuple[str, ...],
+                pairs: tuple[tuple[str, str], ...]):
+    from junction.tasks import BenchmarkTask, VerifierSpec
+
+    view = _view()
+    return BenchmarkTask(
+        task_id=task_id, suite="s", objective="o", contexts=view.contexts,
+        tools=view.tools, budget=view.budget, gold_tool_ids=gold_tools,
+        gold_context_ids=tuple(sorted({c for c, _ in pairs})),
+        gold_pairs=tuple(GoldPair(context_id=c, tool_id=t) for c, t in pairs),
+        verifier=VerifierSpec(kind="tools_with_documents"))
+
+
+def test_the_learned_explanation_counts_training_gold_pairs_by_hand():
+    from junction.strategies.coverage import PRIOR_WEIGHT, ExplanationCounts
+
+    # open_acc gold 3 times: explained by d2 twice, once with no gold pair (usable alone)
+    counts = ExplanationCounts.of([
+        _train_task("a", ("open_acc",), (("d2", "open_acc"),)),
+        _train_task("b", ("open_acc", "lock_card"), (("d2", "open_acc"), ("d2", "lock_card"))),
+        _train_task("c", ("open_acc",), ())])
+    assert counts.gold == {"lock_card": 1, "open_acc": 3}
+    assert counts.unpaired == {"open_acc": 1}
+    assert counts.paired == {("d2", "lock_card"): 1, ("d2", "open_acc"): 2}
+    assert counts.unpaired_rate == (1 + 0.5) / (4 + 1)
+    assert PRIOR_WEIGHT == 1.0
+    # usable with d2: (1 unpaired + 2 with d2 + guess) / (3 + 1); with d1: (1 + guess) / 4
+    assert counts.usable("open_acc", "d2", 0.5) == (3 + 0.5) / 4
+    assert counts.usable("open_acc", "d1", 0.5) == (1 + 0.5) / 4
+    assert counts.usable("open_acc", None, 0.3) == (1 + 0.3) / 4
+    assert counts.usable("never_gold", "d1", 0.4) == 0.4
+    view = _view()
+    problem = coverage_problem(view, candidate_pools(view, None), _scores(),
+                               "expected_usable", "learned", counts=counts)
+    base = counts.unpaired_rate
+    # open_acc (p .5): bare (1 + base) / 4; with d1 (r = .75), with d2 (r = .25)
+    assert problem.tool_value["open_acc"] == pytest.approx(0.5 * (1 + base) / 4)
+    assert problem.explained_value[("d1", "open_acc")] == pytest.approx(
+        0.5 * (1 + base + (1 - base) * 0.75) / 4)
+    assert problem.explained_value[("d2", "open_acc")] == pytest.approx(
+        0.5 * (3 + base + (1 - base) * 0.25) / 4)
+
+
 def test_p_is_clipped_before_the_logarithm():
     view = _view()
     scores = LaneScores({"d1": 1.0, "d2": 0.0, "d3": 0.0},
@@ -292,7 +336,7 @@ _MODEL: list = []
 def _fixture_model():
     if not _MODEL:
         _MODEL.append(fit_coverage_model("tau2-banking", _fixture_tasks()[1:], (3, None),
-                                         rule="bm25_named"))
+                                         rule="bm25_named", floors=FLOORS))
     return _MODEL[0]
 
 
@@ -306,7 +350,7 @@ def test_the_fit_records_its_floor_search_and_is_deterministic():
     assert min(r["floor"] for r in record["search"] if r["training_success"] == best) \
         == model.floor
     again = fit_coverage_model("tau2-banking", _fixture_tasks()[1:], (3, None),
-                               rule="bm25_named")
+                               rule="bm25_named", floors=FLOORS)
     assert again.sha256 == model.sha256
 
 

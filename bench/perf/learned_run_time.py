@@ -8,14 +8,19 @@ folder (a temporary directory), the commands
     junction bench ... --strategy learned_exact
     junction bench ... --strategy learned_exact --fit-search hybrid
 
+    junction bench ... --strategy learned_coverage
+
 (``exact``: the lexical joint selector, no fit; ``learned_exact``: cross-fitted, 5 folds,
 so 5 fits, by the exact λ × τ search, ``optimal``, then by the approximate ``hybrid`` one,
-``junction.learned.grid.SEARCHES``), and prints each command's wall seconds, its ratio to
-the lexical run, and the learned runs' retrieval success (``metrics.json``), side by side.
-``--search`` picks the fit searches (default: optimal and hybrid).
+``junction.learned.grid.SEARCHES``; ``learned_coverage``: cross-fitted the same way, its
+fit the relevance model alone, ``junction.strategies.coverage``), and prints each
+command's wall seconds, its ratio to the lexical run, and the learned runs' retrieval
+success (``metrics.json``), side by side. ``--search`` picks the fit searches of
+``learned_exact`` (default: optimal and hybrid; ``--search none``: no ``learned_exact``
+run), ``--strategy`` the other learned strategies timed (default: learned_coverage).
 
 Usage: ``python bench/perf/learned_run_time.py [--tau2-data PATH] [--search optimal
---search hybrid]``.
+--search hybrid | --search none] [--strategy learned_coverage]``.
 """
 
 from __future__ import annotations
@@ -64,18 +69,25 @@ def timed_run(extra: list[str], data: str, label: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--search", action="append", choices=SEARCHES,
-                        help="fit searches of the learned runs (default: optimal, hybrid)")
+    parser.add_argument("--search", action="append", choices=(*SEARCHES, "none"),
+                        help="fit searches of the learned_exact runs (default: optimal, "
+                             "hybrid; none: no learned_exact run)")
+    parser.add_argument("--strategy", action="append",
+                        help="other learned strategies to time (default: learned_coverage)")
     args = data_arguments(parser.description, argv, parser)
     if args is None:
         return 2
     data = os.environ[tb.DATA_ENV]  # data_arguments set it from --tau2-data, or it was set
     runs = [timed_run(["--strategy", "exact"], data, "lexical")]
     for search in args.search or [OPTIMAL_SEARCH, "hybrid"]:
+        if search == "none":
+            continue
         extra = ["--strategy", "learned_exact"]
         if search != OPTIMAL_SEARCH:
             extra += ["--fit-search", search]
         runs.append(timed_run(extra, data, f"learned-{search}"))
+    for name in args.strategy or ["learned_coverage"]:
+        runs.append(timed_run(["--strategy", name], data, name))
     base = runs[0]["wall_s"]
     print("τ-Knowledge, every task, budget scale 1, no agent; each on a fresh warehouse:")
     for run in runs:

@@ -25,7 +25,10 @@ models also read ``LINK_FEATURES``), ``learned_exact+weight@...`` (``WEIGHT_GRID
 ``learned_exact+hybrid@...`` / ``+local@...`` (the fit's λ × τ search by that approximate
 search of ``junction.learned.grid.SEARCHES`` instead of the exact one: ``junction bench
 --fit-search``; each such column is also compared with the same column fitted exactly,
-where that ran).
+where that ran); another learned strategy (``learned_coverage``) is cross-fitted the same
+way from its catalog record, ``learned_coverage+expected@...``, ``+any`` or ``+model``
+changing its options (``COVERAGE_FLAGS``). Per scale it also prints what each column
+exposes per task (tools, documents, tokens), beside ``gold_minimal``.
 """
 
 from __future__ import annotations
@@ -36,13 +39,19 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from junction.evaluate import evaluate_batch
 from junction.units import UnitSpec
 from junction.evidence.verdicts import compare_strategies
 from junction.learned.crossfit import DEFAULT_FOLDS, CrossFitFold, fold_assignment
 from junction.learned.grid import OPTIMAL_SEARCH, SEARCHES
-from junction.strategies.catalog import interaction_blind_strategies, make_strategy
+from junction.registry import load
+from junction.strategies.catalog import (
+    interaction_blind_strategies,
+    make_strategy,
+    strategy_info,
+)
 from junction.strategies.learned import LearnedStrategy, TrainingSource
 from junction_datasets import tau2_banking as tb
 
@@ -66,7 +75,27 @@ DEFAULT_COLUMNS = ("fixed_split@bm25", "adaptive_split@bm25", "exact@bm25",
 def _rows(records, column: str, seed: int, fold: int | None) -> list[dict]:
     return [{"suite": tb.SUITE, "budget_scale": r.budget_scale, "strategy": column,
              "seed": seed, "fold": fold, "task_id": r.task_id, "success": r.success,
-             "loss_cause": r.loss_cause} for r in records]
+             "loss_cause": r.loss_cause, "n_tools": len(r.exposed_tool_ids),
+             "n_documents": len(r.exposed_context_ids), "tokens": r.tokens_used,
+             "status": r.selection_status} for r in records]
+
+
+COVERAGE_FLAGS = {
+    "expected": ("objective", "expected_usable"), "any": ("explain", "any"),
+    "likely": ("explain", "likely"), "lanes": ("relevance", "lanes"),
+    "plain": ("relevance_options", ()),
+    "stacked": ("relevance_options", (("features", ("prior", "knn")),
+                                      ("propagate", "stacked"))),
+    "link": ("relevance_options", (("features", ("prior", "knn", "link")),)),
+    "floors": ("floors", (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)),
+}
+"""``learned_coverage+flag@...`` (``junction.strategies.coverage``): ``+expected`` values a
+usable tool p (the expected number of usable needed tools) instead of −log(1 − p); ``+any``
+/ ``+likely`` which naming document explains a tool (default ``learned``); ``+lanes``
+p(gold) from today's lane models alone, ``+plain`` from ``fit_relevance`` without
+features, ``+stacked`` with the prior and knn features and stacked propagation, ``+link``
+with the link features too (default: prior and knn); ``+floors`` the floor chosen on
+training among eight."""
 
 
 def run_column(tasks, column: str, draws: list[int], folds: int) -> tuple[list[dict], list]:
@@ -75,7 +104,7 @@ def run_column(tasks, column: str, draws: list[int], folds: int) -> tuple[list[d
     name, pool = column.split("@")
     name, *flags = name.split("+")
     rows, fits = [], []
-    if name not in ("learned_exact", "learned_split"):
+    if strategy_info(name).role != "learned":
         strategy = make_strategy(name)
         for scale in SCALES:
             records, _ = evaluate_batch(tasks, strategy, UnitSpec(strategy=name, run_id="gap", seed=0, scale=scale, pool_limit=tb.POOL_LIMIT, pool=pool))
@@ -89,20 +118,32 @@ def run_column(tasks, column: str, draws: list[int], folds: int) -> tuple[list[d
     for draw in draws:
         assignment = fold_assignment(ids, folds, draw)
         for fold in range(folds):
-            strategy = LearnedStrategy(name == "learned_exact", source, seed=0,
-                                       link="link" in flags,
-                                       grids=WEIGHT_GRIDS if "weight" in flags else ()
-                                       ).for_fold(
-                CrossFitFold(draw, fold, folds))
+            if name in ("learned_exact", "learned_split"):
+                unbound: Any = LearnedStrategy(name == "learned_exact", source, seed=0,
+                                               link="link" in flags,
+                                               grids=WEIGHT_GRIDS if "weight" in flags else ())
+            else:  # another learned strategy: its catalog record, options per flag
+                info = strategy_info(name)
+                options = {**dict(info.options),
+                           **dict(COVERAGE_FLAGS[f] for f in flags if f in COVERAGE_FLAGS)}
+                unbound = load(info.factory)(training=source, **options)
+            strategy = unbound.for_fold(CrossFitFold(draw, fold, folds))
             part = [t for t in tasks if assignment[t.task_id] == fold]
             t0 = time.perf_counter()
             model = strategy.model(tb.SUITE, tb.POOL_LIMIT, pool)
-            fits.append((time.perf_counter() - t0, model.lam, model.tau))
+            fits.append((time.perf_counter() - t0, _chosen(model)))
             for scale in SCALES:
                 records, _ = evaluate_batch(part, strategy, UnitSpec(strategy=name, run_id="gap", seed=draw, scale=scale, pool_limit=tb.POOL_LIMIT, repetition=draw, fold=fold, pool=pool))
                 rows += _rows(records, column, draw, fold)
         print(f"  {column}: draw {draw} done", file=sys.stderr, flush=True)
     return rows, fits
+
+
+def _chosen(model: Any) -> str:
+    """What a fit chose: (λ, τ) of a learned utility, the floor of a coverage model."""
+    if hasattr(model, "lam"):
+        return f"(λ, τ) ({model.lam:g}, {model.tau:g})"
+    return f"floor {model.floor:g}"
 
 
 def _exact_column(column: str) -> str:
@@ -156,10 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         rows += got
         line = f"{column}: {time.perf_counter() - t0:.0f} s"
         if fits:
-            chosen = Counter((f[1], f[2]) for f in fits)
+            chosen = Counter(f[1] for f in fits)
             line += (f"; {len(fits)} fits, {sum(f[0] for f in fits) / len(fits):.1f} s mean; "
-                     "(λ, τ) " + ", ".join(f"({a:g}, {b:g}) ×{n}"
-                                           for (a, b), n in sorted(chosen.items())))
+                     + ", ".join(f"{c} ×{n}" for c, n in sorted(chosen.items())))
         fit_lines.append(line)
     ceiling = make_strategy("gold_minimal")
     for scale in SCALES:
@@ -183,6 +223,18 @@ def main(argv: list[str] | None = None) -> int:
                        and not r["success"])
         print(f"{column:34s} " + " ".join(f"{x:7.3f}" for x in rates)
               + "   " + "/".join(str(lost.get(c, 0)) for c in causes))
+    print("what each column exposes per task (means: tools / documents / tokens):")
+    figures["exposed"] = {}
+    for column in [*columns, "gold_minimal@-"]:
+        cells = []
+        for scale in SCALES:
+            got = [r for r in rows if r["strategy"] == column and r["budget_scale"] == scale]
+            mean = {k: sum(r[k] for r in got) / len(got) if got else float("nan")
+                    for k in ("n_tools", "n_documents", "tokens")}
+            figures["exposed"].setdefault(column, {})[str(scale)] = mean
+            cells.append(f"{mean['n_tools']:5.1f} / {mean['n_documents']:4.1f} / "
+                         f"{mean['tokens']:6.0f}")
+        print(f"{column:34s} " + "   ".join(cells))
     print("each joint column against the strongest split at that scale, points [95%]:")
     for scale in SCALES:
         best = max(blind, key=lambda c: (_rate(rows, c, scale), c))

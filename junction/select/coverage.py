@@ -51,7 +51,7 @@ from scipy.sparse import csr_array
 from junction.budget import Budget
 from junction.errors import SelectionError
 from junction.resources import ContextResource, ToolResource
-from junction.select.exact.highs import highs_milp
+from junction.select.exact.highs import NO_HEURISTICS, highs_milp
 from junction.select.problem import (
     OBJECTIVE_TOLERANCE,
     Selection,
@@ -247,9 +247,12 @@ class _Model:
         self.key[:nx] = tokens * (nx + 1) + 1.0
 
     def solve(self, c: np.ndarray, extra: Sequence[tuple[np.ndarray, float, float]],
-              lb: np.ndarray, ub: np.ndarray, time_limit: float | None):
+              lb: np.ndarray, ub: np.ndarray, time_limit: float | None,
+              heuristics: bool = True):
         """Minimise ``c @ v`` over the model plus ``extra`` rows (dense coefficient rows,
-        low, high), z and x binary; HiGHS's ``MipResult``."""
+        low, high), z and x binary; HiGHS's ``MipResult``. ``heuristics=False``: HiGHS's
+        primal heuristics off (``NO_HEURISTICS``), for the passes after the first, whose
+        start is near their answer or which are infeasibility proofs."""
         A, lo, hi = self.A, self.lo, self.hi
         if extra:
             from scipy.sparse import vstack
@@ -259,6 +262,8 @@ class _Model:
             hi = np.concatenate([hi, [r[2] for r in extra]])
         options: dict[str, object] = {"presolve": "on", "mip_rel_gap": 0.0,
                                       "mip_abs_gap": 0.0}
+        if not heuristics:
+            options.update(NO_HEURISTICS)
         if time_limit is not None:
             options["time_limit"] = max(time_limit, 1e-3)
         return highs_milp(c, csr_array(A), lo, hi, lb, ub, self.nx, options)
@@ -321,7 +326,7 @@ class CoverageSelector:
                 value_row = (model.obj, best - max(OBJECTIVE_TOLERANCE, 1e-9 * abs(best)),
                              np.inf)
                 # pass 2: fewest tokens, then fewest resources, among the best
-                second = model.solve(model.key, [value_row], lb, ub, left())
+                second = model.solve(model.key, [value_row], lb, ub, left(), False)
                 nodes += second.mip_node_count
                 if second.status == 0 and second.x is not None:
                     cs2, ts2 = model.chosen(second.x)
@@ -373,7 +378,7 @@ class CoverageSelector:
             nogood[i] = -1.0 if v[i] else 1.0
         other = model.solve(np.zeros(model.ncol),
                             [value_row, key_row, (nogood, 1.0 - v[:model.nx].sum(), np.inf)],
-                            lb, ub, left())
+                            lb, ub, left(), False)
         nodes += other.mip_node_count
         if other.status == 2:
             return cs, ts, nodes, True
@@ -384,7 +389,8 @@ class CoverageSelector:
             if not ub[i]:
                 continue
             lb[i] = 1.0
-            trial = model.solve(np.zeros(model.ncol), [value_row, key_row], lb, ub, left())
+            trial = model.solve(np.zeros(model.ncol), [value_row, key_row], lb, ub, left(),
+                                False)
             nodes += trial.mip_node_count
             if trial.status == 2:
                 lb[i], ub[i] = 0.0, 0.0

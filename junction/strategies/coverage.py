@@ -78,6 +78,8 @@ from junction.verifiers import verify
 
 __all__ = [
     "EXPLAIN",
+    "PRIOR_WEIGHT",
+    "ExplanationCounts",
     "FLOORS",
     "OBJECTIVES",
     "P_CLIP",
@@ -92,12 +94,75 @@ __all__ = [
 OBJECTIVES = ("log_success", "expected_usable")
 """What a usable needed tool is worth (module docstring)."""
 
-EXPLAIN = ("any", "likely")
+EXPLAIN = ("any", "likely", "learned")
 """Which naming document makes a tool usable (module docstring)."""
 
+PRIOR_WEIGHT = 1.0
+"""Pseudo-count of the ``likely`` estimate in the ``learned`` one (a tool gold n times in
+training weighs its counts n : 1 against it)."""
+
+
+@dataclass(frozen=True)
+class ExplanationCounts:
+    """What training gold says about which document makes a tool usable (``learned``):
+    ``gold[t]`` the training tasks where tool t was gold, ``unpaired[t]`` those of them with
+    no gold pair for t (the tool counted usable alone), ``paired[(c, t)]`` those where
+    document c was a gold pair's document for t. Counted on training rows only; keyed by
+    resource id, as a model feature keyed by id is."""
+
+    gold: Mapping[str, int] = field(default_factory=dict)
+    unpaired: Mapping[str, int] = field(default_factory=dict)
+    paired: Mapping[tuple[str, str], int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tasks: Sequence[BenchmarkTask]) -> ExplanationCounts:
+        gold: dict[str, int] = {}
+        unpaired: dict[str, int] = {}
+        paired: dict[tuple[str, str], int] = {}
+        for task in tasks:
+            docs: dict[str, set[str]] = {}
+            for pair in task.gold_pairs:
+                docs.setdefault(pair.tool_id, set()).add(pair.context_id)
+            for t in set(task.gold_tool_ids):
+                gold[t] = gold.get(t, 0) + 1
+                if not docs.get(t):
+                    unpaired[t] = unpaired.get(t, 0) + 1
+                for c in docs.get(t, ()):
+                    paired[(c, t)] = paired.get((c, t), 0) + 1
+        return cls(dict(sorted(gold.items())), dict(sorted(unpaired.items())),
+                   dict(sorted(paired.items())))
+
+    @property
+    def unpaired_rate(self) -> float:
+        """Share of (training task, gold tool) cases without a gold pair, Jeffreys-smoothed:
+        (k + 0.5) / (n + 1)."""
+        return (sum(self.unpaired.values()) + 0.5) / (sum(self.gold.values()) + 1)
+
+    def usable(self, tool_id: str, context_id: str | None, guess: float) -> float:
+        """P(the tool is usable | it is needed, exposed with ``context_id`` alone of its
+        naming documents; None: with none), smoothed toward ``guess`` with
+        ``PRIOR_WEIGHT``: (unpaired + paired with c + w · guess) / (gold + w)."""
+        n = self.gold.get(tool_id, 0)
+        k = self.unpaired.get(tool_id, 0)
+        if context_id is not None:
+            k += self.paired.get((context_id, tool_id), 0)
+        return (k + PRIOR_WEIGHT * guess) / (n + PRIOR_WEIGHT)
+
+    def record(self) -> dict[str, Any]:
+        return {"gold": dict(self.gold), "unpaired": dict(self.unpaired),
+                "paired": [[c, t, k] for (c, t), k in self.paired.items()]}
+
 FLOORS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
-"""Admission floors on p(gold) tried on training (the smallest of equal training success
-wins: more exposure)."""
+"""Admission floors on p(gold) a fit may try on training (``floors=FLOORS``; the smallest of
+equal training success wins: more exposure)."""
+
+DEFAULT_FLOORS = (0.01,)
+"""The strategy's floor: one value, so the fit solves no selection on training."""
+
+DEFAULT_RELEVANCE_OPTIONS: tuple[tuple[str, Any], ...] = (("features", ("prior", "knn")),)
+"""``fit_relevance``'s options by default: the lane models plus how often a resource was
+gold in training (``prior``) and in the training tasks whose objectives are nearest
+(``knn``), ``junction.learned.relevance``."""
 
 P_CLIP = 1e-6
 """p(gold) is clipped to [P_CLIP, 1 − P_CLIP] before any logarithm."""
@@ -161,14 +226,15 @@ def _fit_lanes(prepared: Sequence[tuple[BenchmarkTask, RouterView, CandidatePool
 
 
 def _fit_relevance(tasks: Sequence[BenchmarkTask], prepared, rule: str, pool_limit: PoolLimit,
-                   seed: int, relevance: str) -> Any:
-    """The relevance model: ``junction.learned.relevance.fit_relevance`` (``relevance ==
-    "model"``) or the lane models (``"lanes"``)."""
+                   seed: int, relevance: str,
+                   options: tuple[tuple[str, Any], ...] = ()) -> Any:
+    """The relevance model: ``junction.learned.relevance.fit_relevance`` with ``options``
+    (``relevance == "model"``) or the lane models (``"lanes"``)."""
     if relevance == "lanes":
         return _fit_lanes(prepared, seed)
     from junction.learned.relevance import fit_relevance
 
-    return fit_relevance(tasks, rule, seed=seed, pool_limit=pool_limit)
+    return fit_relevance(tasks, rule, seed=seed, pool_limit=pool_limit, **dict(options))
 
 
 def _clip(p: float) -> float:
@@ -179,12 +245,23 @@ def _worth(p: float, objective: str) -> float:
     return -math.log1p(-p) if objective == "log_success" else p
 
 
+def _gain(p: float, usable: float, objective: str) -> float:
+    """What exposing a tool of p(gold) ``p`` is worth when it is then usable with
+    probability ``usable`` (if needed): log(1 − p (1 − usable)) − log(1 − p), or p · usable."""
+    if objective == "log_success":
+        return math.log1p(-p * (1.0 - usable)) - math.log1p(-p)
+    return p * usable
+
+
 def coverage_problem(view: RouterView, pools: CandidatePools, scores: LaneScores,
                      objective: str = "log_success", explain: str = "likely",
-                     floor: float = 0.0) -> CoverageProblem:
+                     floor: float = 0.0,
+                     counts: ExplanationCounts | None = None) -> CoverageProblem:
     """The ``CoverageProblem`` of the module docstring over ``pools`` (values rounded to 9
     decimals). ``scores`` must hold p for every pooled candidate (``KeyError`` naming the
-    one missing); ``ValueError`` for an unknown ``objective`` or ``explain``."""
+    one missing); ``counts``: the training counts ``explain="learned"`` reads (None: none,
+    every tool at the ``likely`` estimate). ``ValueError`` for an unknown ``objective`` or
+    ``explain``."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     if explain not in EXPLAIN:
@@ -208,13 +285,20 @@ def coverage_problem(view: RouterView, pools: CandidatePools, scores: LaneScores
             tool_value[t.id] = round(_worth(p, objective), 9)
             continue
         total = math.fsum(pc[c] for c in namers)
+        if explain == "learned":
+            table = counts or ExplanationCounts()
+            base = table.unpaired_rate
+            bare = _gain(p, table.usable(t.id, None, base), objective)
+            if bare > 0:
+                tool_value[t.id] = round(bare, 9)
         for c in namers:
             if explain == "any":
                 v = _worth(p, objective)
+            elif explain == "likely":
+                v = _gain(p, pc[c] / total, objective)
             else:
-                r = pc[c] / total
-                v = (math.log1p(-p * (1.0 - r)) - math.log1p(-p)
-                     if objective == "log_success" else p * r)
+                guess = base + (1.0 - base) * pc[c] / total
+                v = _gain(p, table.usable(t.id, c, guess), objective)
             explained[(c, t.id)] = round(v, 9)
     return CoverageProblem(features.contexts, features.tools, view.budget,
                            context_value=context_value, tool_value=tool_value,
@@ -234,6 +318,7 @@ class CoverageModel:
     explain: str
     pool_rule: str = DEFAULT_POOL_RULE
     floor: float = 0.0
+    counts: ExplanationCounts = field(default_factory=ExplanationCounts)
     search: list[dict[str, Any]] = field(default_factory=list)
     training: dict[str, Any] = field(default_factory=dict)
 
@@ -245,7 +330,7 @@ class CoverageModel:
                 scores: LaneScores | None = None) -> CoverageProblem:
         scores = self.scores(view, pools) if scores is None else scores
         return coverage_problem(view, pools, scores, self.objective, self.explain,
-                                self.floor)
+                                self.floor, self.counts)
 
     def record(self) -> dict[str, Any]:
         """The stored model as JSON values."""
@@ -255,6 +340,7 @@ class CoverageModel:
                 "strategy_kind": "coverage", "objective": self.objective,
                 "explain": self.explain, "pool_rule": self.pool_rule, "floor": self.floor,
                 "relevance": relevance, "search": self.search, "training": self.training,
+                **({"counts": self.counts.record()} if self.explain == "learned" else {}),
                 "versions": {p: importlib.metadata.version(p)
                              for p in ("scikit-learn", "numpy", "highspy")}}
 
@@ -266,12 +352,16 @@ class CoverageModel:
 
 def fit_coverage_model(family: str, tasks: Sequence[BenchmarkTask], pool_limit: PoolLimit,
                        seed: int = 0, rule: str = DEFAULT_POOL_RULE,
-                       objective: str = "log_success", explain: str = "likely",
-                       relevance: str = "lanes",
-                       floors: Sequence[float] = FLOORS) -> CoverageModel:
+                       objective: str = "log_success", explain: str = "learned",
+                       relevance: str = "model",
+                       floors: Sequence[float] = DEFAULT_FLOORS,
+                       relevance_options: tuple[tuple[str, Any], ...] = DEFAULT_RELEVANCE_OPTIONS,
+                       ) -> CoverageModel:
     """Fit the relevance model on training ``tasks`` (pools by ``rule``) and choose the
     floor among ``floors`` by training success of the coverage selection (per suite mean,
-    so every suite of the family weighs the same; ties to the smaller floor). Raises
+    so every suite of the family weighs the same; ties to the smaller floor; one floor:
+    no selection on training). ``relevance_options``: ``fit_relevance``'s options
+    (``relevance="model"``). Counts ``ExplanationCounts`` on the same tasks. Raises
     ``LearnedModelError`` when ``tasks`` is empty, ``ValueError`` for an unknown
     ``objective``, ``explain`` or ``relevance``."""
     if not tasks:
@@ -280,14 +370,22 @@ def fit_coverage_model(family: str, tasks: Sequence[BenchmarkTask], pool_limit: 
         raise ValueError(f"relevance must be 'lanes' or 'model', got {relevance!r}")
     prepared = _training_pools(tasks, pool_limit, rule)
     model = CoverageModel(family, pool_limit, seed, _fit_relevance(
-        tasks, prepared, rule, pool_limit, seed, relevance), objective, explain, rule)
+        tasks, prepared, rule, pool_limit, seed, relevance, relevance_options), objective,
+        explain, rule)
+    model.counts = ExplanationCounts.of(tasks)
+    model.training = {"n_tasks": len(tasks), "task_ids": [t.task_id for t in tasks]}
+    floors = sorted(set(floors))
+    if len(floors) == 1:  # nothing to choose: no selection on training
+        model.floor = floors[0]
+        return model
     scored = [(t, v, p, model.scores(v, p)) for t, v, p in prepared]
     selector = CoverageSelector()
     best: tuple[float, float] | None = None
-    for floor in sorted(set(floors)):
+    for floor in floors:
         per_suite: dict[str, list[bool]] = {}
         for t, v, p, s in scored:
-            sel = selector.select(coverage_problem(v, p, s, objective, explain, floor))
+            sel = selector.select(coverage_problem(v, p, s, objective, explain, floor,
+                                                   model.counts))
             ok = verify(t, execute(t, list(sel.context_ids), list(sel.tool_ids))).success
             per_suite.setdefault(t.suite, []).append(ok)
         score = float(np.mean([np.mean(s) for s in per_suite.values()]))
@@ -296,7 +394,6 @@ def fit_coverage_model(family: str, tasks: Sequence[BenchmarkTask], pool_limit: 
             best = (score, floor)
     assert best is not None
     model.floor = best[1]
-    model.training = {"n_tasks": len(tasks), "task_ids": [t.task_id for t in tasks]}
     return model
 
 
@@ -311,8 +408,9 @@ class CoverageStrategy:
 
     def __init__(self, training: TrainingSource | None = None, seed: int = 0,
                  fold: CrossFitFold | None = None, pool: str | None = None,
-                 objective: str = "log_success", explain: str = "likely",
-                 relevance: str = "lanes", floors: tuple[float, ...] = FLOORS,
+                 objective: str = "log_success", explain: str = "learned",
+                 relevance: str = "model", floors: tuple[float, ...] = DEFAULT_FLOORS,
+                 relevance_options: tuple[tuple[str, Any], ...] = DEFAULT_RELEVANCE_OPTIONS,
                  _used: dict[tuple[Any, ...], CoverageModel] | None = None) -> None:
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, "
@@ -327,6 +425,7 @@ class CoverageStrategy:
         self.explain = explain
         self.relevance = relevance
         self.floors = tuple(floors)
+        self.relevance_options = tuple(relevance_options)
         self.selector = CoverageSelector()
         self._used: dict[tuple[Any, ...], CoverageModel] = {} if _used is None else _used
 
@@ -334,7 +433,8 @@ class CoverageStrategy:
         """This strategy bound to one cross-fitting ``fold`` (shares the record of models
         used)."""
         return CoverageStrategy(self.training, self.seed, fold, self.pool, self.objective,
-                                self.explain, self.relevance, self.floors, self._used)
+                                self.explain, self.relevance, self.floors,
+                                self.relevance_options, self._used)
 
     def _training_tasks(self, family: str) -> list[BenchmarkTask]:
         assert self.training is not None
@@ -358,12 +458,13 @@ class CoverageStrategy:
         fold = self.fold if self.training.is_cross_fitted(family) else None
         rule = self.pool or run_rule
         key = (self.training, family, pool_limit, self.seed, fold, rule, self.objective,
-               self.explain, self.relevance, self.floors)
+               self.explain, self.relevance, self.floors, self.relevance_options)
         with _FITTED_LOCK:
             if key not in _FITTED:
                 _FITTED[key] = fit_coverage_model(
                     family, self._training_tasks(family), pool_limit, self.seed, rule,
-                    self.objective, self.explain, self.relevance, self.floors)
+                    self.objective, self.explain, self.relevance, self.floors,
+                    self.relevance_options)
             self._used[key] = _FITTED[key]
             return _FITTED[key]
 
@@ -407,9 +508,12 @@ class CoverageStrategy:
 
 
 def make_coverage_strategy(training: TrainingSource | None = None, pool: str | None = None,
-                           objective: str = "log_success", explain: str = "likely",
-                           relevance: str = "lanes",
-                           floors: tuple[float, ...] = FLOORS) -> CoverageStrategy:
+                           objective: str = "log_success", explain: str = "learned",
+                           relevance: str = "model",
+                           floors: tuple[float, ...] = DEFAULT_FLOORS,
+                           relevance_options: tuple[tuple[str, Any], ...] = (
+                               DEFAULT_RELEVANCE_OPTIONS),
+                           ) -> CoverageStrategy:
     """``learned_coverage`` (module docstring). ``pool``: a pool rule the strategy ranks
     and fits by whatever the run's (None: the run's); ``objective`` in ``OBJECTIVES``,
     ``explain`` in ``EXPLAIN``; ``relevance``: ``lanes`` (today's lane models) or ``model``
@@ -417,4 +521,5 @@ def make_coverage_strategy(training: TrainingSource | None = None, pool: str | N
     Raises ``ValueError`` for an unknown objective or explain, ``UnknownNameError`` for an
     unknown pool rule."""
     return CoverageStrategy(training, pool=pool, objective=objective, explain=explain,
-                            relevance=relevance, floors=floors)
+                            relevance=relevance, floors=floors,
+                            relevance_options=relevance_options)
