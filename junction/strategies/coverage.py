@@ -78,13 +78,13 @@ from junction.verifiers import verify
 
 __all__ = [
     "EXPLAIN",
-    "PRIOR_WEIGHT",
-    "ExplanationCounts",
     "FLOORS",
     "OBJECTIVES",
+    "PRIOR_WEIGHT",
     "P_CLIP",
     "CoverageModel",
     "CoverageStrategy",
+    "ExplanationCounts",
     "LaneScores",
     "coverage_problem",
     "fit_coverage_model",
