@@ -1,12 +1,17 @@
 """Two commits' bench figures side by side, as ``asv compare`` sets two runs side by side.
 
-    python bench/compare.py A B [--script NAME ...] [--changed] [--results DIR]
+    python bench/compare.py A B [--script NAME ...] [--machine NAME] [--changed]
+                            [--results DIR]
 
 A and B are commits (a prefix of the id ``bench/results.py`` records, e.g. ``1a2b3c4`` or
 ``1a2b3c4-dirty``) or paths of result files. For a commit, every script that has a result
-file for it in the results folder (``results/<script>/<commit>.json`` beside this file, or
-``$JUNCTION_BENCH_RESULTS``, or ``--results``) counts. For every script measured at A or
-at B it prints the commit, date and machine load of each side, then one row per figure:
+file for it in the results folder (``results/<machine>/<script>/<commit>.json`` beside
+this file, or ``$JUNCTION_BENCH_RESULTS``, or ``--results``; files of the layout before
+machines, ``results/<script>/<commit>.json``, count as of an unnamed machine) counts, on
+one machine: ``--machine``, or the one machine that has results for that commit (several
+is one line asking for ``--machine``, as ``asv compare`` asks). A and B may come from two
+machines; each side's line names its machine. For every script measured at A or
+at B it prints the commit, machine, date and machine load of each side, then one row per figure:
 the value at A, at B, B / A where both are numbers, and the figure's name (nested figures
 are named by their path, ``family_table[0].median_s``). ``*`` marks a figure whose value
 differs. The machine's load is printed with each side because these machines are shared:
@@ -18,8 +23,9 @@ one ``warning:`` line on stderr naming it; the rest is compared as usual. With
 never touched.
 
 Exit status: 0; 2 with one line on stderr when A or B has no readable result file at all
-(after a ``warning:`` line per unreadable file), or when a result file named as A or B is
-not readable.
+(after a ``warning:`` line per unreadable file), when a result file named as A or B is
+not readable, or when a commit was measured on several machines and no ``--machine``
+says which.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # results.py beside it
-from results import ResultFileError, read_results, results_dir  # noqa: E402
+import results
+from results import ResultFile, ResultFileError, read_results, results_dir
 
 MISSING = "—"
 
@@ -48,9 +55,14 @@ def _resolve(ref: str) -> str:
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else ref
 
 
-def _selected(folder: Path, scripts: list[str] | None) -> bool:
-    """Whether a script's result folder (named by the script's last part) is asked for."""
-    return not scripts or folder.name in {s.split("/")[-1] for s in scripts}
+def _selected(script: str, scripts: list[str] | None) -> bool:
+    """Whether a script's results (``perf/scale``, or ``scale`` in the layout before
+    machines) are asked for: ``scripts`` name it by id or by its last part."""
+    return not scripts or script.split("/")[-1] in {s.split("/")[-1] for s in scripts}
+
+
+def _machine(machine: str | None) -> str:
+    return machine if machine is not None else "(unnamed)"
 
 
 def warn(message: str) -> None:
@@ -58,14 +70,17 @@ def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
-def load(which: str, folder: Path, scripts: list[str] | None = None) -> dict[str, dict]:
+def load(which: str, folder: Path, scripts: list[str] | None = None,
+         machine: str | None = None) -> dict[str, dict]:
     """script id -> record for ``which``: a result file's path, or a commit (prefix).
 
-    Per script, a file named exactly ``which`` wins; otherwise one commit must start with
-    ``which`` (two commits that both do are refused as ambiguous). ``scripts`` (None: all)
-    limits the folders read, as ``--script`` does. A file that is not a readable record
-    (``results.ResultFileError``) is left out with a ``warn`` line naming it; a path given
-    as ``which`` that is not one raises ``NoResults`` with that line."""
+    Per machine and script, a file named exactly ``which`` wins; otherwise one commit must
+    start with ``which`` (two commits that both do are refused as ambiguous). ``scripts``
+    (None: all) limits the files read, as ``--script`` does; ``machine`` (None: the one
+    machine with files for ``which``; several raise ``NoResults`` naming them) limits them
+    to one machine's. A file that is not a readable record (``results.ResultFileError``)
+    is left out with a ``warn`` line naming it; a path given as ``which`` that is not one
+    raises ``NoResults`` with that line."""
     path = Path(which)
     if path.suffix == ".json" and path.is_file():
         try:
@@ -74,26 +89,35 @@ def load(which: str, folder: Path, scripts: list[str] | None = None) -> dict[str
             raise NoResults(str(exc)) from None
         return {record["script"]: record}
     which = _resolve(which)
-    found: dict[str, dict] = {}
-    for script in sorted(p for p in folder.glob("*") if p.is_dir()) if folder.is_dir() else ():
-        if not _selected(script, scripts):
-            continue
-        files = sorted(script.glob(f"{which}*.json"))
-        exact = [f for f in files if f.stem == which]
+    groups: dict[tuple[str, str], list[ResultFile]] = {}
+    for f in results.result_files(folder):
+        if (f.commit.startswith(which) and _selected(f.script, scripts)
+                and (machine is None or f.machine == machine)):
+            groups.setdefault((_machine(f.machine), f.script), []).append(f)
+    chosen: list[ResultFile] = []
+    for (_, script), files in sorted(groups.items()):
+        exact = [f for f in files if f.commit == which]
         if exact:
             files = exact
         if len(files) > 1:
-            raise NoResults(f"{which!r} is ambiguous for {script.name}: "
-                            + ", ".join(f.stem for f in files))
-        if files:
-            try:
-                record = read_results(files[0])
-            except ResultFileError as exc:
-                warn(f"{exc}; left out of the comparison")
-                continue
-            found[record["script"]] = record
+            raise NoResults(f"{which!r} is ambiguous for {script}: "
+                            + ", ".join(f.commit for f in files))
+        chosen += files
+    machines = sorted({_machine(f.machine) for f in chosen})
+    if len(machines) > 1:
+        raise NoResults(f"{which!r} was measured on {len(machines)} machines "
+                        f"({', '.join(machines)}): name one with --machine")
+    found: dict[str, dict] = {}
+    for f in chosen:
+        try:
+            record = read_results(f.path)
+        except ResultFileError as exc:
+            warn(f"{exc}; left out of the comparison")
+            continue
+        found[record["script"]] = record
     if not found:
-        raise NoResults(f"no results for {which!r} in {folder} (a bench script writes "
+        where = f"{folder / machine}" if machine is not None else f"{folder}"
+        raise NoResults(f"no results for {which!r} in {where} (a bench script writes "
                         "them when it runs at that commit)")
     return found
 
@@ -135,11 +159,13 @@ def ratio(a, b) -> str:
 
 
 def side(record: dict | None) -> str:
-    """``commit (date, load L on N cpus)`` of one side."""
+    """``commit on MACHINE (date, load L on N cpus)`` of one side (no ``on MACHINE`` for
+    a record without a machine's name)."""
     if record is None:
         return "not measured"
     m = record.get("machine", {})
-    return (f"{record['commit']} ({record.get('written_at', '?')[:10]}, load "
+    on = f" on {m['name']}" if m.get("name") else ""
+    return (f"{record['commit']}{on} ({record.get('written_at', '?')[:10]}, load "
             f"{m.get('load_1m', '?')} on {m.get('cpus', '?')} cpus)")
 
 
@@ -185,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("b", help="commit (or prefix) or result file: the B side")
     parser.add_argument("--script", action="append",
                         help="only this script (perf/exact_solver or exact_solver; repeatable)")
+    parser.add_argument("--machine", default=None,
+                        help="only this machine's results (results/<machine>/); default: "
+                             "the one machine with results for the commit")
     parser.add_argument("--changed", action="store_true", help="only figures that differ")
     parser.add_argument("--results", type=Path, default=None,
                         help="the results folder (default: $JUNCTION_BENCH_RESULTS or "
@@ -192,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     folder = args.results or results_dir()
     try:
-        a, b = load(args.a, folder, args.script), load(args.b, folder, args.script)
+        a = load(args.a, folder, args.script, args.machine)
+        b = load(args.b, folder, args.script, args.machine)
     except NoResults as exc:
         print(f"compare: {exc}", file=sys.stderr)
         return 2

@@ -49,19 +49,36 @@ def test_every_bench_script_is_in_the_index_with_what_it_measures_and_its_comman
     assert shared == {"results", "compare", "index"}, "scripts go in perf/, studies/, checks/"
 
 
-def test_write_results_writes_one_record_per_script_and_commit(tmp_path, monkeypatch):
+def test_write_results_writes_one_record_per_machine_script_and_commit(tmp_path, monkeypatch):
     monkeypatch.setenv(results.RESULTS_ENV, str(tmp_path))
+    monkeypatch.setenv(results.MACHINE_ENV, "box-a")
     script = BENCH / "perf" / "scale.py"
     first = results.write_results(script, {"speedup": 1.5}, argv=["--json"])
     second = results.write_results(script, {"speedup": 1.7, "tasks": 800}, argv=["--json"])
-    assert first == second and first.parent == tmp_path / "scale"
+    assert first == second and first.parent == tmp_path / "box-a" / "perf" / "scale"
     assert re.fullmatch(r"([0-9a-f]{7,}(-dirty)?|unknown)\.json", first.name)
     assert [p.name for p in first.parent.iterdir()] == [first.name]  # no temporary file left
     record = json.loads(first.read_text())
     assert record["script"] == "perf/scale" and record["commit"] == first.stem
     assert record["figures"] == {"speedup": 1.7, "tasks": 800} and record["argv"] == ["--json"]
-    assert record["machine"]["cpus"] >= 1
+    assert record["machine"]["cpus"] >= 1 and record["machine"]["name"] == "box-a"
     assert {"load_1m", "load_5m", "load_15m", "python"} <= set(record["machine"])
+    described = json.loads((tmp_path / "box-a" / "machine.json").read_text())
+    assert described["machine"] == "box-a" and described["num_cpu"] == record["machine"]["cpus"]
+    assert {"arch", "cpu", "os", "ram", "version"} <= set(described)
+
+    monkeypatch.setenv(results.MACHINE_ENV, "box-b")  # another machine: another folder
+    other = results.write_results(script, {"speedup": 1.9}, argv=[])
+    assert other == tmp_path / "box-b" / "perf" / "scale" / first.name
+    assert [(f.machine, f.script, f.commit) for f in results.result_files(tmp_path)] == [
+        ("box-a", "perf/scale", first.stem), ("box-b", "perf/scale", first.stem)]
+
+    monkeypatch.delenv(results.MACHINE_ENV)  # the host's name and core count: stable
+    assert results.machine_name() == results.machine_name()
+    assert re.fullmatch(r"[a-z0-9.-]+-\d+cpu", results.machine_name())
+    monkeypatch.setenv(results.MACHINE_ENV, "../x y")  # not a folder name: figures kept
+    kept = results.write_results(script, {"speedup": 2.0}, argv=[])
+    assert kept == tmp_path / "x-y" / "perf" / "scale" / first.name
 
 
 def _record(tmp_path: Path, script: str, commit: str, figures: dict, load: float) -> Path:
