@@ -272,6 +272,41 @@ def test_the_learned_explanation_counts_training_gold_pairs_by_hand():
         0.5 * (3 + base + (1 - base) * 0.25) / 4)
 
 
+def test_abstention_is_read_from_training_verifiers_and_decided_at_log_2():
+    from junction.strategies.coverage import (
+        CoverageModel,
+        ExplanationCounts,
+        _abstention_rate,
+        tool_log_value,
+    )
+    from junction.tasks import BenchmarkTask, VerifierSpec
+
+    view = _view()
+    pools = candidate_pools(view, None)
+
+    def task(task_id, kind, gold=()):
+        return BenchmarkTask(task_id=task_id, suite="s", objective="o",
+                             contexts=view.contexts, tools=view.tools, budget=view.budget,
+                             gold_tool_ids=gold, verifier=VerifierSpec(kind=kind))
+
+    # two rows with no gold tool graded on abstention, one graded otherwise (every tool
+    # exposed passes tools_exposed with no gold), one with a gold tool (not counted)
+    rows = [task("a", "no_tools"), task("b", "no_tools"), task("c", "tools_exposed"),
+            task("d", "tools_exposed", ("open_acc",))]
+    prepared = [(t, t.router_view(), pools) for t in rows]
+    assert _abstention_rate(prepared) == (2 + 0.5) / (3 + 1)
+    assert _abstention_rate(prepared[2:]) == 0.5 / 2
+    # V_T by hand: close_acc (p .3) usable alone: −log .7; with open_acc (p .5) explained
+    # by d1 (likely: r = .75): log(1 − .5 · .25) − log .5
+    model = CoverageModel("f", None, 0, None, "log_success", "likely")
+    v = tool_log_value(model, view, pools, _scores(), ("d1",), ("close_acc", "open_acc"))
+    assert v == pytest.approx(-math.log(0.7) + math.log(1 - 0.5 * 0.25) - math.log(0.5),
+                              abs=1e-8)
+    # d1's own value is not part of it; without d1 open_acc is worth nothing
+    assert tool_log_value(model, view, pools, _scores(), (), ("open_acc",)) == 0.0
+    assert model.counts == ExplanationCounts()
+
+
 def test_p_is_clipped_before_the_logarithm():
     view = _view()
     scores = LaneScores({"d1": 1.0, "d2": 0.0, "d3": 0.0},

@@ -26,13 +26,21 @@ nothing without one. Candidates with p below the admission floor are worth nothi
 (the floor is fitted: the value in ``FLOORS`` with the best training success, ties to
 the smaller); p is clipped to [``P_CLIP``, 1 − ``P_CLIP``].
 
+Abstention: where training shows that the family grades it (``CoverageModel.abstention``:
+training tasks without a gold tool whose verifier accepts the empty set and refuses a
+pooled tool alone, as BFCL's irrelevance rows), a task may need no tool, and then any
+exposed tool fails it. With the tools chosen, P(success) = γ · (exp(V_T) − 1), V_T what
+they are worth under ``log_success`` (``tool_log_value``); with none, γ. So the strategy
+exposes no tool when V_T < log 2 (the contexts are then chosen again alone).
+
 The fit is the relevance model's (``fit_relevance``; today's lane models where that module
 is absent) plus the floor: one exact coverage selection per training task and floor, no
 λ × τ grid. The selection is exact (``CoverageSelector``, HiGHS), status ``optimal`` when
 proven. Cross-fitting, training sources and trace fields are those of
 ``junction.strategies.learned`` (``learned_model``, ``learned_family``, ``learned_p``,
-``learned_fold`` ...), plus ``coverage_objective``, ``coverage_explain`` and
-``coverage_floor``. A suite without a training part keeps the task's own utilities and
+``learned_fold`` ...), plus ``coverage_objective``, ``coverage_explain``,
+``coverage_floor`` and, where the family grades abstention, ``coverage_tool_log_value``
+(V_T) and ``coverage_abstained``. A suite without a training part keeps the task's own utilities and
 pairs and selects as ``exact`` (trace ``learned_fallback``).
 """
 
@@ -70,13 +78,14 @@ from junction.learned.model import (
     fit_probability_model,
 )
 from junction.select import AutoJointSelector
-from junction.select.coverage import CoverageProblem, CoverageSelector
+from junction.select.coverage import CoverageProblem, CoverageSelector, coverage_value
 from junction.strategies.base import StrategyResult, joint_problem
 from junction.strategies.learned import CrossFitError, TrainingSource
 from junction.tasks import BenchmarkTask, RouterView
 from junction.verifiers import verify
 
 __all__ = [
+    "ABSTAIN_SHARE",
     "EXPLAIN",
     "FLOORS",
     "OBJECTIVES",
@@ -89,6 +98,7 @@ __all__ = [
     "coverage_problem",
     "fit_coverage_model",
     "make_coverage_strategy",
+    "tool_log_value",
 ]
 
 OBJECTIVES = ("log_success", "expected_usable")
@@ -319,6 +329,10 @@ class CoverageModel:
     pool_rule: str = DEFAULT_POOL_RULE
     floor: float = 0.0
     counts: ExplanationCounts = field(default_factory=ExplanationCounts)
+    abstention: float = 0.0
+    """Share of the training tasks without a gold tool whose verifier accepts the empty set
+    and refuses a pooled tool alone (Jeffreys-smoothed; 0 when training has no such task):
+    above ``ABSTAIN_SHARE`` the family grades abstention (``select_abstaining``)."""
     search: list[dict[str, Any]] = field(default_factory=list)
     training: dict[str, Any] = field(default_factory=dict)
 
@@ -340,6 +354,7 @@ class CoverageModel:
                 "strategy_kind": "coverage", "objective": self.objective,
                 "explain": self.explain, "pool_rule": self.pool_rule, "floor": self.floor,
                 "relevance": relevance, "search": self.search, "training": self.training,
+                "abstention": round(self.abstention, 6),
                 **({"counts": self.counts.record()} if self.explain == "learned" else {}),
                 "versions": {p: importlib.metadata.version(p)
                              for p in ("scikit-learn", "numpy", "highspy")}}
@@ -373,6 +388,7 @@ def fit_coverage_model(family: str, tasks: Sequence[BenchmarkTask], pool_limit: 
         tasks, prepared, rule, pool_limit, seed, relevance, relevance_options), objective,
         explain, rule)
     model.counts = ExplanationCounts.of(tasks)
+    model.abstention = _abstention_rate(prepared)
     model.training = {"n_tasks": len(tasks), "task_ids": [t.task_id for t in tasks]}
     floors = sorted(set(floors))
     if len(floors) == 1:  # nothing to choose: no selection on training
@@ -395,6 +411,38 @@ def fit_coverage_model(family: str, tasks: Sequence[BenchmarkTask], pool_limit: 
     assert best is not None
     model.floor = best[1]
     return model
+
+
+def _abstention_rate(prepared: Sequence[tuple[BenchmarkTask, RouterView, CandidatePools]]
+                     ) -> float:
+    """``CoverageModel.abstention`` from training tasks (reads their gold and verifier)."""
+    n = k = 0
+    for task, _, pools in prepared:
+        if task.gold_tool_ids or not pools.tools:
+            continue
+        n += 1
+        empty = verify(task, execute(task, [], [])).success
+        alone = verify(task, execute(task, [], [pools.tools[0].resource_id])).success
+        k += empty and not alone
+    return 0.0 if n == 0 else (k + 0.5) / (n + 1)
+
+
+def tool_log_value(model: CoverageModel, view: RouterView, pools: CandidatePools,
+                   scores: LaneScores, context_ids: Sequence[str],
+                   tool_ids: Sequence[str]) -> float:
+    """V_T: what the exposed tools are worth under ``log_success`` (with the exposed
+    contexts explaining them, the contexts' own value left out), so that
+    P(every needed pooled tool usable) = γ · exp(V_T), γ = P(no pooled tool needed)."""
+    problem = coverage_problem(view, pools, scores, "log_success", model.explain,
+                               model.floor, model.counts)
+    tools_only = CoverageProblem(problem.contexts, problem.tools, problem.budget,
+                                 tool_value=problem.tool_value,
+                                 explained_value=problem.explained_value)
+    return coverage_value(tools_only, context_ids, tool_ids)
+
+
+ABSTAIN_SHARE = 0.5
+"""A family whose ``CoverageModel.abstention`` is above this grades abstention."""
 
 
 _FITTED: dict[tuple[Any, ...], CoverageModel] = {}
@@ -494,7 +542,18 @@ class CoverageStrategy:
             extra.update(learned_fold=self.fold.fold, learned_repetition=self.fold.repetition,
                          learned_training_tasks=model.training.get("n_tasks"))
         scores = model.scores(view, pools)
-        selection = self.selector.select(model.problem(view, pools, scores))
+        problem = model.problem(view, pools, scores)
+        selection = self.selector.select(problem)
+        if model.abstention > ABSTAIN_SHARE and selection.tool_ids:
+            # success is γ · (exp(V_T) − 1) with these tools, γ with none (the task may
+            # need no tool, and then any exposed tool fails it): abstain below log 2
+            value = tool_log_value(model, view, pools, scores, selection.context_ids,
+                                   selection.tool_ids)
+            extra["coverage_tool_log_value"] = round(value, 6)
+            if value < math.log(2.0):
+                selection = self.selector.select(CoverageProblem(
+                    problem.contexts, (), problem.budget, context_value=problem.context_value))
+                extra["coverage_abstained"] = True
         p = {**scores.context_p, **scores.tool_p}
         extra.update({
             "learned_model": model.sha256, "learned_family": family,
