@@ -1,35 +1,32 @@
 """Regenerate ``bench/README.md``: what the bench folders hold, how to run and compare, and
 the index of every script with its latest figure.
 
-    python bench/index.py            # fold newer results into figures.json, write README.md
-    python bench/index.py --no-results   # README.md from bench/figures.json alone
-    python bench/index.py --check    # exit 1 when README.md is not what figures.json gives
+    python bench/index.py            # write README.md from figures.json and the scripts
+    python bench/index.py --check    # exit 1 when README.md is not what they give
 
-The index is generated, never edited by hand: each script's entry (what it measures, its
-latest figure, the commit and date of that figure, the command that measured it) lives in
-the committed ``bench/figures.json``. A result file newer than a script's entry (the JSON
-every script writes when it runs, ``bench/results.py``) replaces the entry's figure with a
-summary of the result's figures, its commit and date, so that committing ``figures.json``
-and ``README.md`` together records the figure; results themselves are not committed.
-``tests/test_bench_index.py`` checks that ``README.md`` is what ``figures.json`` gives and
-that every script is in it. The prose behind the figures, by topic: ``docs/measurement.md``.
+The index is generated, never edited by hand. Each script's row: what it measures and the
+command that measures it (from its entry in the committed ``bench/figures.json``, or, for
+a script without one, from its own docstring: the first paragraph, and the line that
+starts ``python bench/<script>.py``), and its figures with the record each was read from
+(machine, commit, date, load) or the note that it was typed by hand. The figures' values
+are generated from result records by ``bench/figures.py``; run it first, then this.
+``tests/test_bench_index.py`` checks that ``README.md`` is what they give and that every
+script is in it. The prose behind the figures, by topic: ``docs/measurement.md``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import ast
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # results.py beside it
-from results import KINDS, bench_scripts, read_results, results_dir  # noqa: E402
+from figures import FIGURES, counts, load
+from results import KINDS, bench_scripts
 
 BENCH = Path(__file__).resolve().parent
-FIGURES = BENCH / "figures.json"
 README = BENCH / "README.md"
-SUMMARY_FIGURES = 6
-"""How many of a result's figures its summary in the index shows."""
 
 KIND_TITLES = {
     "perf": "Timings (`perf/`)",
@@ -62,102 +59,153 @@ From the repository root, with the project's environment (`make setup`):
     .venv/bin/python bench/perf/exact_solver.py --json
 
 A script finds `bench/results.py` from its own path, however it is started. Each run also
-writes its figures as JSON to `bench/results/<script>/<commit>.json`: the commit
-(`git rev-parse --short HEAD`, `-dirty` when tracked files differ from it), the figures, the
-machine's core count and load averages, and the arguments. A second run on the same commit
-replaces the first. `bench/results/` is not committed; `JUNCTION_BENCH_RESULTS=DIR` writes
-elsewhere.
+writes its figures as JSON to `bench/results/<machine>/<script>/<commit>.json`, keyed per
+machine × commit as asv keys its results: the commit (`git rev-parse --short HEAD`,
+`-dirty` when tracked files differ from it), the figures, the machine's name, core count
+and load averages, and the arguments; `bench/results/<machine>/machine.json` describes the
+machine (asv's keys: `arch`, `cpu`, `num_cpu`, `os`, `ram`). The machine's name is
+`JUNCTION_BENCH_MACHINE`, or the host name and core count (`vm-2cpu`). A second run on the
+same machine and commit replaces the first. `bench/results/` is not committed;
+`JUNCTION_BENCH_RESULTS=DIR` writes elsewhere.
 
 ## Compare two commits
 
     .venv/bin/python bench/compare.py 1a2b3c4 5d6e7f8 [--script exact_solver] [--changed]
+        [--machine vm-2cpu]
 
-prints, for every script measured at either commit, each side's date and machine load,
+prints, for every script measured at either commit, each side's machine, date and load,
 then one row per figure: A, B, B / A, the figure's name; `*` marks a figure that differs
-and `—` one not measured on that side. Run the scripts at each commit first; with a
-worktree per commit (`git worktree add ../a 1a2b3c4`), set `JUNCTION_BENCH_RESULTS` to one
-folder for the runs at both and for `compare.py`. A commit with no result is one line and
-exit status 2.
+and `—` one not measured on that side. Each side is one machine's results: `--machine`,
+or the one machine that has results for that commit (several is one line asking for
+`--machine`). Run the scripts at each commit first; with a worktree per commit
+(`git worktree add ../a 1a2b3c4`), set `JUNCTION_BENCH_RESULTS` to one folder for the runs
+at both and for `compare.py`. A commit with no result is one line and exit status 2.
 
 ## Record a figure
 
-`.venv/bin/python bench/index.py` folds every result newer than a script's entry into
-`bench/figures.json` and regenerates this file; commit both. `--no-results` regenerates from
-`figures.json` alone, `--check` only says whether this file is current.
+Every figure in the index is read from a result record named in `bench/figures.json`
+(script, machine, commit, and the figure's path in the record, as `compare.py` names it),
+or says that it was typed by hand and where it came from. Records the index reads are
+committed under `bench/records/<machine>/<script>/<commit>.json` (the same layout as
+`bench/results/`, which is not committed). After a run:
+
+    .venv/bin/python bench/figures.py --record perf/exact_work   # copy the newest result
+    .venv/bin/python bench/index.py                               # this file
+
+`--record` copies the script's newest result on this machine into `bench/records/`, points
+the script's figures at it and regenerates every figure's value (a script's first record
+needs its figures named in `figures.json`: `--record` lists the paths); commit the record,
+`figures.json` and this file together. `bench/figures.py --check` and `bench/index.py
+--check` only say whether the files are current; a figure whose record is missing is one
+line naming it.
 """
 
 
 def load_figures(path: Path = FIGURES) -> dict:
     """``{"scripts": {id: entry}, "targets": {name: entry}}`` from ``figures.json``."""
-    return json.loads(path.read_text())
+    return load(path)
 
 
-def dump_figures(figures: dict) -> str:
-    return json.dumps(figures, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+def script_doc(script: str) -> tuple[str, str]:
+    """``(what it measures, its command)`` from a script's docstring, read without importing
+    it: the first paragraph on one line, and the text from ``python bench/<script>.py`` to
+    the end of its line (``.venv/bin/`` before it; the bare command when no line has it)."""
+    path = BENCH / f"{script}.py"
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    measures = " ".join(doc.split("\n\n")[0].split())
+    command = f"python bench/{script}.py"
+    for line in doc.splitlines():
+        at = line.find(command)
+        if at >= 0:
+            command = line[at:].replace("`", "").strip().rstrip(".")
+            break
+    return measures, f".venv/bin/{command}"
 
 
-def newest_results(folder: Path) -> dict[str, dict]:
-    """script id -> its newest result record (by ``written_at``) under ``folder``."""
-    newest: dict[str, dict] = {}
-    for path in sorted(folder.glob("*/*.json")) if folder.is_dir() else ():
-        try:
-            record = read_results(path)
-        except (OSError, ValueError):
-            continue
-        key = record.get("script")
-        if key and record.get("written_at", "") > newest.get(key, {}).get("written_at", ""):
-            newest[key] = record
-    return newest
+def entries(figures: dict) -> dict[str, dict]:
+    """Every bench script's entry: its ``figures.json`` entry, with ``measures`` and
+    ``command`` from the script's docstring where the entry lacks them (a script that
+    has no entry gets one with no figures)."""
+    out = {}
+    for script in bench_scripts():
+        entry = dict(figures["scripts"].get(script, {"figures": {}}))
+        if not entry.get("measures") or not entry.get("command"):
+            measures, command = script_doc(script)
+            entry.setdefault("measures", measures)
+            entry.setdefault("command", command)
+            entry["measures"] = entry["measures"] or measures
+            entry["command"] = entry["command"] or command
+        out[script] = entry
+    return out
 
 
-def _plain(value) -> str:
+def _value(value, spec: str = "") -> str:
+    if spec:
+        return format(value, spec)
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
 
 
-def summary(record: dict) -> str:
-    """A result's figures in one line: the first ``SUMMARY_FIGURES`` numbers and short
-    texts (``figures["summary"]`` when the script gives one), and the machine's load."""
-    from compare import flatten
+class _Values(dict):
+    """Figure values for ``str.format_map``: each formatted with the field's spec."""
 
-    figures = record.get("figures", {})
-    if isinstance(figures.get("summary"), str):
-        text = figures["summary"]
+    def __missing__(self, key):
+        raise KeyError(f"the text names {key!r}, which is not a figure of the entry")
+
+
+def figure_text(entry: dict) -> str:
+    """An entry's figures in one cell: its ``text`` with the values put in, or each
+    figure as ``name value`` (a hand figure's sentence alone), then where each came from:
+    ``(commit on machine, date, load L on N cores)`` for a record, ``(commit, date;
+    typed by hand)`` for a hand figure."""
+    figs = entry.get("figures", {})
+    if not figs:
+        return "—"
+    if entry.get("text"):
+        text = entry["text"].format_map(_Values({n: _Formatted(f.get("value"))
+                                                 for n, f in figs.items()}))
     else:
-        shown = [f"{k} {_plain(v)}" for k, v in flatten(figures).items()
-                 if isinstance(v, (int, float, bool)) or (isinstance(v, str) and len(v) <= 30)]
-        text = "; ".join(shown[:SUMMARY_FIGURES]) or "—"
-    m = record.get("machine", {})
-    return f"{text} (load {m.get('load_1m', '?')} on {m.get('cpus', '?')} cores)"
+        text = "; ".join(str(f.get("value")) if f.get("source") == "hand"
+                         else f"{n} {_value(f.get('value'))}" for n, f in sorted(figs.items()))
+    origins = []
+    for _, f in sorted(figs.items()):
+        if f.get("source") == "hand":
+            parts = [p for p in (f.get("commit"), (f.get("date") or "")[:10]) if p]
+            origin = f"{', '.join(parts)}; typed by hand" if parts else "typed by hand"
+        else:
+            src, m = f["source"], f.get("measured") or {}
+            origin = (f"{src['commit']} on {src['machine']}, "
+                      f"{(m.get('written_at') or '?')[:10]}, load {m.get('load_1m', '?')} "
+                      f"on {m.get('cpus', '?')} cores")
+        if origin not in origins:
+            origins.append(origin)
+    return f"{text} ({'; '.join(origins)})"
 
 
-def merge(figures: dict, results: dict[str, dict]) -> list[str]:
-    """Put each result newer than its script's entry into ``figures``; the scripts updated."""
-    updated = []
-    for script, record in sorted(results.items()):
-        entry = figures["scripts"].get(script)
-        if entry is None or record["written_at"] <= (entry.get("date") or ""):
-            continue
-        entry.update(figure=summary(record), commit=record["commit"],
-                     date=record["written_at"])
-        updated.append(script)
-    return updated
+class _Formatted:
+    """A figure's value for ``str.format``: ``{name}`` as ``_value`` writes it,
+    ``{name:,}`` with the spec."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __format__(self, spec: str) -> str:
+        return _value(self.value, spec)
 
 
 def _cell(text: str | None) -> str:
     return (text or "—").replace("|", "\\|").replace("\n", " ")
 
 
-def _when(entry: dict) -> str:
-    parts = [p for p in (entry.get("commit"), (entry.get("date") or "")[:10]) if p]
-    return f" ({', '.join(parts)})" if parts else ""
-
-
 def render(figures: dict) -> str:
-    """README.md for ``figures``."""
+    """README.md for ``figures`` and the bench scripts present."""
     lines = [INTRO, "## Index", ""]
-    scripts = figures["scripts"]
+    scripts = entries(figures)
+    c = counts(figures)
+    lines += [f"{c['from records']} figures are read from result records "
+              f"(`bench/records/`), {c['by hand']} were typed by hand (no result file was "
+              "kept for them; each says where it came from in `bench/figures.json`).", ""]
     for kind in KINDS:
         lines += [f"### {KIND_TITLES[kind]}", "",
                   "| script | what it measures | latest figure | command |",
@@ -165,47 +213,39 @@ def render(figures: dict) -> str:
         for name in sorted(s for s in scripts if s.startswith(f"{kind}/")):
             e = scripts[name]
             lines.append(f"| [`{name}.py`]({name}.py) | {_cell(e.get('measures'))} | "
-                         f"{_cell(e.get('figure'))}{_when(e)} | `{_cell(e.get('command'))}` |")
+                         f"{_cell(figure_text(e))} | `{_cell(e.get('command'))}` |")
         lines.append("")
     lines += ["### Makefile targets", "",
               "Measured with `time` on the targets themselves, not by a script here.", "",
               "| target | what it measures | latest figure | command |", "|---|---|---|---|"]
     for name, e in sorted(figures.get("targets", {}).items()):
         lines.append(f"| `{name}` | {_cell(e.get('measures'))} | "
-                     f"{_cell(e.get('figure'))}{_when(e)} | `{_cell(e.get('command'))}` |")
+                     f"{_cell(figure_text(e))} | `{_cell(e.get('command'))}` |")
     return "\n".join(lines) + "\n"
 
 
-def missing(figures: dict) -> tuple[list[str], list[str]]:
-    """(scripts with no entry, entries with no script)."""
-    present = set(bench_scripts())
-    listed = set(figures["scripts"])
-    return sorted(present - listed), sorted(listed - present)
+def missing(figures: dict) -> list[str]:
+    """Entries of ``figures.json`` whose script is gone."""
+    return sorted(set(figures["scripts"]) - set(bench_scripts()))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
-    parser.add_argument("--no-results", action="store_true",
-                        help="ignore result files: README.md from figures.json alone")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 when README.md is not current")
     args = parser.parse_args(argv)
     figures = load_figures()
-    unlisted, gone = missing(figures)
-    if unlisted or gone:
-        print(f"index: figures.json lacks {unlisted} and lists missing scripts {gone}",
+    gone = missing(figures)
+    if gone:
+        print(f"index: figures.json lists scripts that are gone: {', '.join(gone)}",
               file=sys.stderr)
         return 1
     if args.check:
-        current = README.read_text() == render(figures)
+        current = README.read_text(encoding="utf-8") == render(figures)
         print("bench/README.md is current" if current else
               "bench/README.md differs from bench/figures.json: run bench/index.py")
         return 0 if current else 1
-    updated = [] if args.no_results else merge(figures, newest_results(results_dir()))
-    if updated:
-        FIGURES.write_text(dump_figures(figures))
-        print(f"figures.json: newer results of {', '.join(updated)}")
-    README.write_text(render(figures))
+    README.write_text(render(figures), encoding="utf-8")
     print(f"wrote {README.relative_to(BENCH.parent)}")
     return 0
 
