@@ -134,9 +134,18 @@ def generate(figures: dict, records: Path = RECORDS) -> tuple[dict, list[str]]:
 
 
 def counts(figures: dict) -> dict[str, int]:
-    """How many figures are read from a record and how many were typed by hand."""
-    hand = sum(f.get("source") == "hand" for *_, f in each_figure(figures))
-    return {"from records": sum(1 for _ in each_figure(figures)) - hand, "by hand": hand}
+    """``rows``: entries whose figures are all read from records; ``values``: how many
+    figures those are; ``hand``: entries with a figure typed by hand."""
+    rows = values = hand = 0
+    for section in SECTIONS:
+        for entry in figures.get(section, {}).values():
+            figs = entry.get("figures", {}).values()
+            if any(f.get("source") == "hand" for f in figs):
+                hand += 1
+            elif figs:
+                rows += 1
+                values += len(figs)
+    return {"rows": rows, "values": values, "hand": hand}
 
 
 def keep(script: str, machine: str | None = None, commit: str | None = None,
@@ -233,8 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     out.write_text(dump(new), encoding="utf-8")
     c = counts(new)
-    print(f"wrote {out}: {c['from records']} figures from records, "
-          f"{c['by hand']} typed by hand; now run bench/index.py")
+    print(f"wrote {out}: {c['rows']} entries read from records ({c['values']} figures), "
+          f"{c['hand']} typed by hand; now run bench/index.py")
     return 0
 
 

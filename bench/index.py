@@ -203,9 +203,10 @@ def render(figures: dict) -> str:
     lines = [INTRO, "## Index", ""]
     scripts = entries(figures)
     c = counts(figures)
-    lines += [f"{c['from records']} figures are read from result records "
-              f"(`bench/records/`), {c['by hand']} were typed by hand (no result file was "
-              "kept for them; each says where it came from in `bench/figures.json`).", ""]
+    lines += [f"The figures of {c['rows']} rows ({c['values']} values) are read from result "
+              f"records (`bench/records/`); {c['hand']} rows were typed by hand (no result "
+              "file was kept for them; each says where it came from in "
+              "`bench/figures.json`).", ""]
     for kind in KINDS:
         lines += [f"### {KIND_TITLES[kind]}", "",
                   "| script | what it measures | latest figure | command |",
