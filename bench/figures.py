@@ -47,11 +47,13 @@ from compare import flatten
 from results import (
     MACHINE_FILE,
     ResultFileError,
+    machine_info,
     machine_name,
     read_results,
     result_files,
     result_path,
     results_dir,
+    write_json,
 )
 
 BENCH = Path(__file__).resolve().parent
@@ -177,6 +179,8 @@ def keep(script: str, machine: str | None = None, commit: str | None = None,
     described = folder / machine / MACHINE_FILE
     if described.is_file():
         shutil.copyfile(described, records / machine / MACHINE_FILE)
+    elif machine == machine_name() and not (records / machine / MACHINE_FILE).is_file():
+        write_json(records / machine / MACHINE_FILE, machine_info(machine))
     return target, record
 
 
@@ -226,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         machine = target.relative_to(args.records).parts[0]
         moved = point(figures, args.record, machine, target.stem)
         print(f"recorded {target}")
+        if target.stem.endswith("-dirty"):
+            print(f"note: {target.stem} is a checkout with uncommitted changes: its figures "
+                  "belong to no commit exactly")
         if not moved:
             print(f"{args.record} has no figure read from a record: name some in "
                   "figures.json (source path), from: "
