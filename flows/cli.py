@@ -187,13 +187,14 @@ def report(
     reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
 ) -> None:
     """(Re)write the report of one run."""
+    root = warehouse_root(warehouse)  # a folder named that cannot be used: one line, first
+    folder = Path(reports_root(reports, writable=True))
     from flows.plan import REPORT_LEFT_OUT
     from junction.evidence.diff import resolve_run
     from junction.evidence.reports import write_report
     from junction.evidence.warehouse import Warehouse
 
-    wh = Warehouse(warehouse_root(warehouse))
-    folder = Path(reports_root(reports, writable=True))
+    wh = Warehouse(root)
     run_id = resolve_run(wh.store, run)
     try:
         paths = write_report(folder / run_id, wh.run_data(run_id),
@@ -404,7 +405,7 @@ def main() -> None:
     try:
         state_dir()  # a state folder that is a file: one line, whatever the command
         configure_prefect_env(logging_level="WARNING")  # again: the one line if it failed
-        app()
+        app(prog_name=invoked_as())  # usage lines too: "Try '.venv/bin/junction bench --help'"
     except JunctionError as exc:
         echo(f"error: {_as_invoked(str(exc))}", err=True)
         sys.exit(1)

@@ -266,6 +266,8 @@ def test_a_hint_names_the_program_as_it_was_started(tmp_path, on_path):
         program = "junction"
     line = _one_line(_junction(env, "runs", program=program))
     assert line == f"error: no runs yet; run `{program} bench` first"
+    usage = _junction(env, "bench", "--no-such-option", program=program)  # click's usage
+    assert usage.returncode == 2 and f"Try '{program} bench --help' for help." in usage.stderr
 
 
 def test_a_resume_with_other_parameters_names_each_option_and_both_values(finished):
