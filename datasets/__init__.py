@@ -76,8 +76,14 @@ register_suite(SuiteInfo(
 # (docs/measurement.md, "The default benchmark (`make bench`)"); 40 tasks per BFCL suite
 # in the default run
 BFCL_DEFAULT_SIZE = 40
-BFCL_AGENT_NOTE = "`make bench-agent` runs an agent sample that decides (Agent outcome, below)."
-"""The BFCL suites' ``agent_sample_note`` (the Makefile's bench-agent target)."""
+BFCL_AGENT_NOTE = (
+    "For an agent sample that decides, run `make bench-agent`: 20 evaluation tasks of each "
+    "of bfcl-multiple, bfcl-live-multiple, bfcl-irrelevance and bfcl-memory, the agent on "
+    "every one, for exact, adaptive_split, fixed_split, learned_exact and bfcl_listed at "
+    "budget scale 1 (its time on a 2-core machine is in docs/agent.md).")
+"""The BFCL suites' ``agent_sample_note`` (the Makefile's bench-agent target,
+``BENCH_AGENT_TASKS`` there): the report prints it where too few of their tasks decide an
+agent verdict."""
 for _name, _build, _what, _family in (
     ("bfcl-multiple", _bfcl.multiple_suite, "BFCL multiple: 1 gold tool, row + distractors",
      "bfcl-tools"),

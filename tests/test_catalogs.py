@@ -1,17 +1,24 @@
-"""The two catalogs: verifier kinds (``junction.verifiers``) and strategy roles read at call
-time (``junction.strategies.catalog``).
+"""The catalogs: every record of the suites, strategies, verifier kinds and agent graders
+checked as a record (with docs/extending.md's example plug-in installed beside the built-in
+ones: ``tests/plugins/policy_desk``), the verifier kinds (``junction.verifiers``), and the
+strategy roles read at call time (``junction.strategies.catalog``).
 
 A kind or a strategy registered after import (one record, plus one function or factory) is
-what the tasks, the executor, the verdicts, the figures and the report then see.
+what the tasks, the executor, the verdicts, the figures and the report then see. No check
+here names a record where it could read the catalog: a plug-in's records pass the same ones.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from junction.agent.execution import ExecutionResult, execute
-from junction.verifiers import Outcome, verify
+from junction.agent.graders import AGENT_GRADERS
 from junction.errors import UnknownNameError
 from junction.evidence import plots, verdicts
 from junction.evidence.report_markdown import ReportSections, render_markdown
@@ -26,15 +33,19 @@ from junction.strategies import (
     reference_strategies,
     strategies_where,
 )
+from junction.suites import SUITES
 from junction.tasks import BenchmarkTask, VerifierSpec
 from junction.verifiers import (
     VERIFIERS,
+    Outcome,
     VerifierInfo,
     verifier_info,
     verifier_meaning,
     verifier_names,
+    verify,
 )
 from tests.helpers import trace_record
+from tests.plugins import POLICY_DESK_RECORDS, policy_desk_site, present
 
 
 def _task(kind: str, params: dict | None = None) -> BenchmarkTask:
@@ -47,23 +58,115 @@ def _task(kind: str, params: dict | None = None) -> BenchmarkTask:
         verifier=VerifierSpec(kind=kind, params=params or {}))
 
 
+# ---------------------------------------------------------------- every record, a plug-in's too
+
+def _check_suite(info: Any) -> None:
+    from junction.agent.graders import prompt_layout
+    from junction.agent.prompt import PromptLayout
+    from junction.registry import load
+
+    assert callable(load(info.build)) and info.description
+    assert info.default_size is None or info.default_size > 0
+    limit = info.pool_limit
+    assert limit is None or (isinstance(limit, int) and limit > 0) or (
+        isinstance(limit, tuple) and len(limit) == 2 and all(x is None or x > 0 for x in limit))
+    assert info.default_split() in ("eval", "all")
+    if info.data_env is not None:  # a folder the user names: the line says how
+        assert info.data_env.isupper() and info.unavailable is not None
+        reason = info.unavailable_reason({info.name: "/no/such/folder"})
+        assert reason and "\n" not in reason
+    if info.reference_set is not None:  # some reference runs on it
+        assert strategies_where(reference_set=info.reference_set, reads_task=True)
+    layout = prompt_layout(info.name)
+    assert layout is None or isinstance(layout, PromptLayout)
+    for sentence in (info.agent_sample_note, info.reference_note):
+        assert "\n" not in sentence
+
+
+def _check_strategy(info: Any) -> None:
+    from junction.strategies.catalog import ROLES
+
+    assert info.role in ROLES and info.description
+    assert info.headline_side in ("joint", "interaction-blind", None)
+    assert not (info.sees_interactions and info.ranks_apart)
+    assert info.respects_budget or info.role == "reference"
+    assert not info.reads_task or info.reference_set is not None
+    for twin in (info.split_twin, info.documents_twin):
+        assert twin is None or twin in STRATEGIES
+    style = plots.strategy_style(info.name)  # its own colours, or stable spare ones
+    assert style.colour and style.marker and style.linestyle == (
+        "-" if info.respects_budget else "--")
+    assert info.default_size is None or info.default_size > 0
+
+
+def _check_verifier(info: Any) -> None:
+    assert callable(info.grader()) and info.meaning and info.grades in ("exposure", "calls")
+    assert verifier_meaning(info.name) == info.meaning
+
+
+def _check_grader(info: Any) -> None:
+    from junction.registry import load
+
+    assert info.kinds and set(info.kinds) <= set(verifier_names())
+    assert info.outcomes and all(info.outcomes.values())
+    assert callable(load(info.applies)) and callable(info.grader())
+    assert callable(info.decoder())
+    for measure in info.measures:
+        assert measure.meaning and measure.unit and measure.direction in ("higher", "lower")
+
+
+CHECKS: dict[str, tuple[Any, Callable[[Any], None]]] = {
+    "suite": (SUITES, _check_suite),
+    "strategy": (STRATEGIES, _check_strategy),
+    "verifier kind": (VERIFIERS, _check_verifier),
+    "agent grader": (AGENT_GRADERS, _check_grader),
+}
+
+
+@pytest.fixture(scope="module")
+def with_plugin(tmp_path_factory):
+    """docs/extending.md's example plug-in, pip-installed and present in this process."""
+    with present(policy_desk_site(tmp_path_factory)) as module:
+        yield module
+
+
+@pytest.mark.parametrize("kind", sorted(CHECKS))
+def test_every_record_of_every_catalog_is_whole(kind, with_plugin):
+    catalog, check = CHECKS[kind]
+    names = catalog.names()
+    assert POLICY_DESK_RECORDS[kind] in names  # the plug-in's record is checked too
+    failed = {}
+    for name in names:
+        info = catalog[name]
+        assert info.name == name
+        try:
+            check(info)
+        except Exception as exc:  # every failing record named at once
+            failed[name] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    assert not failed, f"{kind} records that fail their checks: {failed}"
+
+
 # ---------------------------------------------------------------- verifier kinds
 
 def test_every_catalogued_kind_has_a_grader_and_a_meaning():
     # the kinds the suites here use are there; a kind registered later (a plug-in's) is
-    # checked the same way
+    # checked the same way (test_every_record_of_every_catalog_is_whole)
     assert {"context_answer", "contexts_exact", "no_tools", "tools_exposed",
             "tools_with_documents", "toy_calls"} <= set(verifier_names())
     for name in verifier_names():
         info = verifier_info(name)
         assert callable(info.grader()) and info.meaning and info.grades in ("exposure", "calls")
-    # only the toy executor's scripted kind grades calls
-    assert [n for n in verifier_names() if verifier_info(n).grades == "calls"] == ["toy_calls"]
+    # of the built-in kinds, only the toy executor's scripted kind grades calls
+    assert verifier_info("toy_calls").grades == "calls"
+    assert {verifier_info(n).grades for n in ("context_answer", "contexts_exact", "no_tools",
+                                              "tools_exposed", "tools_with_documents")} \
+        == {"exposure"}
 
 
 def test_an_unknown_kind_is_refused_naming_the_valid_ones():
-    with pytest.raises(ValidationError, match="unknown verifier kind 'nope'; valid kinds: "
-                                              "context_answer, contexts_exact, no_tools"):
+    valid = ", ".join(verifier_names())  # every registered kind, a plug-in's among them
+    with pytest.raises(ValidationError, match=re.escape(f"unknown verifier kind 'nope'; "
+                                                        f"valid kinds: {valid}")):
         VerifierSpec(kind="nope")
     with pytest.raises(UnknownNameError, match="unknown verifier kind 'nope'"):
         verifier_info("nope")
@@ -123,7 +226,9 @@ def test_the_toy_executor_plays_steps_only_for_a_kind_that_grades_calls(monkeypa
 
 def test_roles_match_the_records():
     assert reference_strategies() == strategies_where(respects_budget=False)
-    assert interaction_blind_strategies() == strategies_where(ranks_apart=True)
+    assert interaction_blind_strategies() == tuple(
+        n for n in STRATEGIES.names() if STRATEGIES[n].headline_side == "interaction-blind")
+    assert set(strategies_where(ranks_apart=True)) <= set(interaction_blind_strategies())
     assert learned_strategies() == strategies_where(role="learned")
     assert set(reference_strategies()).isdisjoint(interaction_blind_strategies())
 

@@ -284,7 +284,8 @@ def test_the_report_says_whom_the_default_agent_left_out_and_how_to_decide():
 
     from flows.plan import PROJECT_ROOT, RunPlan
     from junction.evidence.report_markdown import ReportSections, render_markdown
-    from junction.evidence.verdict_text import AGENT_SAMPLE_THAT_DECIDES, agent_table_lines
+    from junction.evidence.verdict_text import agent_table_lines
+    from junction_datasets import BFCL_AGENT_NOTE as AGENT_SAMPLE_THAT_DECIDES
 
     md = render_markdown(ReportSections({"run_id": "r", "params": RunPlan.build().params()}))
     assert agent_line(md) == {"sample": 1, "scale": 1.0, "left_out": ["bfcl_listed"],

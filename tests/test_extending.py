@@ -1,27 +1,35 @@
-"""docs/extending.md's examples, run as written: the plug-in module (a suite with its own
-verifier kind and agent grader, and a strategy) is written to a folder of its own, imported,
-and run through ``run_benchmark`` by the doc's own run block; nothing outside that module
-is edited. Also: a suite file that leaves its token costs out is priced by the project's
-counter."""
+"""docs/extending.md's examples, run as written: the example plug-in is the real package
+``tests/plugins/policy_desk`` (the doc shows its files as they are), installed with pip into
+a temporary folder (``tests.plugins.install``); its records (a suite reading a data folder,
+its own verifier kind and agent grader, and a strategy) are checked in this process, and
+the doc's own ``junction bench`` line runs it as a subprocess with the package first on
+PYTHONPATH, as an installed plug-in, on the session's Prefect server. Also: a suite file
+that leaves its token costs out is priced by the project's counter."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from junction.agent.execution import ExecutionResult, ToolCall
-from junction.agent.graders import AGENT_GRADERS, agent_measures, grade_agent, grader_for
+from junction.agent.graders import agent_measures, grade_agent, grader_for
 from junction.resources import ContextResource, ToolResource
 from junction.strategies import STRATEGIES
 from junction.suites import SUITES
-from junction.verifiers import VERIFIERS
+from tests.helpers import on_session_server
+from tests.plugins import POLICY_DESK, POLICY_DESK_DATA, policy_desk_site, present
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "extending.md"
+FOREIGN = re.compile(r"BFCL|bfcl|τ|tau2|bench-agent")
+"""Words of the built-in suites and graders: none belongs in a report of the plug-in's suite."""
 
 
 def _example(name: str) -> str:
@@ -32,58 +40,99 @@ def _example(name: str) -> str:
     return found.group(1) + "\n"
 
 
-@pytest.fixture
-def plugin(tmp_path, monkeypatch):
-    """The doc's my_plugin.py in a folder of its own, importable; its records removed after."""
-    folder = tmp_path / "plugin"
-    folder.mkdir()
-    (folder / "my_plugin.py").write_text(_example("my_plugin.py"))
-    monkeypatch.syspath_prepend(str(folder))
-    yield folder
-    sys.modules.pop("my_plugin", None)
-    for catalog, name in ((SUITES, "policy-desk"), (STRATEGIES, "cheapest"),
-                          (VERIFIERS, "page_and_tool"), (AGENT_GRADERS, "called_tool")):
-        catalog.pop(name, None)
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The example plug-in, pip-installed into a temporary folder."""
+    return policy_desk_site(tmp_path_factory)
 
 
-def test_the_plugin_registers_one_record_of_each_kind(plugin):
-    import my_plugin
+def test_the_doc_shows_the_package_files_as_they_are():
+    shown = re.findall(r"<!-- file: (\S+) -->\n```\w*\n(.*?)\n```", DOC.read_text(), re.S)
+    assert {path for path, _ in shown} == {"tests/plugins/policy_desk/pyproject.toml",
+                                           "tests/plugins/policy_desk/policy_desk.py"}
+    for path, text in shown:
+        assert (ROOT / path).read_text() == text + "\n", f"docs/extending.md's {path} is stale"
+    # the run block installs that package and names its data folder
+    run = _example("run")
+    assert f"pip install -e {POLICY_DESK.relative_to(ROOT)}" in run
+    assert f"--data policy-desk={POLICY_DESK_DATA.relative_to(ROOT)}" in run
 
-    assert "policy-desk" in SUITES and "cheapest" in STRATEGIES
-    tasks = my_plugin.build()
-    assert [t.task_id for t in tasks] == ["desk-refund", "desk-address", "desk-password"]
-    task = tasks[0]
-    # the grader the catalog picks for the suite's tasks, and both of its outcomes
-    assert grader_for(task).name == "called_tool"
-    answer = dict(context_ids=("page-refund",), tool_ids=("refund_order",),
-                  output_kind="calls")
-    called = ExecutionResult(**answer, tool_calls=(ToolCall(index=0, tool_id="refund_order"),))
-    missed = ExecutionResult(**answer, tool_calls=(ToolCall(index=0, tool_id="reset_password"),))
-    assert grade_agent(task, called).outcome == "called" and grade_agent(task, called).success
-    assert grade_agent(task, missed).outcome == "missed"
-    # its decoder and its measure, as the record declares them
-    assert grader_for(task).decoder()("[reset_password()]", ("reset_password",))[0] == "calls"
-    assert grade_agent(task, called).measures == {"other_calls": 0.0}
-    assert grade_agent(task, missed).measures == {"other_calls": 1.0}
-    assert agent_measures()["other_calls"].direction == "lower"
+
+def test_the_plugin_registers_one_record_of_each_kind(site):
+    with present(site) as policy_desk:
+        assert "policy-desk" in SUITES and "cheapest" in STRATEGIES
+        assert Path(policy_desk.__file__).parent == site  # the installed copy
+        info = SUITES["policy-desk"]
+        assert info.data_env == "POLICY_DESK_DATA"
+        assert info.unavailable_reason({"policy-desk": str(POLICY_DESK_DATA)}) is None
+        assert "--data policy-desk=PATH" in info.unavailable_reason({"policy-desk": ""})
+        tasks = policy_desk.build(path=str(POLICY_DESK_DATA))
+        assert [t.task_id for t in tasks] == ["desk-refund", "desk-address", "desk-password"]
+        task = tasks[0]
+        # the grader the catalog picks for the suite's tasks, and both of its outcomes
+        assert grader_for(task).name == "called_tool"
+        answer = {"context_ids": ("page-refund",), "tool_ids": ("refund_order",),
+                  "output_kind": "calls"}
+        called = ExecutionResult(**answer, tool_calls=(ToolCall(index=0, tool_id="refund_order"),))
+        missed = ExecutionResult(**answer,
+                                 tool_calls=(ToolCall(index=0, tool_id="reset_password"),))
+        assert grade_agent(task, called).outcome == "called" and grade_agent(task, called).success
+        assert grade_agent(task, missed).outcome == "missed"
+        # its decoder and its measure, as the record declares them
+        assert grader_for(task).decoder()("[reset_password()]", ("reset_password",))[0] == "calls"
+        assert grade_agent(task, called).measures == {"other_calls": 0.0}
+        assert grade_agent(task, missed).measures == {"other_calls": 1.0}
+        assert agent_measures()["other_calls"].direction == "lower"
+        # the strategy builds its selection itself and claims no optimality
+        result = STRATEGIES["cheapest"].build().select(task.router_view(), None)
+        assert result.selection.status == "heuristic"
+        assert result.selection.tokens_used <= task.budget.max_tokens
+    assert "policy-desk" not in SUITES and "cheapest" not in STRATEGIES
 
 
 @pytest.mark.flow
-def test_the_docs_examples_run_through_run_benchmark(plugin, prefect_harness, tmp_path,
-                                                     monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)  # the run block writes ./warehouse and ./reports
-    namespace: dict = {}
-    exec(compile(_example("run"), "docs/extending.md (run)", "exec"), namespace)  # noqa: S102
-    run_id = namespace["result"]["run_id"]
-    assert capsys.readouterr().out.strip().endswith(run_id)
-    metrics = json.loads((tmp_path / "reports" / run_id / "metrics.json").read_text())
+def test_the_docs_run_block_runs_the_installed_plugin(site, prefect_harness, tmp_path):
+    """The doc's ``junction bench`` line as written (the pip line is the fixture's
+    install), then ``junction suites``: the plug-in is found through its entry point."""
+    (command,) = [line for line in _example("run").splitlines() if " bench " in line]
+    argv = shlex.split(command)
+    assert argv[0] == ".venv/bin/junction"
+    junction = str(Path(sys.executable).parent / "junction")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUNCTION_", "POLICY_"))}
+    env.update(PYTHONPATH=str(site), JUNCTION_WAREHOUSE=str(tmp_path / "warehouse"),
+               JUNCTION_REPORTS=str(tmp_path / "reports"),
+               JUNCTION_STATE_DIR=str(tmp_path / "state"), COLUMNS="200")
+    done = subprocess.run([junction, *argv[1:], "--run-id", "policy-desk"], cwd=ROOT,
+                          env=on_session_server(env), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
+    reports = tmp_path / "reports" / "policy-desk"
+    metrics = json.loads((reports / "metrics.json").read_text())
     rows = metrics["results"]["policy-desk"]["budget_scale=1"]
     assert set(rows) == {"cheapest", "exact"}
     assert rows["exact"]["tasks"] == rows["cheapest"]["tasks"] == 3
     # exact finds the page and the tool on every task: BM25 ranks the named ones first
     assert rows["exact"]["success_rate"] == 1.0
-    report = (tmp_path / "reports" / run_id / "report.md").read_text()
+    meta = json.loads((tmp_path / "warehouse" / "runs" / "policy-desk.json").read_text())
+    assert [(p["entry_point"], p["distribution"], p["replaces"]) for p in meta["plugins"]] \
+        == [("policy_desk", "policy-desk", [])]
+    assert meta["params"]["data_folders"] == {"policy-desk": str(POLICY_DESK_DATA)}
+    report = (reports / "report.md").read_text()
     assert "the gold page and its tool are exposed" in report  # the verifier's meaning
+    assert "- plug-ins: `policy_desk` (policy-desk 0.1.0" in report
+    # the headline places the joint strategy that ignores interactions by its record: the
+    # interaction-blind side, named as the strategy that ran
+    full = report.split("## Full comparison", 1)[1].split("\n## ", 1)[0]
+    assert "(cheapest)" in full and "adaptive_split" not in full
+    assert "| cheapest (best interaction-blind) (" in full
+    assert "best joint against best interaction-blind" in report
+    # and nothing of the built-in suites' or graders' prose
+    assert not FOREIGN.findall(report), sorted(
+        {line for line in report.splitlines() if FOREIGN.search(line)})
+    listed = subprocess.run([junction, "suites"], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    assert "policy-desk" in listed.stdout and "$POLICY_DESK_DATA: not set" in listed.stdout
 
 
 def test_a_suite_file_without_token_costs_is_priced_by_the_counter(tmp_path):

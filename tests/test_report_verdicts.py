@@ -30,7 +30,6 @@ from junction.evidence.report_markdown import REFERENCE_NOTE
 from junction.evidence.reports import RunData, write_report
 from junction.evidence.summary import headline_rows
 from junction.evidence.traces import records_to_table
-from junction.evidence.verdict_text import AGENT_SAMPLE_THAT_DECIDES
 from junction.evidence.verdicts import paired_comparison
 from junction.verifiers import verifier_meaning
 from tests.helpers import trace_record
@@ -336,7 +335,8 @@ def test_first_screen_verdicts_summary_then_plot_and_a_closed_full_table(tmp_pat
     assert f"under {verdicts.MIN_DECIDING_TASKS} shared" in passed
     assert re.search(r"\bon b\b", passed) and "`make bench-agent`" in passed
     assert md.count(passed) == 1
-    assert md.count(AGENT_SAMPLE_THAT_DECIDES) == 1  # below the agent table, once
+    # the suite record's note: after the summary, and once below the agent table
+    assert md.count(SUITES["b"].agent_sample_note) == 2
     order = [md.index(x) for x in ("## Headline", line_b, line_s, summary, passed,
                                    "![success against budget](plot.png)", "## Run",
                                    "## Full comparison", "## Agent outcome", "## Suites")]

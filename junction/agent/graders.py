@@ -76,7 +76,10 @@ class GraderInfo:
     (default BFCL's, ``DEFAULT_DECODER``); ``measures``: the ``Measure`` records every grade
     it gives carries a value for (``AgentGrade.measures``); ``report_note``: what a
     reader of the report must know about how this grader grades (printed under the
-    agent-measure table, ``junction.evidence.agent_measures``).
+    agent-measure table, ``junction.evidence.agent_measures``); ``description``: what
+    grades, in a few words with its source (a report's Definitions print it for each
+    suite whose rows it graded; "" names the grader alone). A report says nothing of a
+    grader beyond its record.
 
     Raises ``ValueError`` when two measures share a name.
     """
@@ -89,6 +92,7 @@ class GraderInfo:
     decode: str | Decoder = DEFAULT_DECODER
     measures: tuple[Measure, ...] = ()
     report_note: str = ""
+    description: str = ""
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.measures]
@@ -203,11 +207,15 @@ def _register_builtins() -> None:
     register_grader(GraderInfo(
         "bfcl", ("tools_exposed", "no_tools", "context_answer"),
         "junction.agent.grading:gradable", "junction.agent.grading:grade_agent",
-        AGENT_OUTCOMES))
+        AGENT_OUTCOMES,
+        description="BFCL's own checker: calls, abstention on irrelevance, the answer on "
+                    "memory (BFCL's ast_checker and agentic_checker)"))
     register_grader(GraderInfo(
         "tau2_actions", ("tools_with_documents",),
         "junction.agent.tau2_grading:gradable", "junction.agent.tau2_grading:grade",
-        TAU2_OUTCOMES, measures=TAU2_MEASURES, report_note=TAU2_REPORT_NOTE))
+        TAU2_OUTCOMES, measures=TAU2_MEASURES, report_note=TAU2_REPORT_NOTE,
+        description="tau2's action check: each gold agent action met by a call "
+                    "(tau2's Action.compare_with_tool_call)"))
 
 
 _register_builtins()

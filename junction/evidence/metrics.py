@@ -153,19 +153,20 @@ def _lane_metrics() -> tuple[Metric, ...]:
 METRICS: tuple[Metric, ...] = (
     Metric("success", "success_rate",
            definition="retrieval_success: the task's verifier accepted the outcome (toy "
-                      "calls, gold tools exposed, ...): on BFCL suites a retrieval proxy",
+                      "calls, gold tools exposed, ...): a retrieval proxy for what an agent does "
+                      "with the exposed set (`agent_success`)",
            undefined_when=None, unit="boolean", value_type="bool", direction="higher",
            aggregation="mean_of_bool", source="the suite's verifier (junction.verifiers)",
            report_table=True, diff=True),
     Metric("agent_success", "agent_success_rate",
            definition="a language-model agent shown the exposed set succeeded, graded by "
-                      "the task's agent grader: BFCL's own checker (calls, abstention on "
-                      "irrelevance, answer on memory), tau2's action check on τ-Knowledge",
+                      "the task's agent grader (a report names each suite's under "
+                      "Definitions)",
            undefined_when="no agent ran on the task (outside the agent sample, or no grader "
                           "grades it)",
            unit="boolean", value_type="bool", direction="higher", aggregation="mean_of_bool",
-           source="BFCL ast_checker / agentic_checker, tau2 Action.compare_with_tool_call "
-                  "(junction.agent.graders)",
+           source="the task's agent grader (junction.agent.graders: its record's "
+                  "description)",
            report_table=True, diff=True),
     Metric("agent_prompt_tokens", "agent_prompt_tokens",
            definition="prompt tokens the agent read (model tokenizer): system prompt, "
@@ -177,7 +178,7 @@ METRICS: tuple[Metric, ...] = (
     *_set_metrics("tool"),
     Metric("pair_coverage", "pair_coverage",
            definition="every gold context and every gold tool are exposed together; on a "
-                      "task with gold pairs (tau2-banking), every gold pair's document and "
+                      "task with gold pairs (`gold_pairs`), every gold pair's document and "
                       "tool are exposed together",
            undefined_when="the task has no gold context or no gold tool", unit="boolean",
            value_type="bool", direction="higher", aggregation="mean_of_bool",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from junction.agent.graders import AGENT_GRADERS
 from junction.candidates import DEFAULT_POOL_RULE, POOL_RULES
 from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
@@ -30,8 +31,8 @@ from junction.strategies.catalog import STRATEGIES, reference_strategies
 from junction.suites import SUITES, finding_suite
 from junction.verifiers import verifier_meaning
 
-__all__ = ["REFERENCE_NOTE", "ReportSections",
-           "finding_absent_sentence", "plan_sentence", "plugin_lines", "render_markdown"]
+__all__ = ["REFERENCE_NOTE", "ReportSections", "finding_absent_sentence", "plan_sentence",
+           "plugin_lines", "reference_sentence", "render_markdown"]
 
 def finding_absent_sentence(run: dict[str, Any]) -> str | None:
     """One sentence for the first screen when the run left the finding's suite
@@ -98,6 +99,8 @@ class ReportSections:
     """``junction.evidence.agent_measures.measure_tables``."""
     losses: list[dict[str, Any]] = field(default_factory=list)
     """``junction.evidence.losses.loss_breakdown``."""
+    graders: dict[str, list[str]] = field(default_factory=dict)
+    """Suite -> the agent graders that graded its rows (the traces' ``agent_grader``)."""
 
 
 def _calibration_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -150,9 +153,18 @@ _DISPLAY_WORDS = {"percent": "percent, no decimals", "integer": "whole number",
                   "decimals2": "2 decimals"}
 
 
-def _definitions_lines(suites: dict[str, Any]) -> list[str]:
-    """Every catalog metric (``junction.evidence.metrics.METRICS``) and, per suite, what
-    success means."""
+def _grader_text(name: str) -> str:
+    """A grader named with its record's description (``GraderInfo.description``)."""
+    info = AGENT_GRADERS.get(name)
+    return f"`{name}`" + (f", {info.description}" if info is not None and info.description
+                          else "")
+
+
+def _definitions_lines(suites: dict[str, Any],
+                       graders: dict[str, list[str]] | None = None) -> list[str]:
+    """Every catalog metric (``junction.evidence.metrics.METRICS``), per suite what
+    success means and (``graders``: suite -> the agent graders of its rows) who graded the
+    agent."""
     lines = ["## Definitions", "",
              "Every metric of the catalog (`junction.evidence.metrics.METRICS`); the per-suite "
              "tables show those marked *table*, as the mean over tasks where the metric is "
@@ -192,6 +204,12 @@ def _definitions_lines(suites: dict[str, Any]) -> list[str]:
             lines.append(f"- **{name}**: verifier kind not recorded for this run; "
                          f"{info.get('note') or 'no note'}.")
     lines.append("")
+    if graders:  # each grader that graded the run's rows, as its record describes it
+        lines += ["Who graded agent success (`agent_success`) per suite (the traces' "
+                  "`agent_grader`; `junction.agent.graders`):", ""]
+        for name, names in sorted(graders.items()):
+            lines.append(f"- **{name}**: " + "; ".join(_grader_text(g) for g in names) + ".")
+        lines.append("")
     return lines
 
 
@@ -252,8 +270,8 @@ def _agent_lines(params: dict[str, Any],
     lines = [f"- agent: a language-model agent acted on {sample} of each suite it can be "
              f"graded on (the suite's own sample; gradable tasks only, so a suite with fewer "
              f"gives fewer: Suites, `agent`), {whom}, at budget scale 1 "
-             f"(`agent_success`, graded by BFCL's checker on BFCL suites and tau2's action "
-             f"check on τ-Knowledge; {where})."]
+             f"(`agent_success`, graded by each suite's agent grader, named in Definitions; "
+             f"{where})."]
     if distinct:
         lines.append("- agent cost: it generates once per distinct (task, exposed set); "
                      "strategies that expose the same set share that generation. "
@@ -266,14 +284,20 @@ def _agent_lines(params: dict[str, Any],
     return lines
 
 
-REFERENCE_NOTE = ("References (bfcl_listed: the row's own listed functions, BFCL's setting; "
-                  "all_tools: the whole pool; on τ-Knowledge gold_minimal: the cheapest set "
-                  "the verifier accepts where it fits the budget, the ceiling; "
-                  "gold_tools_only / gold_tools_documents: the coupling pair) are built from "
+REFERENCE_NOTE = ("are built from "
                   "the task, not a strategy's view, and sit outside every comparison: they "
                   "frame the strategies and are never named best. In each suite's table they "
                   "follow the strategies, below the *references* row.")
-"""What the references are, said once per report."""
+"""What the references are, said once per report after the references that ran, each with
+its record's description (``reference_sentence``)."""
+
+
+def reference_sentence(names: list[str]) -> str:
+    """"References (name: its record's description; ...) " + ``REFERENCE_NOTE``, for the
+    references ``names`` that ran (a name the catalog lacks is named alone)."""
+    described = "; ".join(f"{n}: {STRATEGIES[n].description}" if n in STRATEGIES else n
+                          for n in names)
+    return f"References ({described}) {REFERENCE_NOTE}"
 
 
 def plugin_lines(plugins: Any) -> list[str]:
@@ -370,7 +394,7 @@ def render_markdown(sections: ReportSections) -> str:
                  "Means skip tasks where a metric is undefined (–); see Definitions. "
                  "`success_rate` is the retrieval proxy (`retrieval_success`); "
                  "`agent_success_rate` is a language-model agent acting on the exposed set, "
-                 "graded by the suite's agent grader (BFCL's checker, tau2's action check), "
+                 "graded by the suite's agent grader (Definitions), "
                  "on each suite's agent sample only (Suites: `agent`) at budget scale 1. Rates "
                  "and fractions are in percent, tokens whole, objectives and ranking scores to 2 "
                  "decimals (each metric's `display` in the catalog); `metrics.json` keeps full "
@@ -397,8 +421,9 @@ def render_markdown(sections: ReportSections) -> str:
         by_suite.setdefault(row["suite"], []).append(row)
     columns = _table_columns()
     reference_names = reference_strategies()
-    if any(r["strategy"] in reference_names for r in summary):
-        lines.append(REFERENCE_NOTE)
+    ran_references = sorted({r["strategy"] for r in summary if r["strategy"] in reference_names})
+    if ran_references:
+        lines.append(reference_sentence(ran_references))
         lines.append("")
     for suite in sorted(by_suite):
         lines.append(f"## {suite}")
@@ -434,5 +459,5 @@ def render_markdown(sections: ReportSections) -> str:
         lines.append("")
         lines.append(f"![selection and execution time per strategy]({sections.time_plot_name})")
         lines.append("")
-    lines.extend(_definitions_lines(suites))
+    lines.extend(_definitions_lines(suites, sections.graders))
     return "\n".join(lines)

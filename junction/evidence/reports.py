@@ -147,7 +147,20 @@ def report_sections(data: RunData) -> ReportSections:
         joint_split=joint_split_verdicts(verdict_rows), agent_pairs=agent_pairs(traces),
         fit=agent_fit(traces),
         cross_fitted=cross_fitted_verdicts(verdict_rows, _disputed(data.suites)),
-        measures=measure_tables(traces), losses=loss_breakdown(verdict_rows))
+        measures=measure_tables(traces), losses=loss_breakdown(verdict_rows),
+        graders=_suite_graders(every_trace))
+
+
+def _suite_graders(traces: Any) -> dict[str, list[str]]:
+    """Suite -> the agent graders named in its rows' ``agent_grader``, sorted (a suite no
+    agent acted on is left out)."""
+    if not traces.num_rows or "agent_grader" not in traces.column_names:
+        return {}
+    out: dict[str, set[str]] = {}
+    for row in traces.select(["suite", "agent_grader"]).to_pylist():
+        if row["agent_grader"]:
+            out.setdefault(row["suite"], set()).add(row["agent_grader"])
+    return {suite: sorted(names) for suite, names in sorted(out.items())}
 
 
 def _plot_note(summary: list[dict[str, Any]], run: dict[str, Any]) -> str:

@@ -4,15 +4,16 @@ comparison table and the agent outcome table (Markdown lines of ``report.md``)."
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from junction.evidence import metrics as catalog
 from junction.evidence import verdicts
-from junction.strategies.catalog import interaction_blind_strategies
+from junction.strategies.catalog import STRATEGIES, interaction_blind_strategies
 from junction.suites import SUITES
 
 __all__ = [
-    "AGENT_SAMPLE_THAT_DECIDES",
+    "agent_sample_notes",
     "agent_table_lines",
     "comparison_lines",
     "first_screen_lines",
@@ -94,10 +95,14 @@ def verdict_lines(headline: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _what(h: dict[str, Any], c: dict[str, Any]) -> str:
     """What a headline comparison is, in words: "; best joint against best split,
-    corrected repeated-CV interval (3 × 5 folds)"; "" for a comparison of no named role."""
+    corrected repeated-CV interval (3 × 5 folds)" ("best interaction-blind" where that
+    side's record is a joint selector that ignores interactions, not one that ranks each
+    type apart); "" for a comparison of no named role."""
     parts = []
     if h.get("best_kind") == "joint" and c["role"] == "interaction-blind best":
-        parts.append("best joint against best split")
+        other = STRATEGIES.get(c["other"])  # a joint selector that ignores interactions
+        blind = "interaction-blind" if other is not None and not other.ranks_apart else "split"
+        parts.append(f"best joint against best {blind}")
     cmp = c["comparison"]
     if cmp.test == "corrected_cv":
         parts.append(f"corrected repeated-CV interval ({cmp.repetitions} × {cmp.folds} folds)")
@@ -121,12 +126,17 @@ def passed_over_sentence(lines: list[dict[str, Any]]) -> str | None:
                      f"{verdicts.MIN_DECIDING_TASKS} shared tasks) on "
                      f"{', '.join(s for s, _ in mine)}")
     text = "; ".join(parts)
-    agent_suites = sorted({suite for suite, k, _ in cells if k == "agent_success"})
-    # each suite record's own sentence on its larger agent sample, once each
-    notes = dict.fromkeys(SUITES[s].agent_sample_note for s in agent_suites
-                          if s in SUITES and SUITES[s].agent_sample_note)
+    notes = agent_sample_notes(suite for suite, k, _ in cells if k == "agent_success")
     tail = "".join(f" {note}" for note in notes)
     return f"Too few tasks to decide on {text}: the verdicts above use verified success.{tail}"
+
+
+def agent_sample_notes(suites: Iterable[str]) -> list[str]:
+    """Each suite record's own sentence on its larger agent sample
+    (``SuiteInfo.agent_sample_note``), once each, in suite order; none for a suite whose
+    record has none or that the catalog lacks (a suite file)."""
+    notes = (SUITES[s].agent_sample_note for s in sorted(set(suites)) if s in SUITES)
+    return list(dict.fromkeys(note for note in notes if note))
 
 
 def run_summary(lines: list[dict[str, Any]]) -> str:
@@ -177,8 +187,7 @@ def comparison_lines(headline: list[dict[str, Any]]) -> list[str]:
     lines.append(
         "Per suite and budget scale: the best joint strategy (one that sees context–tool "
         "interactions; the best of all where none ran) by the primary outcome, compared "
-        "with the best strategy that ignores interactions "
-        f"({', '.join(interaction_blind_strategies())}) and with every other "
+        f"with {_blind_that_ran(headline)}and with every other "
         "strategy, on the tasks both ran. The primary outcome is agent success where the "
         f"compared strategies share at least {verdicts.MIN_DECIDING_TASKS} tasks with an agent "
         "outcome, else verified success (see Definitions). Differences are in points "
@@ -229,6 +238,15 @@ def comparison_lines(headline: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _blind_that_ran(headline: list[dict[str, Any]]) -> str:
+    """"the best strategy that ignores interactions (a, b) " naming the interaction-blind
+    strategies (catalog ``headline_side``) that ran in ``headline``; "" where none ran."""
+    ran = {s for h in headline for s in h["rates"]}
+    blind = [s for s in interaction_blind_strategies() if s in ran]
+    return (f"the best strategy that ignores interactions ({', '.join(blind)}) "
+            if blind else "")
+
+
 def joint_against_split_lines(headline: list[dict[str, Any]]) -> list[str]:
     """The best joint strategy against the best interaction-blind one at every suite and
     budget scale where both ran (``verdicts.headline``'s first comparison, role
@@ -271,7 +289,8 @@ def joint_against_split_lines(headline: list[dict[str, Any]]) -> list[str]:
 
 def agent_table_lines(rows: list[dict[str, Any]]) -> list[str]:
     """Agent success per suite, scale and strategy (references too): n, rate, Wilson 95%
-    interval, and whether n reaches ``verdicts.MIN_DECIDING_TASKS``."""
+    interval, and whether n reaches ``verdicts.MIN_DECIDING_TASKS``; below the table, the
+    ``agent_sample_notes`` of the suites with a row that does not decide."""
     if not rows:
         return []
     lines = ["## Agent outcome", "",
@@ -287,15 +306,7 @@ def agent_table_lines(rows: list[dict[str, Any]]) -> list[str]:
                      f"{r['successes']}/{r['n']} = {percent_text(r['rate'])} | "
                      f"[{percent_text(r['ci_low'])}, {percent_text(r['ci_high'])}] | {decides} |")
     lines.append("")
-    if not all(r["decides"] for r in rows):
-        lines += [AGENT_SAMPLE_THAT_DECIDES, ""]
+    notes = agent_sample_notes(r["suite"] for r in rows if not r["decides"])
+    if notes:  # each suite record's sentence on the sample that decides it
+        lines += [" ".join(notes), ""]
     return lines
-
-
-AGENT_SAMPLE_THAT_DECIDES = (
-    "For an agent sample that decides, run `make bench-agent`: 20 evaluation tasks of each "
-    "of bfcl-multiple, bfcl-live-multiple, bfcl-irrelevance and bfcl-memory, the agent on "
-    "every one, for exact, adaptive_split, fixed_split, learned_exact and bfcl_listed at "
-    "budget scale 1 (its time on a 2-core machine is in docs/agent.md).")
-"""Said below an agent table with a cell under ``verdicts.MIN_DECIDING_TASKS`` (the Makefile's
-``bench-agent`` target; ``BENCH_AGENT_TASKS`` there)."""

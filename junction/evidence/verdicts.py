@@ -24,9 +24,11 @@ has one outcome per task, paired on each fold's tasks. That comparison has ``tes
 A difference is *detected* only when the interval excludes 0 and p < ``ALPHA``; otherwise
 the verdict is "no detectable difference", never a win.
 
-The headline of a (suite, budget scale) cell compares the best *joint* strategy (the
-catalog's ``sees_interactions``) with the best *interaction-blind* one (``ranks_apart``)
-that ran there, whichever it is; without a joint strategy, the best of all.
+The headline of a (suite, budget scale) cell compares the best *joint* strategy with the
+best *interaction-blind* one that ran there, whichever it is; without a joint strategy, the
+best of all. A strategy's side is its catalog record's (``StrategyInfo.headline_side``:
+``sees_interactions`` is joint; ``ranks_apart``, or a joint selector without interaction
+terms, is interaction-blind); a strategy of neither side is compared on its own.
 
 An outcome column decides a (suite, budget scale) cell only when two of the compared
 strategies share at least ``MIN_DECIDING_TASKS`` tasks with a value in it
@@ -46,7 +48,7 @@ import numpy as np
 from baycomp import CorrelatedTTest
 from scipy import stats
 
-from junction.strategies.catalog import interaction_blind_strategies, strategies_where
+from junction.strategies.catalog import STRATEGIES, interaction_blind_strategies
 
 __all__ = [
     "ALPHA",
@@ -356,11 +358,12 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     repetition's rows). The outcome is the cell's ``primary_outcome``; rows with a NULL
     outcome are left out. A strategy's rate is its mean over its evaluations (a
     cross-fitted one: every repetition). ``best``: the joint strategies (catalog
-    ``sees_interactions``) at the highest rate, by name; when no joint strategy ran, every
+    ``headline_side`` "joint") at the highest rate, by name; when no joint strategy ran, every
     strategy at the highest rate (one that uses interactions first, then by name). The
     first is compared (``compare_strategies``: corrected repeated-CV where either side is
     cross-fitted, else Newcombe/McNemar), first with the best of the catalog's
-    ``interaction_blind_strategies`` (the highest rate, then by name; role
+    ``interaction_blind_strategies`` (``headline_side`` "interaction-blind"; the highest
+    rate, then by name; role
     "interaction-blind best", unless the best is itself interaction-blind), then with every
     other (role "reference").
     Returns one dict per (suite, budget scale): suite, budget_scale, outcome, best_kind
@@ -373,7 +376,7 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         groups.setdefault((row["suite"], float(row["budget_scale"])), []).append(row)
     blind_names = interaction_blind_strategies()
-    joint_names = strategies_where(sees_interactions=True)
+    joint_names = {n for n in STRATEGIES.names() if STRATEGIES[n].headline_side == "joint"}
     out = []
     for (suite, scale), group in sorted(groups.items()):
         outcome = primary_outcome(group)

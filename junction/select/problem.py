@@ -123,7 +123,8 @@ class Selection(BaseModel):
     (best found when a wall-clock safety net hit: depends on the machine's speed),
     ``time_limit`` (the MILP reference's clock), ``infeasible`` (nothing fits; empty set).
     ``lp_iterations``: simplex iterations the branch and cut spent (its work limit counts
-    them; 0 for searches without LPs).
+    them; 0 for searches without LPs). ``status`` has no default: a selector says what it
+    claims (a heuristic that forgot it would otherwise claim optimality in its traces).
     """
 
     model_config = ConfigDict(frozen=True, allow_inf_nan=False)
@@ -138,7 +139,7 @@ class Selection(BaseModel):
     subsets_examined: int = 0
     subsets_feasible: int = 0
     lp_iterations: int = 0
-    status: str = "optimal"
+    status: str
     gap: float | None = None
     solve_time_ms: float | None = None
 
@@ -169,9 +170,18 @@ def make_selection(
     problem: JointProblem,
     context_ids: Iterable[str],
     tool_ids: Iterable[str],
+    *,
+    status: str,
     **extra: Any,
 ) -> Selection:
-    """Build a ``Selection`` for chosen ids, computing tokens and objective terms."""
+    """The ``Selection`` of the chosen ids on ``problem``: ids sorted, ``tokens_used`` the
+    sum of their token costs, ``unary``/``interaction``/``objective`` the problem's terms
+    (``objective_terms``). ``status`` (required: ``"optimal"`` only for a proven optimum,
+    ``"heuristic"`` for a set chosen without that claim; see ``Selection``) and ``extra``
+    (``gap``, ``subsets_examined``, ``solve_time_ms`` ...) are the ``Selection``'s fields.
+    Raises ``KeyError`` for an id the problem's pools lack, ``ValidationError`` for a bad
+    field. The set is not checked against the budget: ``exceeded_limit`` says which limit
+    a set breaks."""
     cs = tuple(sorted(context_ids))
     ts = tuple(sorted(tool_ids))
     pool: tuple[Resource, ...] = (*problem.contexts, *problem.tools)
@@ -185,6 +195,7 @@ def make_selection(
         unary=unary,
         interaction=interaction,
         objective=unary + interaction,
+        status=status,
         **extra,
     )
 

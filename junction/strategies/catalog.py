@@ -64,7 +64,10 @@ class StrategyInfo:
     ``calibration_tasks=`` when ``needs_calibration``, ``training=`` when ``needs_training``,
     and ``options`` as keywords; returns a ``Strategy``.
     ``sees_interactions``: its objective has context–tool interaction terms.
-    ``ranks_apart``: it ranks each type alone (the headline's interaction-blind side).
+    ``ranks_apart``: it ranks each type alone. The headline's sides come from these flags
+    (``headline_side``): ``sees_interactions`` is the joint side; ``ranks_apart``, or the
+    ``joint`` role without ``sees_interactions`` (a joint selector that ignores
+    interactions), the interaction-blind side.
     ``claims_optimal``: its selections carry a solver status (the report counts those not
     proven optimal). ``reads_task``: it is given the ``BenchmarkTask`` (a reference reads
     the row's listing), not the router view; such strategies run on the suites whose
@@ -100,6 +103,18 @@ class StrategyInfo:
     marker: str | None = None
     split_twin: str | None = None
     documents_twin: str | None = None
+
+    @property
+    def headline_side(self) -> Literal["joint", "interaction-blind"] | None:
+        """The strategy's side in the headline (``junction.evidence.verdicts.headline``):
+        ``"joint"`` when it sees interactions; ``"interaction-blind"`` when it respects the
+        budget and either ranks each type alone or is a joint selector without interaction
+        terms; None for the rest (judges, pages, references), compared one by one."""
+        if self.sees_interactions:
+            return "joint"
+        if self.respects_budget and (self.ranks_apart or self.role == "joint"):
+            return "interaction-blind"
+        return None
 
     def build(self, calibration_tasks: Sequence[BenchmarkTask] = (),
               training: Any = None) -> Strategy:
@@ -157,9 +172,11 @@ def reference_strategies() -> tuple[str, ...]:
 
 
 def interaction_blind_strategies() -> tuple[str, ...]:
-    """Strategies that rank each resource type alone and ignore context–tool interactions
-    (``ranks_apart``), sorted: the headline's interaction-blind side."""
-    return strategies_where(ranks_apart=True)
+    """Strategies that ignore context–tool interactions inside the budget, sorted: the
+    headline's interaction-blind side (``StrategyInfo.headline_side``: those that rank
+    each type alone, ``ranks_apart``, and joint selectors without interaction terms)."""
+    return tuple(n for n in strategy_names()
+                 if STRATEGIES[n].headline_side == "interaction-blind")
 
 
 def learned_strategies() -> tuple[str, ...]:
