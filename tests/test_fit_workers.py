@@ -97,10 +97,13 @@ def _case(kind: str) -> int:
         print(f"left: {_pids(_workers())}", flush=True)
         return status
     if kind == "sigint":
+        sent: list[float] = []
+
         def interrupt() -> None:  # the moment a worker has been exec'd: it is starting
             while not _workers():
                 time.sleep(0.002)
             print(f"workers: {_pids(_workers())}", flush=True)
+            sent.append(time.monotonic())
             os.killpg(os.getpgrp(), signal.SIGINT)
 
         threading.Thread(target=interrupt, daemon=True).start()
@@ -108,6 +111,8 @@ def _case(kind: str) -> int:
             grid.solve_all(jobs, 2)
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr, flush=True)
+        if sent:
+            print(f"stopped after: {time.monotonic() - sent[0]:.1f} s", flush=True)
         time.sleep(0.2)
         print(f"left: {_pids(_workers())}", flush=True)
         return 130
@@ -223,6 +228,24 @@ def test_a_job_error_keeps_its_type_and_the_worker_traceback():
     assert _alive([p.pid for p in _workers()], wait_s=10) == []
 
 
+def test_idle_workers_exit_and_the_next_search_starts_new_ones(monkeypatch):
+    """Workers left idle for ``IDLE_TIMEOUT_S`` (1 s here) exit on their own; the pool
+    starts new ones for the next search, with the same selections."""
+    from junction.learned import grid
+
+    grid.shutdown_workers()
+    monkeypatch.setattr(grid, "IDLE_TIMEOUT_S", 1.0)
+    jobs = _jobs(4, size=12)
+    alone = [grid.solve_job(job) for job in jobs]
+    assert grid.solve_all(jobs, 2) == alone
+    first = [p.pid for p in _workers()]
+    assert len(first) == 2
+    assert _alive(first, wait_s=30) == []
+    assert grid.solve_all(jobs, 2) == alone
+    assert _workers()
+    grid.shutdown_workers()
+
+
 def _bench(env_value: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(JUNCTION_WAREHOUSE=str(tmp_path / "wh"), JUNCTION_REPORTS=str(tmp_path / "rep"),
@@ -240,10 +263,10 @@ def test_a_bad_fit_worker_count_is_one_line_before_the_run_starts(tmp_path):
     for value in ("abc", "0", "-1"):
         out = _bench(value, tmp_path)
         assert out.returncode == 1, out.stderr[-2000:]
-        assert out.stderr == (f"error: JUNCTION_FIT_WORKERS must be an integer from 1 to "
-                              f"{len(os.sched_getaffinity(0))} (the CPUs this process may "
-                              f"use; unset: {len(os.sched_getaffinity(0))}), got "
-                              f"{value!r}\n"), out.stderr[-2000:]
+        cpus = len(os.sched_getaffinity(0))
+        assert out.stderr == (f"error: JUNCTION_FIT_WORKERS must be a whole number >= 1 (at "
+                              f"most the {cpus} CPUs this process may use; unset: {cpus}), "
+                              f"got {value!r}\n"), out.stderr[-2000:]
         assert not (tmp_path / "wh" / "traces").exists()
         assert not any((tmp_path / "prefect").glob("*"))  # Prefect never started
 

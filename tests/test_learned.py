@@ -437,8 +437,8 @@ def test_solve_all_keeps_job_order_and_names_a_bad_worker_count(monkeypatch):
     assert solve_all(list(reversed(jobs)), 2) == list(reversed(alone))
     shutdown_workers()
     monkeypatch.setenv("JUNCTION_FIT_WORKERS", "two")
-    with pytest.raises(GridWorkerError, match="JUNCTION_FIT_WORKERS must be an integer from 1 "
-                                              r"to \d+ .*, got 'two'"):
+    with pytest.raises(GridWorkerError, match="JUNCTION_FIT_WORKERS must be a whole number "
+                                              r">= 1 \(at most the \d+ CPUs .*, got 'two'"):
         fit_workers()
     monkeypatch.setenv("JUNCTION_FIT_WORKERS", "1")
     assert fit_workers() == 1

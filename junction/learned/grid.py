@@ -178,8 +178,8 @@ def _parse_workers(raw: str) -> int:
         value = 0
     if value < 1:
         cpus = usable_cpus()
-        raise GridWorkerError(f"{WORKERS_ENV} must be an integer from 1 to {cpus} (the CPUs "
-                              f"this process may use; unset: {cpus}), got {raw!r}")
+        raise GridWorkerError(f"{WORKERS_ENV} must be a whole number >= 1 (at most the {cpus} "
+                              f"CPUs this process may use; unset: {cpus}), got {raw!r}")
     return value
 
 
@@ -257,20 +257,24 @@ def _loky() -> Any:
 class _Pool:
     """This process's loky pool for the fit's searches: one, kept between fits (its idle
     workers exit after ``IDLE_TIMEOUT_S``), started again after a failure or for another
-    worker count while no fit uses it."""
+    worker count while no fit uses it. A pool dropped while other fits use it (its worker
+    count changed, or one fit failed) is stopped by the last of them."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.executor: Any = None
         self.workers = 0
-        self.users = 0
+        self.users: dict[int, int] = {}  # id(executor) -> fits using it
 
     def acquire(self, workers: int) -> Any:
         loky = _loky()
+        stop = None
         with self.lock:
-            if self.executor is not None and self.users == 0 and self.workers != workers:
-                self.executor.shutdown(wait=True)
+            current = self.executor
+            if current is not None and self.workers != workers:
                 self.executor = None
+                if not self.users.get(id(current)):
+                    stop = current
             if self.executor is None:
                 with _signals_blocked():
                     self.executor = loky.ProcessPoolExecutor(
@@ -278,24 +282,33 @@ class _Pool:
                         timeout=IDLE_TIMEOUT_S, initializer=_worker_start,
                         initargs=(os.getpid(),))
                 self.workers = workers
-            self.users += 1
-            return self.executor
+            executor = self.executor
+            self.users[id(executor)] = self.users.get(id(executor), 0) + 1
+        if stop is not None:
+            stop.shutdown(wait=True)
+        return executor
 
     def release(self, executor: Any, discard: bool = False) -> None:
-        """Done with ``executor``; ``discard``: kill its workers now (a failed or
-        interrupted search: they may hold jobs nobody waits for)."""
+        """One fit is done with ``executor``; ``discard``: the fit failed or was
+        interrupted, so the pool is dropped and, once no other fit uses it, its workers
+        are killed (they may hold jobs nobody waits for)."""
         with self.lock:
-            self.users -= 1
+            left = self.users.pop(id(executor)) - 1
+            if left:
+                self.users[id(executor)] = left
             if discard and self.executor is executor:
                 self.executor = None
-        if discard:
+            stop = not left and self.executor is not executor
+        if stop:
             with contextlib.suppress(Exception):
-                executor.shutdown(wait=True, kill_workers=True)
+                executor.shutdown(wait=True, kill_workers=discard)
 
     def shutdown(self) -> None:
+        """Drop the pool; stop its workers now unless a fit still uses it."""
         with self.lock:
             executor, self.executor = self.executor, None
-        if executor is not None:
+            busy = executor is not None and self.users.get(id(executor))
+        if executor is not None and not busy:
             executor.shutdown(wait=True)
 
 
