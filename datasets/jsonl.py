@@ -9,6 +9,13 @@ read as 1. A file that is one JSON array or object over several lines (pretty-pr
 refused with the hint that the format is JSON Lines, one task object per line. All tasks
 of a file must share one ``suite`` name, and task ids must be unique;
 ``check_suite_files`` also refuses a suite name a registered suite or another file has.
+
+A file declares its own reference set: ``"reference_set": "bfcl"`` beside a line's task
+fields names the reference strategies that run on its tasks (those whose catalog record
+has that ``reference_set``, ``junction.strategies.catalog.StrategyInfo``; e.g. ``bfcl``:
+``bfcl_listed``, ``all_tools``, which read a BFCL row's listing). Every line of the file
+gives the same value, or none does (no references); ``SuiteBuild.reference_set`` holds it,
+and ``check_suite_files`` refuses a set no strategy record has.
 The fields of a line are ``junction.tasks.BenchmarkTask``'s (docs/extending.md lists
 them); a context's ``token_cost`` or a tool's ``schema_token_cost`` left out is computed
 by the project's token counter (``price_missing_costs``).
@@ -222,12 +229,14 @@ def load_suite_file(path: str | Path, size: int | None = None) -> SuiteBuild:
     """Load and validate every task of ``path``; keep the first ``size`` (None: all).
 
     Raises ``DatasetError`` (file, line, task id, field) on the first bad line, an empty
-    file, mixed suite names or a duplicate task id.
+    file, mixed suite names or reference sets (module docstring), or a duplicate task id.
     """
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"{path}: no such suite file")
     tasks: list[BenchmarkTask] = []
+    reference_set: str | None = None  # the file's, as its first task's line declares it
+    first_line = 0
     seen: dict[str, int] = {}
     position = 0  # byte offset of the line in the file
     opening = True  # no non-blank line read yet
@@ -273,6 +282,16 @@ def load_suite_file(path: str | Path, size: int | None = None) -> SuiteBuild:
             if binary is not None:
                 raise DatasetError(f"{path}:{line_no}: task {task_id!r}: {binary[0]}: binary "
                                    f"content at byte {binary[1]}")
+            declared = obj.pop("reference_set", None)
+            if declared is not None and (not isinstance(declared, str) or not declared):
+                raise DatasetError(f"{path}:{line_no}: task {task_id!r}: reference_set: a "
+                                   f"reference set's name is needed, got {declared!r}")
+            if tasks and declared != reference_set:
+                raise DatasetError(
+                    f"{path}:{line_no}: task {task_id!r}: reference_set {declared!r} differs "
+                    f"from {reference_set!r} on line {first_line}; every line of a file "
+                    "declares the same reference set, or none does")
+            reference_set, first_line = declared, first_line or line_no
             try:
                 obj = price_missing_costs(expand_html_contexts(obj))
             except ValueError as exc:
@@ -303,19 +322,23 @@ def load_suite_file(path: str | Path, size: int | None = None) -> SuiteBuild:
             tasks.append(task)
     if not tasks:
         raise DatasetError(f"{path}: no tasks")
-    return SuiteBuild(tasks=tasks if size is None else tasks[:size], rows_loaded=len(tasks))
+    return SuiteBuild(tasks=tasks if size is None else tasks[:size], rows_loaded=len(tasks),
+                      reference_set=reference_set)
 
 
 def check_suite_files(paths: list[str] | list[Path]) -> list[SuiteBuild]:
     """Load every file of ``paths`` (``load_suite_file``, all tasks) and check its suite
     name (the tasks' ``suite``) as a run would: safe in a folder name
     (``junction.evidence.locks.check_name``), not a registered suite's
-    (``junction.suites.SUITES``: the built-in suites and plug-ins'), not another file's.
+    (``junction.suites.SUITES``: the built-in suites and plug-ins'), not another file's,
+    and its declared reference set (``SuiteBuild.reference_set``) one some strategy record
+    has (``junction.strategies.catalog``).
 
     Returns the builds, in order. Raises ``DatasetError`` naming the file and the name
     (and ``load_suite_file``'s errors). A run calls it before Prefect starts or the run's
     lock is taken (``flows.preflight.prepare_run``), so a refusal writes nothing.
     """
+    from junction.strategies.catalog import STRATEGIES
     from junction.suites import SUITES
 
     builds: list[SuiteBuild] = []
@@ -334,6 +357,11 @@ def check_suite_files(paths: list[str] | list[Path]) -> list[SuiteBuild]:
         if name in owners:
             raise DatasetError(f"{path}: suite name {name!r} is also the suite of "
                                f"{owners[name]}; one file per suite name")
+        known = sorted({info.reference_set for info in STRATEGIES.values()
+                        if info.reference_set is not None})
+        if built.reference_set is not None and built.reference_set not in known:
+            raise DatasetError(f"{path}: reference_set {built.reference_set!r} is no "
+                               f"strategy's; reference sets: {', '.join(known) or 'none'}")
         owners[name] = str(path)
         builds.append(built)
     return builds

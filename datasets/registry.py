@@ -35,6 +35,10 @@ class SuiteBuild:
     note: str = ""
     rows_held_out: int = 0
     """Loaded rows of the other part of a train / evaluation split (not in ``tasks``)."""
+    reference_set: str | None = None
+    """The reference strategies a suite file declares for its tasks (its lines'
+    ``reference_set``, ``datasets/jsonl.py``); None: none, or a registered suite's build
+    (its record's ``SuiteInfo.reference_set`` says)."""
 
 
 def build_suite(name: str, seed: int = 0, size: int | None = None,

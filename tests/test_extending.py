@@ -154,3 +154,35 @@ def test_a_suite_file_without_token_costs_is_priced_by_the_counter(tmp_path):
     line["contexts"][0]["token_cost"] = 999
     path.write_text(json.dumps(line) + "\n")
     assert load_suite_file(path).tasks[0].contexts[0].token_cost == 999
+
+
+def test_a_suite_file_declares_its_reference_set(tmp_path):
+    from junction.errors import DatasetError
+    from junction_datasets.jsonl import check_suite_files, load_suite_file
+
+    line = {"task_id": "t1", "suite": "mine", "objective": "open an account",
+            "contexts": [], "tools": [{"id": "open_account", "description": "Open one."}],
+            "budget": {"max_tokens": 500}, "gold_tool_ids": ["open_account"],
+            "verifier": {"kind": "tools_exposed"}}
+    path = tmp_path / "mine.jsonl"
+
+    def write(*sets):
+        path.write_text("".join(json.dumps({**line, "task_id": f"t{i}", **(
+            {} if s is None else {"reference_set": s})}) + "\n" for i, s in enumerate(sets)))
+        return path
+
+    assert load_suite_file(write(None, None)).reference_set is None  # no references
+    (built,) = check_suite_files([write("bfcl", "bfcl")])
+    assert built.reference_set == "bfcl" and len(built.tasks) == 2
+    # the one rule: every line the same set, or none
+    with pytest.raises(DatasetError, match=r"mine.jsonl:2: task 't1': reference_set None "
+                                           r"differs from 'bfcl' on line 1"):
+        load_suite_file(write("bfcl", None))
+    with pytest.raises(DatasetError, match=r"mine.jsonl:1: task 't0': reference_set: a "
+                                           r"reference set's name is needed, got 3"):
+        load_suite_file(write(3))
+    # a set no strategy record has is refused before anything runs, naming those there are
+    known = sorted({i.reference_set for i in STRATEGIES.values() if i.reference_set})
+    with pytest.raises(DatasetError, match=re.escape(
+            f"reference_set 'nope' is no strategy's; reference sets: {', '.join(known)}")):
+        check_suite_files([write("nope")])
