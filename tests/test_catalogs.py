@@ -260,3 +260,25 @@ def test_a_strategy_registered_later_takes_its_role_everywhere(monkeypatch):
     (h,) = verdicts.headline([r.model_dump() for r in records
                               if r.strategy != "late_reference"])
     assert [(c["other"], c["role"]) for c in h["comparisons"]] == [("late_blind", "reference")]
+
+
+def test_a_joint_strategy_that_ignores_interactions_is_on_the_blind_side(monkeypatch):
+    # its side comes from its record: the joint role without interaction terms
+    monkeypatch.setitem(STRATEGIES, "late_joint", StrategyInfo(
+        "late_joint", lambda: None, "joint", "joint, interactions ignored"))
+    assert STRATEGIES["late_joint"].headline_side == "interaction-blind"
+    assert "late_joint" in interaction_blind_strategies()
+    outcomes = {"exact": [True, True, True], "late_joint": [True, False, False]}
+    records = [trace_record(strategy=s, task_id=f"t{i}", success=ok,
+                            failure_reason="" if ok else "x")
+               for s, oks in outcomes.items() for i, ok in enumerate(oks)]
+    (h,) = headline_rows(records_to_table(records))
+    assert [(c["other"], c["role"]) for c in h["comparisons"]] == [
+        ("late_joint", "interaction-blind best")]
+    # the prose names the interaction-blind strategies that ran, and no other
+    from junction.evidence.verdict_text import comparison_lines, verdict_lines
+
+    text = "\n".join(comparison_lines([h]))
+    assert "ignores interactions (late_joint)" in text
+    assert not any(s in text for s in strategies_where(ranks_apart=True))
+    assert "best joint against best interaction-blind" in verdict_lines([h])[0]["text"]

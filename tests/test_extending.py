@@ -157,8 +157,9 @@ def test_a_suite_file_without_token_costs_is_priced_by_the_counter(tmp_path):
 
 
 def test_a_suite_file_declares_its_reference_set(tmp_path):
-    from junction.errors import DatasetError
     from junction_datasets.jsonl import check_suite_files, load_suite_file
+
+    from junction.errors import DatasetError
 
     line = {"task_id": "t1", "suite": "mine", "objective": "open an account",
             "contexts": [], "tools": [{"id": "open_account", "description": "Open one."}],
@@ -186,3 +187,42 @@ def test_a_suite_file_declares_its_reference_set(tmp_path):
     with pytest.raises(DatasetError, match=re.escape(
             f"reference_set 'nope' is no strategy's; reference sets: {', '.join(known)}")):
         check_suite_files([write("nope")])
+
+
+def _agent_run_report(tmp_path, suite: str, grader: str, outcomes: tuple[str, str],
+                      kind: str) -> str:
+    """report.md of a hand-made run on ``suite``: exact and cheapest on 3 tasks, the agent
+    graded by ``grader`` on one of them (too few to decide)."""
+    from junction.evidence.reports import RunData, write_report
+    from junction.evidence.traces import records_to_table
+    from tests.helpers import trace_record
+
+    records = [trace_record(suite=suite, strategy=s, task_id=f"t{i}", success=True,
+                            **({"agent_success": s == "exact", "executor": "llm",
+                                "agent_outcome": outcomes[s != "exact"],
+                                "agent_grader": grader} if i == 0 else {}))
+               for s in ("exact", "cheapest") for i in range(3)]
+    run = {"run_id": "r", "params": {"strategies": ["cheapest", "exact"], "agent_size": 1,
+                                     "seeds": [0], "budget_scales": [1.0]}}
+    paths = write_report(tmp_path / suite, RunData(run, records_to_table(records), {
+        suite: {"tasks": 3, "verifier_kinds": [kind], "agent_tasks": 1}}))
+    return paths["report.md"].read_text()
+
+
+def test_a_report_says_of_a_suite_and_its_grader_only_what_their_records_say(site, tmp_path):
+    from junction_datasets import BFCL_AGENT_NOTE
+
+    with present(site):
+        # the plug-in's suite with its agent: its grader described by its own record, and
+        # no sentence of the built-in suites or graders (the agent sample, the checkers)
+        md = _agent_run_report(tmp_path, "policy-desk", "called_tool", ("called", "missed"),
+                               "page_and_tool")
+        assert "## Agent outcome" in md and "- **policy-desk**: `called_tool`." in md
+        assert "(best interaction-blind)" in md and "(cheapest)" in md
+        assert not FOREIGN.findall(md), sorted(
+            {line for line in md.splitlines() if FOREIGN.search(line)})
+        # a BFCL suite on the same run: its record's sentences, and its grader's
+        md = _agent_run_report(tmp_path, "bfcl-multiple", "bfcl", ("correct", "wrong_call"),
+                               "tools_exposed")
+        assert md.count(BFCL_AGENT_NOTE) == 2  # first screen, below the agent table
+        assert "- **bfcl-multiple**: `bfcl`, BFCL's own checker" in md
