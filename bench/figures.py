@@ -234,9 +234,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"note: {target.stem} is a checkout with uncommitted changes: its figures "
                   "belong to no commit exactly")
         if not moved:
+            paths = list(leaves(record["figures"]))
+            more = f", and {len(paths) - 40} more" if len(paths) > 40 else ""
             print(f"{args.record} has no figure read from a record: name some in "
-                  "figures.json (source path), from: "
-                  + ", ".join(leaves(record["figures"])))
+                  "figures.json (source path), from: " + ", ".join(paths[:40]) + more)
     new, problems = generate(figures, args.records)
     for line in problems:
         print(f"figures: {line}", file=sys.stderr)
