@@ -226,3 +226,23 @@ def test_a_report_says_of_a_suite_and_its_grader_only_what_their_records_say(sit
                                "tools_exposed")
         assert md.count(BFCL_AGENT_NOTE) == 2  # first screen, below the agent table
         assert "- **bfcl-multiple**: `bfcl`, BFCL's own checker" in md
+
+
+def test_building_a_selection_takes_its_status_as_the_doc_says():
+    from junction.budget import Budget
+    from junction.select import JointProblem, Selection, exceeded_limit, make_selection
+
+    page = ContextResource(id="c1", content="use t1", token_cost=30)
+    tool = ToolResource(id="t1", description="d", schema_token_cost=20)
+    problem = JointProblem((page,), (tool,), Budget(max_tokens=40), {"c1": 1.0, "t1": 0.5},
+                           {("c1", "t1"): 0.25})
+    assert exceeded_limit(problem.budget, [page]) is None
+    assert exceeded_limit(problem.budget, [page, tool]) == "max_tokens"
+    assert exceeded_limit(problem.budget, [page, tool], max_size=1) == "max_size"
+    with pytest.raises(TypeError, match="status"):
+        make_selection("mine", problem, ["c1"], [])  # no default: a heuristic says so
+    chosen = make_selection("mine", problem, ["c1"], [], status="heuristic")
+    assert (chosen.status, chosen.tokens_used, chosen.objective) == ("heuristic", 30, 1.0)
+    both = make_selection("mine", problem, ["c1"], ["t1"], status="heuristic")
+    assert (both.interaction, both.objective) == (0.25, 1.75)
+    assert Selection.model_fields["status"].is_required()
