@@ -5,7 +5,7 @@
                                                  # its sources give (writes nothing)
     python bench/figures.py --record perf/exact_work [--machine M] [--commit C]
                                                  # keep a result: copy it into records/,
-                                                 # point the script's figures at it
+                                                 # point the script's figures it has at it
 
 A figure in ``figures.json`` is an entry's ``figures[name]``: its ``source`` names a record
 and a figure in it, ``{"script": "perf/exact_work", "machine": "vm-2cpu", "commit":
@@ -184,14 +184,18 @@ def keep(script: str, machine: str | None = None, commit: str | None = None,
     return target, record
 
 
-def point(figures: dict, script: str, machine: str, commit: str) -> list[str]:
-    """Point every figure of ``script``'s entry read from a record at ``machine`` /
-    ``commit``; the names of the figures pointed."""
+def point(figures: dict, script: str, machine: str, commit: str,
+          paths: set[str] | None = None) -> list[str]:
+    """Point the figures of ``script``'s entry read from a record at ``machine`` /
+    ``commit``: each one whose ``path`` is in ``paths`` (None: every one; a run with other
+    arguments may not have all of a script's figures); the names of the figures pointed."""
     entry = figures["scripts"].get(script, {})
     moved = []
     for name, figure in sorted(entry.get("figures", {}).items()):
-        if isinstance(figure.get("source"), dict) and figure["source"]["script"] == script:
-            figure["source"].update(machine=machine, commit=commit)
+        source = figure.get("source")
+        if (isinstance(source, dict) and source.get("script") == script
+                and (paths is None or source.get("path") in paths)):
+            source.update(machine=machine, commit=commit)
             moved.append(name)
     return moved
 
@@ -228,7 +232,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"figures: {exc}", file=sys.stderr)
             return 2
         machine = target.relative_to(args.records).parts[0]
-        moved = point(figures, args.record, machine, target.stem)
+        moved = point(figures, args.record, machine, target.stem,
+                      set(leaves(record["figures"])))
+        kept = [n for n, f in sorted(figures["scripts"].get(args.record, {})
+                                     .get("figures", {}).items())
+                if isinstance(f.get("source"), dict) and n not in moved]
+        if kept:
+            print(f"kept on their records (not in this one): {', '.join(kept)}")
         print(f"recorded {target}")
         if target.stem.endswith("-dirty"):
             print(f"note: {target.stem} is a checkout with uncommitted changes: its figures "

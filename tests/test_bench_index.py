@@ -178,6 +178,12 @@ def test_record_keeps_this_machines_newest_result_and_points_the_figures_at_it(
     figure = json.loads(path.read_text())["scripts"]["perf/scale"]["figures"]["speedup"]
     assert figure["source"]["commit"] == written.stem and figure["value"] == 1.8
 
+    figures = json.loads(path.read_text())  # a run with other arguments: only its paths
+    figures["scripts"]["perf/scale"]["figures"]["rows"] = _figure("box-a", "aaaaaaa", "rows")
+    assert figures_py.point(figures, "perf/scale", "box-a", "ddddddd", {"speedup"}) == [
+        "speedup"]
+    assert figures["scripts"]["perf/scale"]["figures"]["rows"]["source"]["commit"] == "aaaaaaa"
+
     none = subprocess.run([*run, "--record", "perf/exact_work"], capture_output=True,
                           text=True, timeout=60)
     assert none.returncode == 2 and none.stdout == "" and none.stderr.count("\n") == 1
