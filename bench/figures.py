@@ -84,6 +84,55 @@ def leaves(figures: dict) -> dict[str, object]:
     return flatten(figures)
 
 
+def show(value, spec: str = "") -> str:
+    """A figure's value in the index: with ``spec`` (``format``), else a float to 4
+    significant digits and anything else as ``str``."""
+    if spec:
+        return format(value, spec)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+class _Shown:
+    """A figure's value for ``str.format``: ``{name}`` as ``show`` writes it, ``{name:,}``
+    with the spec."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __format__(self, spec: str) -> str:
+        return show(self.value, spec)
+
+
+class TextError(ValueError):
+    """An entry's ``text`` that names no figure of the entry or does not format."""
+
+
+class _Values(dict):
+    def __missing__(self, key):
+        raise TextError(f"names {{{key}}}, which is not a figure of the entry (a name "
+                        "with '.' or '[' cannot be named in a text)")
+
+
+def fill(entry: dict) -> str:
+    """An entry's figures as one sentence: its ``text`` with each ``{name}`` (``{name:spec}``)
+    replaced by that figure's value, or each figure as ``name value`` (a hand figure's
+    sentence alone), in name order. Raises ``TextError`` for a text that names no figure
+    of the entry or whose spec does not fit the value."""
+    figs = entry.get("figures", {})
+    if entry.get("text"):
+        try:
+            return entry["text"].format_map(_Values({n: _Shown(f.get("value"))
+                                                     for n, f in figs.items()}))
+        except TextError:
+            raise
+        except (ValueError, TypeError, IndexError, AttributeError, KeyError) as exc:
+            raise TextError(f"does not format ({exc})") from None
+    return "; ".join(str(f.get("value")) if f.get("source") == "hand"
+                     else f"{n} {show(f.get('value'))}" for n, f in sorted(figs.items()))
+
+
 def each_figure(figures: dict):
     """``(section, entry id, figure name, figure)`` for every figure, in file order."""
     for section in SECTIONS:
@@ -97,8 +146,9 @@ def generate(figures: dict, records: Path = RECORDS) -> tuple[dict, list[str]]:
     in which each figure whose ``source`` names a record has the ``value`` at its ``path``
     and the record's ``measured`` (``written_at``, ``load_1m``, ``cpus``); hand figures
     are kept as they are. ``problems``: one line per figure that could not be read
-    (``script: name: ...`` naming the record or the path), that figure left unchanged.
-    Reads only the records the sources name; deterministic."""
+    (``script: name: ...`` naming the record or the path), that figure left unchanged,
+    and one per entry whose ``text`` does not fill (``fill``). Reads only the records the
+    sources name; deterministic."""
     out = copy.deepcopy(figures)
     problems: list[str] = []
     cache: dict[Path, dict | str] = {}
@@ -132,6 +182,12 @@ def generate(figures: dict, records: Path = RECORDS) -> tuple[dict, list[str]]:
         figure["value"] = found[source["path"]]
         figure["measured"] = {"written_at": record.get("written_at"),
                               "load_1m": m.get("load_1m"), "cpus": m.get("cpus")}
+    for section in SECTIONS:
+        for key, entry in sorted(out.get(section, {}).items()):
+            try:
+                fill(entry)
+            except TextError as exc:
+                problems.append(f"{key}: text {exc}")
     return out, problems
 
 

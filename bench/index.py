@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # results.py beside it
-from figures import FIGURES, counts, load
+from figures import FIGURES, TextError, counts, fill, load
 from results import KINDS, bench_scripts
 
 BENCH = Path(__file__).resolve().parent
@@ -139,21 +139,6 @@ def entries(figures: dict) -> dict[str, dict]:
     return out
 
 
-def _value(value, spec: str = "") -> str:
-    if spec:
-        return format(value, spec)
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-class _Values(dict):
-    """Figure values for ``str.format_map``: each formatted with the field's spec."""
-
-    def __missing__(self, key):
-        raise KeyError(f"the text names {key!r}, which is not a figure of the entry")
-
-
 def figure_text(entry: dict) -> str:
     """An entry's figures in one cell: its ``text`` with the values put in, or each
     figure as ``name value`` (a hand figure's sentence alone), then where each came from:
@@ -162,12 +147,7 @@ def figure_text(entry: dict) -> str:
     figs = entry.get("figures", {})
     if not figs:
         return "—"
-    if entry.get("text"):
-        text = entry["text"].format_map(_Values({n: _Formatted(f.get("value"))
-                                                 for n, f in figs.items()}))
-    else:
-        text = "; ".join(str(f.get("value")) if f.get("source") == "hand"
-                         else f"{n} {_value(f.get('value'))}" for n, f in sorted(figs.items()))
+    text = fill(entry)
     origins = []
     for _, f in sorted(figs.items()):
         if f.get("source") == "hand":
@@ -181,17 +161,6 @@ def figure_text(entry: dict) -> str:
         if origin not in origins:
             origins.append(origin)
     return f"{text} ({'; '.join(origins)})"
-
-
-class _Formatted:
-    """A figure's value for ``str.format``: ``{name}`` as ``_value`` writes it,
-    ``{name:,}`` with the spec."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def __format__(self, spec: str) -> str:
-        return _value(self.value, spec)
 
 
 def _cell(text: str | None) -> str:
@@ -241,12 +210,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"index: figures.json lists scripts that are gone: {', '.join(gone)}",
               file=sys.stderr)
         return 1
+    try:
+        text = render(figures)
+    except TextError as exc:
+        print(f"index: an entry's text in figures.json {exc}; bench/figures.py names it",
+              file=sys.stderr)
+        return 1
     if args.check:
-        current = README.read_text(encoding="utf-8") == render(figures)
+        current = README.read_text(encoding="utf-8") == text
         print("bench/README.md is current" if current else
               "bench/README.md differs from bench/figures.json: run bench/index.py")
         return 0 if current else 1
-    README.write_text(render(figures), encoding="utf-8")
+    README.write_text(text, encoding="utf-8")
     print(f"wrote {README.relative_to(BENCH.parent)}")
     return 0
 

@@ -300,3 +300,19 @@ def test_compare_reads_the_layout_before_machines(tmp_path):
     out = _compare("--results", str(tmp_path), "aaaaaaa", "bbbbbbb", "--script", "scale")
     assert out.returncode == 0, out.stderr
     assert "  A: aaaaaaa (?, load ? on 2 cpus)" in out.stdout and "1.50  x" in out.stdout
+
+
+def test_an_entry_text_naming_no_figure_is_one_line_naming_the_entry(tmp_path):
+    records = tmp_path / "records"
+    _result(records, "box-a", "perf/scale", "aaaaaaa", {"speedup": 1.73})
+    figs = {"speedup": _figure("box-a", "aaaaaaa", "speedup")}
+    good = figures_py.generate(json.loads(_figures_file(tmp_path, figs, "{speedup:.1f}×")
+                                          .read_text()), records)
+    assert good[1] == [] and figures_py.fill(good[0]["scripts"]["perf/scale"]) == "1.7×"
+    bad = json.loads(_figures_file(tmp_path, figs, "{speedup} and {workers}").read_text())
+    assert figures_py.generate(bad, records)[1] == [
+        "perf/scale: text names {workers}, which is not a figure of the entry (a name with "
+        "'.' or '[' cannot be named in a text)"]
+    spec = json.loads(_figures_file(tmp_path, figs, "{speedup:d}").read_text())
+    assert figures_py.generate(spec, records)[1][0].startswith("perf/scale: text does not "
+                                                               "format (")
