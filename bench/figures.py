@@ -17,7 +17,9 @@ record is ``bench/records/<machine>/<script>/<commit>.json``: a result file of
 results, with each machine's ``machine.json``), copied there by ``--record`` and committed,
 because ``bench/results/`` is not. An entry's ``text`` (optional) is the sentence the
 index shows, with ``{name}`` (and a format spec, ``{name:,}``) where a figure's value
-goes; without it the index shows ``name value; ...``.
+goes (a name holding ``.`` or ``[`` cannot be named there); without it the index shows
+``name value; ...``. One entry's figures may come from several records (a run with other
+arguments at another commit: one record per machine × script × commit).
 
 A figure whose source is ``"hand"`` was typed by hand: its ``value`` is the sentence as
 measured then, with ``note`` saying where it came from (and ``commit``, ``date`` where
@@ -26,7 +28,8 @@ them (which of a record's figures the sentence used is not known), so a script's
 record needs its figures named by hand in ``figures.json`` (``--record`` lists the paths).
 
 Exit status: 0; 1 with one line per figure whose record is missing, unreadable or lacks
-the path (named ``script: name``; nothing is written then), or with ``--check`` when the
+the path (named ``script: name``), or per entry whose ``text`` does not fill (nothing is
+written then; a record ``--record`` copied stays), or with ``--check`` when the
 file differs; 2 with one line for a ``--record`` that finds no result file, or a figures
 file that is not JSON. ``--figures`` and ``--records`` name other files (tests use them).
 ``tests/test_bench_index.py`` checks that regenerating from the committed records gives

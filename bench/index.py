@@ -92,9 +92,10 @@ committed under `bench/records/<machine>/<script>/<commit>.json` (the same layou
     .venv/bin/python bench/figures.py --record perf/exact_work   # copy the newest result
     .venv/bin/python bench/index.py                               # this file
 
-`--record` copies the script's newest result on this machine into `bench/records/`, points
-the script's figures at it and regenerates every figure's value (a script's first record
-needs its figures named in `figures.json`: `--record` lists the paths); commit the record,
+`--record` copies the script's newest result on this machine (or `--commit`'s) into
+`bench/records/`, points the script's figures whose path it has at it and regenerates every
+figure's value (a script's first record needs its figures named in `figures.json`, with an
+optional `text` that places them: `--record` lists the paths); commit the record,
 `figures.json` and this file together. `bench/figures.py --check` and `bench/index.py
 --check` only say whether the files are current; a figure whose record is missing is one
 line naming it.

@@ -20,6 +20,7 @@ BENCH = ROOT / "bench"
 def _module(name: str):
     """A module of bench/ (scripts, not a package), loaded from its file."""
     spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None, name
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
