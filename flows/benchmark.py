@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from junction_datasets import SUITES, SuiteBuild, SuiteInfo, build_suite, family_all_tasks
-from junction_datasets.bfcl import REFERENCE_SET as BFCL_REFERENCE_SET
 from junction_datasets.jsonl import load_suite_file
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
@@ -35,7 +34,7 @@ from flows.interrupts import RunInterrupted
 from flows.plan import REPORT_LEFT_OUT, RunPlan, new_run_id
 from flows.preflight import check_resume, check_writable
 from flows.run_record import finish_run, start_run
-from flows.sampling import LoadedSuite, agent_sample, capped, is_bfcl, short_agent_sample
+from flows.sampling import LoadedSuite, agent_sample, capped, short_agent_sample
 from flows.workers import run_unit_now
 from junction.errors import JunctionError
 from junction.evidence.reports import write_report
@@ -203,10 +202,9 @@ def load_suites(plan: RunPlan) -> list[LoadedSuite]:
         runs = {c: capped(built.tasks, c, prefix) for c in caps}
         agent_ids = agent_sample(built.tasks, plan.agent_size, prefix, _inside(runs))
         loaded.append(LoadedSuite(
-            # a file of BFCL rows gets BFCL's references (they read the rows' listing)
+            # the references the file declares ("reference_set" on its lines; none: none)
             key=name, name=name, seed=0, info=SuiteInfo(
-                name, load_suite_file, None,
-                reference_set=BFCL_REFERENCE_SET if is_bfcl(built.tasks) else None),
+                name, load_suite_file, None, reference_set=built.reference_set),
             built=built, sampling=f"file {Path(path).name}", capped=runs,
             agent_ids=agent_ids,
             agent_short=_short(name, built.tasks, plan.agent_size, agent_ids)))

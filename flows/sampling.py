@@ -15,7 +15,7 @@ from typing import Any
 
 from junction_datasets import SuiteBuild, SuiteInfo
 
-__all__ = ["LoadedSuite", "agent_gradable", "agent_sample", "capped", "is_bfcl",
+__all__ = ["LoadedSuite", "agent_gradable", "agent_sample", "capped",
            "short_agent_sample", "suite_summary"]
 
 
@@ -51,13 +51,6 @@ def capped(tasks: list, cap: int, sample: Callable[[int], list]) -> list:
     ids = {t.task_id for t in sample(cap)}
     inside = [t for t in tasks if t.task_id in ids]
     return inside if len(inside) == cap else list(tasks[:cap])
-
-
-def is_bfcl(tasks: list) -> bool:
-    """Whether a suite's tasks are BFCL rows (the agent and the references run on them)."""
-    from junction.agent.grading import gradable
-
-    return bool(tasks) and all(gradable(t) for t in tasks)
 
 
 def agent_gradable(tasks: list) -> bool:
