@@ -22,9 +22,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from junction.registry import PLUGINS, Catalog
 from junction.tasks import BenchmarkTask
+
+if TYPE_CHECKING:  # the builders' record and the pool limit, for the fields' types only
+    from junction_datasets.registry import SuiteBuild
+
+    from junction.candidates import PoolLimit
 
 __all__ = [
     "SUITES",
@@ -46,9 +52,9 @@ class SuiteInfo:
     strategies fit on (None: no training part; the builder then takes no ``split``)."""
 
     name: str
-    build: Callable[..., list[BenchmarkTask]]
+    build: Callable[..., SuiteBuild | list[BenchmarkTask]]
     default_size: int | None
-    pool_limit: int | None = 8
+    pool_limit: PoolLimit = 8
     description: str = ""
     in_default_run: bool = True
     family: str | None = None
