@@ -92,7 +92,8 @@ def test_summary_quantiles_count_never_last():
 CONFIGS = [RelevanceConfig(), RelevanceConfig(propagate="fixed", iterations=2),
            RelevanceConfig(features=("prior", "knn"), learner="plain", propagate="stacked",
                            target="needed"),
-           RelevanceConfig(features=("link", "prior"), learner="boosted", propagate="stacked")]
+           RelevanceConfig(features=("link", "prior"), learner="boosted", propagate="stacked"),
+           RelevanceConfig(features=("dense", "knn"), learner="plain")]
 _FITTED: dict = {}
 
 
@@ -287,3 +288,24 @@ def test_knn_and_prior_by_hand():
     total = sum(sims.values())
     assert knn[0] == pytest.approx([sims[1] / total, sims[1]])
     assert knn[1] == pytest.approx([sims[2] / total, sims[2]])
+
+
+def test_dense_columns_by_hand():
+    """``dense_features``: the cosine, its share of the lane's best, its rank among the
+    pooled (ties by pool order) and the fused score from the two ranks."""
+    from junction.candidates import RRF_K
+    from junction.learned.relevance import DENSE_FEATURES, dense_features
+
+    view = _fixture_tasks()[0].router_view()
+    pools = candidate_pools(view, LIMIT, RULE)
+    d = dense_features(view, pools)
+    assert DENSE_FEATURES == ("dense", "dense_normalised", "dense_rank", "fused")
+    for lane in ("context", "tool"):
+        cos, norm, rank, fused = d[lane].T
+        n = len(cos)
+        order = sorted(range(n), key=lambda i: (-cos[i], i))
+        assert [int(rank[i]) for i in order] == list(range(n))
+        assert norm == pytest.approx(cos / cos.max())
+        for i in range(n):
+            want = 1 / (RRF_K + i + 1) + (1 / (RRF_K + rank[i] + 1) if cos[i] > 0 else 0)
+            assert fused[i] == pytest.approx(want)

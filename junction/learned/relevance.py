@@ -32,9 +32,15 @@ The stages (``RelevanceConfig``; each optional part is an option of ``fit_releva
    On a training row, ``prior`` and ``knn`` leave the row's own task out (its gold would
    otherwise be its own feature); at scoring time every training task counts.
    ``learner``: ``logistic`` (``junction.learned.model.fit_probability_model``: scaled,
-   L2 logistic, Platt-calibrated) or ``boosted`` (scikit-learn's
-   ``HistGradientBoostingClassifier`` on log loss: a ranking model on the same rows,
-   ``BOOSTED_PARAMS``).
+   L2 logistic, Platt-calibrated: the lane models the learned strategies fit, so the
+   default configuration's p is theirs), ``plain`` (the same scaled L2 logistic model
+   without the Platt step: one fit instead of six) or ``boosted`` (scikit-learn's
+   ``HistGradientBoostingClassifier`` on log loss, ``BOOSTED_PARAMS``). scikit-learn runs
+   on one thread here.
+   ``target``: the label of a context row: ``gold`` (``candidate_labels``: a gold
+   context) or ``needed`` (``needed_labels``: a context of one of the task's gold pairs,
+   the document that makes a gold tool usable; on a task without gold pairs, a gold
+   context). Tools are labelled gold under both.
 
 2. ``propagate``: relevance along the naming links (a context names a tool when its content
    holds the tool id as a whole identifier, ``junction.text.names_id``; read from the
@@ -47,8 +53,8 @@ The stages (``RelevanceConfig``; each optional part is an option of ``fit_releva
    - ``none``: the first stage's p;
    - ``fixed``: p ← (p + best linked p) / 2, with no linked candidate p ← p / 2 (a document
      that names no likely tool ranks below one that does);
-   - ``stacked``: a second logistic model per lane on the link rows, fitted on training
-     rows whose first-stage p is out of fold (the training tasks dealt into
+   - ``stacked``: a second model per lane (``plain`` logistic) on the link rows, fitted on
+     training rows whose first-stage p is out of fold (the training tasks dealt into
      ``STACK_FOLDS`` inner folds by ``junction.learned.crossfit.fold_assignment``; each
      fold's rows scored by a first stage fitted on the others), so the second stage learns
      how much out-of-sample p of the other lane is worth.
@@ -59,7 +65,9 @@ The stages (``RelevanceConfig``; each optional part is an option of ``fit_releva
 ``RelevanceModel.describe()`` is the stored model as JSON values (configuration, pool rule
 and limit, seed, each model's description, the training memory's sha256 and the training
 task ids, library versions); ``sha256`` hashes it (``canonical_sha256``). Equal training
-rows and options give an equal hash; the model pickles.
+rows and options give an equal hash; the model pickles. Within a process, a stage fitted
+on equal rows (the same configuration of that stage, pools, views and gold) is reused
+(``clear_fit_cache``): the fit is deterministic, so sharing changes no result.
 """
 
 from __future__ import annotations
