@@ -7,7 +7,8 @@ The record names the plan (``params``, its hash), the code (git commit, a dirty 
 the packages' versions and the plug-ins loaded (``plugins``: each entry point of another
 distribution, ``junction.registry.Plugin.record``, with the names it replaced), so a report
 says what produced it; a run the command line started
-also records ``resume_command``, the command that completes it (``flows.interrupts``).
+also records ``resume_command``, the command that completes it (the armed
+``flows.stopper.RunStopper``'s ``resume``).
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def start_run(store: TraceStore, plan: RunPlan, run_id: str,
                if n not in plan.suites}
     if skipped and not plan.suite_files and plan.suites == default_suites(plan.data_folders):
         meta["suites_skipped"] = skipped
-    resume = interrupts.resume_command() or existing.get("resume_command")
+    stopper = interrupts.armed()
+    resume = (stopper.resume if stopper else None) or existing.get("resume_command")
     if resume:  # what `junction report` / `diff` of an unfinished run tell the user to run
         meta["resume_command"] = resume
     if existing.get("learned_models"):

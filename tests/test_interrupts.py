@@ -1,13 +1,14 @@
 """Ctrl-C and a busy run id, as a user meets them at the command line.
 
 One real `junction bench` (72 units) is interrupted with SIGINT once it has written a few
-units; the asserts on that one run: it exits within 10 s with status
-130 and one stderr line saying how far it got and how to resume; runs/<run_id>.json says
-``interrupted``; every Parquet file under the traces root reads whole and no temporary
-file is left; the printed resume command, run as printed, completes the run with every
-(task, strategy, budget scale) exactly once (DuckDB over the Parquet traces). A second
-writer of a held run id is refused in under 2 s, before anything
-loads. ``flows.cli_run.resume_command`` is checked on its own.
+units; the asserts on that one run: it exits with status 130 (a 60 s hang guard, not a
+measurement: no test asserts a time) and one stderr line saying how far it got and how
+to resume; no unit starts after the signal; runs/<run_id>.json says ``interrupted``; every
+Parquet file under the traces root reads whole and no temporary file is left; the printed
+resume command, run as printed, completes the run with every (task, strategy, budget
+scale) exactly once (DuckDB over the Parquet traces). A second writer of a held run id is
+refused before anything loads (no state folder, no traces). ``flows.cli_run.resume_command``
+and ``junction.evidence.reports.remove_unfinished_report`` are checked on their own.
 """
 
 from __future__ import annotations
@@ -224,6 +225,27 @@ def test_a_unit_thread_sees_the_signal_before_pythons_handler_runs():
 ], ids=["quoted", "given-id", "equals-form", "no-options"])
 def test_resume_command_repeats_the_options(argv, expected):
     assert resume_command(argv, "R", program="junction") == expected
+
+
+def test_an_unfinished_report_is_undone(tmp_path):
+    # what a process ending mid-write_report leaves (flows.stopper.RunStopper.exit_now):
+    # its hidden folder, and the earlier report moved aside before the new one was renamed
+    from junction.evidence.reports import remove_unfinished_report
+
+    final = tmp_path / "r1"
+    hidden = tmp_path / f".r1.tmp-{os.getpid()}"
+    aside = tmp_path / f".r1.old-{os.getpid()}"
+    other = tmp_path / ".r1.tmp-1"  # another process's: not this one's to remove
+    for folder in (hidden, aside, other):
+        folder.mkdir()
+    (aside / "report.md").write_text("earlier")
+    remove_unfinished_report(final)
+    assert (final / "report.md").read_text() == "earlier"  # back in place
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".r1.tmp-1", "r1"]
+    aside.mkdir()  # the new report was renamed in place: the earlier one goes
+    remove_unfinished_report(final)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".r1.tmp-1", "r1"]
+    remove_unfinished_report(tmp_path / "none")  # nothing to undo
 
 
 @pytest.mark.parametrize("status, hint", [

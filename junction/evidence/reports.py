@@ -52,6 +52,7 @@ __all__ = [
     "RunData",
     "agent_fit",
     "agent_pairs",
+    "remove_unfinished_report",
     "report_sections",
     "write_report",
 ]
@@ -88,7 +89,8 @@ def write_report(out_dir: Path, data: RunData, *,
     (``report_sections``). The whole folder is written as a hidden sibling
     (``.<name>.tmp-<pid>``) and renamed into place (an earlier folder is moved aside first,
     then removed), so ``out_dir`` never holds a half-written report: an interrupted write
-    leaves the earlier report or none, and the hidden folder, which the next write removes.
+    leaves the earlier report or none, and the hidden folder, which the next write removes
+    (or, in a process ending mid-write, ``remove_unfinished_report``).
     Returns name -> path (under ``out_dir``).
     """
     sections = report_sections(data)
@@ -97,19 +99,39 @@ def write_report(out_dir: Path, data: RunData, *,
     for stale in final.parent.glob(f".{final.name}.tmp-*"):
         if not _alive(stale.name.rsplit("-", 1)[-1]):  # another live writer keeps its own
             shutil.rmtree(stale, ignore_errors=True)
-    out_dir = final.parent / f".{final.name}.tmp-{os.getpid()}"
+    out_dir = _hidden(final, "tmp")
     out_dir.mkdir()
     try:
         paths = _write_report_files(out_dir, sections, params_left_out)
     except BaseException:
         shutil.rmtree(out_dir, ignore_errors=True)
         raise
-    aside = final.parent / f".{final.name}.old-{os.getpid()}"
+    aside = _hidden(final, "old")
     if final.exists():
         final.rename(aside)
     out_dir.rename(final)
     shutil.rmtree(aside, ignore_errors=True)
     return {name: final / path.name for name, path in paths.items()}
+
+
+def remove_unfinished_report(out_dir: Path) -> None:
+    """Undo what this process's ``write_report`` of ``out_dir`` left if it was cut short
+    (the process is ending mid-write: ``flows.interrupts``): its hidden folder
+    (``.<name>.tmp-<pid>``) is removed; an earlier report moved aside (``.<name>.old-<pid>``)
+    goes back in place if the new one was not yet renamed there, else is removed. Nothing
+    to undo is a no-op; raises ``OSError`` where a folder cannot be moved."""
+    final = Path(out_dir)
+    shutil.rmtree(_hidden(final, "tmp"), ignore_errors=True)
+    aside = _hidden(final, "old")
+    if aside.exists() and not final.exists():
+        aside.rename(final)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _hidden(final: Path, kind: str) -> Path:
+    """This process's hidden sibling of report folder ``final``: ``.<name>.tmp-<pid>``
+    (being written) or ``.<name>.old-<pid>`` (the earlier report, moved aside)."""
+    return final.parent / f".{final.name}.{kind}-{os.getpid()}"
 
 
 def _alive(pid: str) -> bool:
