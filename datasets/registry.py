@@ -62,4 +62,7 @@ def build_suite(name: str, seed: int = 0, size: int | None = None,
         built = info.build(seed=seed, size=size, **data)
     if isinstance(built, SuiteBuild):
         return built
-    return SuiteBuild(tasks=list(built), rows_loaded=len(built))
+    if isinstance(built, (list, tuple)):
+        return SuiteBuild(tasks=list(built), rows_loaded=len(built))
+    raise TypeError(f"suite {name!r}: its builder returned a {type(built).__name__}, "
+                    "not a SuiteBuild or a list of tasks")

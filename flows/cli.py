@@ -53,14 +53,16 @@ def _demo_coupling_result() -> dict:
 
     from junction.agent.execution import execute
     from junction.candidates import PoolRequest
-    from junction.strategies import make_strategy, strategies_where
+    from junction.strategies import make_strategy, reads_task, strategies_where
     from junction.verifiers import verify
 
     task = coupling_task()
     view = task.router_view()
     strategies = {}
     for name in (*strategies_where(role="joint"), *strategies_where(role="split")):
-        sel = make_strategy(name).select(view, PoolRequest()).selection
+        strategy = make_strategy(name)
+        sel = (strategy.select(task, PoolRequest()) if reads_task(strategy, name)
+               else strategy.select(view, PoolRequest())).selection
         outcome = verify(task, execute(task, sel.context_ids, sel.tool_ids))
         strategies[name] = {
             "context_ids": list(sel.context_ids),

@@ -20,7 +20,7 @@ from junction.candidates import Candidate, PoolRequest, check_pool_rule
 from junction.evidence import metrics as catalog
 from junction.evidence.metrics import LaneRanking, lane_ranking_metrics
 from junction.evidence.traces import AgentOutcome, TaskTraceRecord, trace_row
-from junction.strategies import STRATEGIES, Strategy, StrategyResult
+from junction.strategies import AnyStrategy, StrategyResult, reads_task
 from junction.tasks import BenchmarkTask
 from junction.units import UnitSpec
 from junction.verifiers import Outcome, verify
@@ -70,20 +70,19 @@ class TaskStep:
     agent: AgentOutcome | None = None
 
 
-def select_step(tasks: Sequence[BenchmarkTask], strategy: Strategy,
+def select_step(tasks: Sequence[BenchmarkTask], strategy: AnyStrategy,
                 spec: UnitSpec) -> list[TaskStep]:
     """Select: ``strategy`` on each task at ``spec.scale`` with ``spec``'s pool rule and
     limit (a ``reads_task`` strategy, a reference, is given the task, else its router
     view); then execute and verify: the toy executor on the exposed set and the suite's
     verifier (``success``, the retrieval proxy on BFCL suites)."""
-    info = STRATEGIES.get(spec.strategy)
-    reads_task = info is not None and info.reads_task
     request = PoolRequest(spec.pool_limit, check_pool_rule(spec.pool))
     steps = []
     for raw_task in tasks:
         task = scale_budget(raw_task, spec.scale)
         t0 = time.perf_counter()
-        result = strategy.select(task if reads_task else task.router_view(), request)
+        result = (strategy.select(task, request) if reads_task(strategy, spec.strategy)
+                  else strategy.select(task.router_view(), request))
         t1 = time.perf_counter()
         sel = result.selection
         execution = execute(task, sel.context_ids, sel.tool_ids)
@@ -148,7 +147,7 @@ def record_step(steps: list[TaskStep],
     return records, timings
 
 
-def evaluate_batch(tasks: Sequence[BenchmarkTask], strategy: Strategy, spec: UnitSpec,
+def evaluate_batch(tasks: Sequence[BenchmarkTask], strategy: AnyStrategy, spec: UnitSpec,
                    agent: Executor | None = None,
                    ) -> tuple[list[TaskTraceRecord], list[dict[str, Any]]]:
     """Run ``strategy`` on each task as unit ``spec`` says; return (trace records, timing

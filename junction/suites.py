@@ -22,24 +22,29 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from junction.registry import PLUGINS, Catalog
 from junction.tasks import BenchmarkTask
 
-if TYPE_CHECKING:  # the builders' record and the pool limit, for the fields' types only
-    from junction_datasets.registry import SuiteBuild
-
-    from junction.candidates import PoolLimit
-
 __all__ = [
     "SUITES",
+    "BuiltSuite",
     "SuiteInfo",
     "finding_suite",
     "get_suite",
     "register_suite",
     "suite_names",
 ]
+
+
+class BuiltSuite(Protocol):
+    """What a suite builder returns besides a bare task list: a record with the built
+    ``tasks`` (the builders' own, ``junction_datasets.registry.SuiteBuild``, which also
+    counts the rows loaded and skipped)."""
+
+    @property
+    def tasks(self) -> list[BenchmarkTask]: ...
 
 
 @dataclass(frozen=True)
@@ -52,9 +57,10 @@ class SuiteInfo:
     strategies fit on (None: no training part; the builder then takes no ``split``)."""
 
     name: str
-    build: Callable[..., SuiteBuild | list[BenchmarkTask]]
+    build: Callable[..., BuiltSuite | list[BenchmarkTask]]
     default_size: int | None
-    pool_limit: PoolLimit = 8
+    pool_limit: int | tuple[int | None, int | None] | None = 8
+    """``junction.candidates.PoolLimit``, spelled out (that module is a layer above)."""
     description: str = ""
     in_default_run: bool = True
     family: str | None = None

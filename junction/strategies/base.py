@@ -21,12 +21,14 @@ from junction.candidates import (
     normalise_scores,
 )
 from junction.select import JointProblem, Selection, Selector
-from junction.tasks import RouterView
+from junction.tasks import BenchmarkTask, RouterView
 
 __all__ = [
+    "AnyStrategy",
     "FunctionStrategy",
     "Strategy",
     "StrategyResult",
+    "TaskStrategy",
     "joint_problem",
     "run_selector",
     "selector_strategy",
@@ -70,16 +72,32 @@ class Strategy(Protocol):
     """What every strategy is: ``select`` on a router view, and the artifacts it made.
 
     ``select(view, pool) -> StrategyResult``: ``view`` is the task's ``RouterView`` (a
-    reference, ``StrategyInfo.reads_task``, is given the ``BenchmarkTask`` itself: it reads
-    the row's listing); ``pool`` (a ``junction.candidates.PoolRequest``) is the pool rule
+    reference reads the ``BenchmarkTask`` itself instead: ``TaskStrategy``); ``pool`` (a
+    ``junction.candidates.PoolRequest``) is the pool rule
     and the limit per lane of the candidate pools, which the strategy passes to
     ``candidate_pools``. ``artifacts()`` lists what the strategy fitted in this process (a learned
     strategy's ``LearnedUtility`` records, which the benchmark stores once); [] for most.
     """
 
-    def select(self, view: Any, pool: PoolRequest | PoolLimit) -> StrategyResult: ...
+    def select(self, view: RouterView, pool: PoolRequest | PoolLimit) -> StrategyResult: ...
 
     def artifacts(self) -> list[Any]: ...
+
+
+@runtime_checkable
+class TaskStrategy(Protocol):
+    """A strategy given the ``BenchmarkTask`` itself, not its router view: a reference,
+    which reads the row's listing or its gold (``junction.strategies.references``; its
+    catalog record says ``reads_task``, and ``reads_task`` tells one from a ``Strategy``).
+    ``select(task, pool)`` and ``artifacts()`` as for a ``Strategy``."""
+
+    def select(self, task: BenchmarkTask, pool: PoolRequest | PoolLimit) -> StrategyResult: ...
+
+    def artifacts(self) -> list[Any]: ...
+
+
+AnyStrategy = Strategy | TaskStrategy
+"""What a strategy record builds (``junction.strategies.catalog.StrategyInfo.build``)."""
 
 
 @dataclass(frozen=True)

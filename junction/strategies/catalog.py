@@ -24,8 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from typing_extensions import TypeIs
+
 from junction.registry import PLUGINS, Catalog, load
-from junction.strategies.base import Strategy
+from junction.strategies.base import AnyStrategy, TaskStrategy
 from junction.tasks import BenchmarkTask
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "interaction_blind_strategies",
     "learned_strategies",
     "make_strategy",
+    "reads_task",
     "reference_strategies",
     "register_strategy",
     "strategies_where",
@@ -84,7 +87,7 @@ class StrategyInfo:
     """
 
     name: str
-    factory: str | Callable[..., Strategy]
+    factory: str | Callable[..., AnyStrategy]
     role: Role
     description: str
     sees_interactions: bool = False
@@ -117,8 +120,9 @@ class StrategyInfo:
         return None
 
     def build(self, calibration_tasks: Sequence[BenchmarkTask] = (),
-              training: Any = None) -> Strategy:
-        """A ready ``Strategy`` (see the class docstring for what the factory is given)."""
+              training: Any = None) -> AnyStrategy:
+        """A ready ``Strategy`` (a ``TaskStrategy`` when ``reads_task``; see the class
+        docstring for what the factory is given)."""
         factory = load(self.factory)
         kwargs: dict[str, Any] = dict(self.options)
         if self.needs_calibration:
@@ -179,14 +183,22 @@ def interaction_blind_strategies() -> tuple[str, ...]:
                  if STRATEGIES[n].headline_side == "interaction-blind")
 
 
+def reads_task(strategy: AnyStrategy, name: str) -> TypeIs[TaskStrategy]:
+    """Whether ``strategy``, built from the record ``name``, is given the ``BenchmarkTask``
+    (its record's ``reads_task``: a reference) rather than the router view; an unregistered
+    name reads the view."""
+    info = STRATEGIES.get(name)
+    return info is not None and info.reads_task
+
+
 def learned_strategies() -> tuple[str, ...]:
     """Strategies of the ``learned`` role, sorted: their traces carry ``learned_p``."""
     return strategies_where(role="learned")
 
 
 def make_strategy(name: str, calibration_tasks: Sequence[BenchmarkTask] = (),
-                  training: Any = None) -> Strategy:
-    """A ready ``Strategy`` for ``name`` (``StrategyInfo.build``).
+                  training: Any = None) -> AnyStrategy:
+    """A ready ``Strategy`` (or ``TaskStrategy``) for ``name`` (``StrategyInfo.build``).
 
     ``training``: a ``junction.strategies.learned.TrainingSource`` or None
     (``judge_admission`` raises ``AdmissionError`` without calibration tasks unless built
