@@ -27,7 +27,7 @@ from junction.agent.execution import ExecutionResult, ToolCall
 from junction.agent.generations import EMBEDDED_GENERATIONS, AgentCache, Generation
 from junction.agent.grade import AgentGrade, Measure
 from junction.agent.graders import AGENT_GRADERS, GraderInfo
-from junction.agent.grading import AGENT_OUTCOMES, bfcl_doc, grade_agent
+from junction.agent.grading import AGENT_OUTCOMES, bfcl_doc, grade_bfcl
 from junction.agent.llm import LLMExecutor
 from junction.agent.prompt import parse_output, render_prompt
 from junction.evaluate import evaluate_batch
@@ -101,7 +101,7 @@ def test_checker_imports_are_the_ones_the_adapter_stands_in_for():
     ("[]", False, "abstained", "agent:no_call"),
 ])
 def test_bfcl_checker_grades_a_multiple_row(multiple_123, text, success, outcome, error_type):
-    grade = grade_agent(multiple_123, _result(multiple_123, text))
+    grade = grade_bfcl(multiple_123, _result(multiple_123, text))
     assert (grade.success, grade.outcome, grade.error_type) == (success, outcome, error_type)
     assert grade.outcome in AGENT_OUTCOMES
 
@@ -114,7 +114,7 @@ def test_bfcl_checker_grades_a_multiple_row(multiple_123, text, success, outcome
     ("[architecture_capacity.evaluate_capacity(x=1", False, "unparseable"),
 ])
 def test_irrelevance_passes_only_without_a_call(irrelevant, text, success, outcome):
-    grade = grade_agent(irrelevant, _result(irrelevant, text))
+    grade = grade_bfcl(irrelevant, _result(irrelevant, text))
     assert (grade.success, grade.outcome) == (success, outcome)
 
 
@@ -126,16 +126,16 @@ def test_parallel_multiple_accepts_the_gold_calls_in_any_order():
         (name, params), = call.items()
         args = ", ".join(f"{k}={v[0]!r}" for k, v in params.items() if v[0] != "")
         calls.append(f"{name}({args})")
-    assert grade_agent(task, _result(task, "[" + ", ".join(calls) + "]")).outcome == "correct"
+    assert grade_bfcl(task, _result(task, "[" + ", ".join(calls) + "]")).outcome == "correct"
     wrong = "[" + ", ".join(calls[:-1]) + "]"
-    assert grade_agent(task, _result(task, wrong)).outcome == "wrong_count"
+    assert grade_bfcl(task, _result(task, wrong)).outcome == "wrong_count"
 
 
 def test_memory_passes_when_the_answer_holds_an_accepted_answer():
     task = memory_suite(size=1).tasks[0]
     answer = task.verifier.params["answers"][0]
-    assert grade_agent(task, _result(task, f"It was {answer}.")).outcome == "correct"
-    grade = grade_agent(task, _result(task, "I do not remember."))
+    assert grade_bfcl(task, _result(task, f"It was {answer}.")).outcome == "correct"
+    grade = grade_bfcl(task, _result(task, "I do not remember."))
     assert (grade.success, grade.outcome, grade.error_type) == (
         False, "wrong_answer", "agentic:answer_not_found")
 

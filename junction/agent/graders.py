@@ -99,7 +99,7 @@ class GraderInfo:
         if len(set(names)) != len(names):
             raise ValueError(f"grader {self.name!r}: measures {names} repeat a name")
 
-    def gradable(self, task: Any) -> bool:
+    def grades(self, task: Any) -> bool:
         """Whether this grader grades ``task`` (its kind is one of ``kinds`` and
         ``applies`` accepts it)."""
         return task.verifier.kind in self.kinds and bool(load(self.applies)(task))
@@ -145,7 +145,7 @@ def grader_info(name: str) -> GraderInfo:
 def grader_for(task: Any) -> GraderInfo | None:
     """The grader of ``task`` (module docstring), or None when no grader grades it."""
     for info in AGENT_GRADERS.values():
-        if info.gradable(task):
+        if info.grades(task):
             return info
     return None
 
@@ -206,13 +206,14 @@ def _register_builtins() -> None:
 
     register_grader(GraderInfo(
         "bfcl", ("tools_exposed", "no_tools", "context_answer"),
-        "junction.agent.grading:gradable", "junction.agent.grading:grade_agent",
+        "junction.agent.grading:bfcl_gradable", "junction.agent.grading:grade_bfcl",
         AGENT_OUTCOMES,
         description="BFCL's own checker: calls, abstention on irrelevance, the answer on "
                     "memory (BFCL's ast_checker and agentic_checker)"))
     register_grader(GraderInfo(
         "tau2_actions", ("tools_with_documents",),
-        "junction.agent.tau2_grading:gradable", "junction.agent.tau2_grading:grade",
+        "junction.agent.tau2_grading:tau2_gradable",
+        "junction.agent.tau2_grading:grade_tau2",
         TAU2_OUTCOMES, measures=TAU2_MEASURES, report_note=TAU2_REPORT_NOTE,
         description="tau2's action check: each gold agent action met by a call "
                     "(tau2's Action.compare_with_tool_call)"))

@@ -3,7 +3,7 @@
 The ``bfcl`` record of the agent grader catalog (``junction.agent.graders``, which chooses
 a task's grader; call ``junction.agent.graders.grade_agent`` to grade any task).
 
-``grade_agent(task, result)`` reads the task's BFCL category and gold calls
+``grade_bfcl(task, result)`` reads the task's BFCL category and gold calls
 (``task.metadata``: ``bfcl_category``, ``gold_calls``; ``verifier.params.answers`` for
 memory) and the executor's decoded calls and text. Outcomes (``AGENT_OUTCOMES``):
 
@@ -38,7 +38,7 @@ from junction.agent.grade import AgentGrade
 from junction.resources import ToolResource
 from junction.tasks import BenchmarkTask
 
-__all__ = ["AGENT_OUTCOMES", "bfcl_doc", "gradable", "grade_agent",
+__all__ = ["AGENT_OUTCOMES", "bfcl_doc", "bfcl_gradable", "grade_bfcl",
            "json_safe"]
 
 AGENT_OUTCOMES: dict[str, str] = {
@@ -61,8 +61,8 @@ def _category(task: BenchmarkTask) -> str | None:
     return category if isinstance(category, str) else None
 
 
-def gradable(task: BenchmarkTask) -> bool:
-    """Whether ``grade_agent`` can grade the task (a BFCL category it knows)."""
+def bfcl_gradable(task: BenchmarkTask) -> bool:
+    """Whether ``grade_bfcl`` can grade the task (a BFCL category it knows)."""
     category = _category(task)
     if category is None:
         return False
@@ -134,13 +134,13 @@ def _no_call(result: ExecutionResult) -> str:
     return "abstained" if result.output_kind == "empty" else "answered"
 
 
-def grade_agent(task: BenchmarkTask, result: ExecutionResult) -> AgentGrade:
+def grade_bfcl(task: BenchmarkTask, result: ExecutionResult) -> AgentGrade:
     """Grade a model executor's result on a BFCL task (rules in the module docstring).
 
-    Raises ``ValueError`` when the task is not ``gradable`` or the result carries no
+    Raises ``ValueError`` when the task is not ``bfcl_gradable`` or the result carries no
     ``output_kind`` (it did not come from a model executor).
     """
-    if not gradable(task):
+    if not bfcl_gradable(task):
         raise ValueError(f"task {task.task_id!r}: no BFCL category to grade the agent by")
     if result.output_kind is None:
         raise ValueError(f"task {task.task_id!r}: the result has no model output to grade")

@@ -52,11 +52,11 @@ __all__ = [
     "TAU2_OUTCOMES",
     "TAU2_REPORT_NOTE",
     "gold_actions",
-    "gradable",
-    "grade",
+    "grade_tau2",
     "match",
     "normalise_call",
     "siblings",
+    "tau2_gradable",
     "variant_stem",
 ]
 
@@ -203,12 +203,12 @@ def match(action: Mapping[str, Any], tool_id: str, arguments: Mapping[str, Any])
             == {k: gold[k] for k in keys if k in gold})
 
 
-def gradable(task: BenchmarkTask) -> bool:
+def tau2_gradable(task: BenchmarkTask) -> bool:
     """Whether the task carries at least one gold agent action to grade."""
     return bool(task.verifier.params.get("actions"))
 
 
-def grade(task: BenchmarkTask, result: ExecutionResult) -> AgentGrade:
+def grade_tau2(task: BenchmarkTask, result: ExecutionResult) -> AgentGrade:
     """Grade a model executor's result on a τ task (module docstring).
 
     Raises ``ValueError`` naming the task when it has no gold agent action or the result
