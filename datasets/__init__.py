@@ -1,6 +1,6 @@
 """Suite builders: every suite Junction can run, by name.
 
-The folder is ``datasets/``; it installs under the import name ``junction_datasets``
+The folder is ``datasets``; it installs under the import name ``junction_datasets``
 (setuptools ``package-dir`` in pyproject.toml), so it never shadows Hugging Face's
 ``datasets`` package.
 
@@ -16,6 +16,11 @@ evaluation part unless told otherwise (a cross-fitted suite, ``SuiteInfo.cross_f
 that learned strategies fit on (``datasets/split.py``: one rule for every family). Suites
 of one family share one learned model: the four BFCL tool suites are ``bfcl-tools`` (one
 tool lane, so a model learns abstention from the irrelevance rows beside the others).
+
+- ``registry``: ``SuiteBuild`` and ``build_suite`` (the records live in
+  ``junction.suites``); ``split``: the train / evaluation rule;
+- ``toy``: the coupling and synthetic suites; ``bfcl``: the BFCL suites;
+  ``tau2_banking``: τ-Knowledge; ``jsonl``: a suite from a JSON Lines file.
 """
 
 from __future__ import annotations

@@ -3,6 +3,21 @@
 The names below are imported on first use (PEP 562 module ``__getattr__``), so a command
 that needs one small part (``junction.errors``, ``junction.environment``: the command
 line's start, the run-id lock) does not pay for the solvers' and BM25's imports.
+
+- what a task is: ``tasks`` (tasks and the router view a strategy sees), ``resources``
+  (contexts and tools), ``budget`` (the shared budget), ``tokens`` (token counting),
+  ``text`` (words and lexical tokens in any script);
+- the records looked up by name: ``registry`` (one catalog and loader for every kind),
+  ``suites`` (the suite catalog), ``verifiers`` (the verifier kinds and their functions);
+- choosing: ``candidates`` (BM25 lanes), ``dense`` (the dense first stage), ``select``
+  (the joint problem and its solvers), ``strategies`` (router view to selection),
+  ``learned`` (models fitted on training rows), ``judge`` and ``pages`` (the judge lane and
+  chunked pages);
+- running: ``units`` (one unit of work's record), ``evaluate`` (select, execute, verify,
+  grade, record), ``agent`` (executors and graders), ``evidence`` (traces, store,
+  reports);
+- around them: ``environment`` (where files go), ``errors`` (typed errors), ``models``
+  (the embedded GGUF models), ``sqlite_cache`` (the persistent caches' one opener).
 """
 
 from __future__ import annotations

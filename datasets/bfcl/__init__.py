@@ -47,6 +47,11 @@ functions on memory; the ``bfcl_listed`` reference exposes them). Gold calls and
 live only in ``BenchmarkTask.metadata``, the verifier and the gold
 ids, never in a context, a tool or their metadata; tools are ordered by id, so a tool's
 position does not tell a row's own function from a distractor.
+
+Modules: ``rows`` (the data package and a category file parsed into rows or skip
+reasons), ``schemas`` (BFCL parameter schemas as JSON Schema), ``build`` (rows to a
+``SuiteBuild``: defaults, split, sampling, distractors), and one per family: ``tools``,
+``memory``, ``pages`` (memory as chunked pages) and ``subtasks``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The outcome half of a run: what an executor did with a strategy's exposed set.
 
-- ``execution``: the executor interface, the toy executor and the verifiers;
+- ``execution``: the executor interface and the toy executor (the verifiers that judge
+  its result are ``junction.verifiers``);
 - ``prompt``: the agent's prompt (BFCL's prompting layout), fitted to a context window;
 - ``generations``: the generation cache and the executor both model agents share;
 - ``llm``: the language-model agent on llama.cpp;

@@ -10,9 +10,11 @@
   from its ``RunData``, every analysis computed once (``ReportSections``): ``summary`` (the
   trace rows summarised), ``metrics_json`` (what metrics.json holds), ``verdict_text`` (the
   headline in words), ``report_markdown`` (report.md), ``cost`` (time per strategy),
-  ``page`` (the HTML page), ``plots``, ``calibration``, ``joint_split`` and
-  ``agent_measures`` (the agent graders' measures), their SQL in one DuckDB connection
-  (``arrow_sql``);
+  ``page`` (the HTML page), ``plots``, ``calibration``, ``joint_split``, ``losses``
+  (where retrieval success is lost), ``crossfit`` (the cross-fitted verdict),
+  ``agent_tables`` (the agent's paired comparisons and window cuts) and ``agent_measures``
+  (the agent graders' measures), their SQL in one DuckDB connection (``arrow_sql``);
+- ``locks``: one writer per run (the run id's file lock) and the names safe in a path;
 - ``diff``: the comparison of two runs.
 
 The outcome half (what an agent did with the exposed set) is ``junction.agent``.

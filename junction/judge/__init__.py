@@ -1,9 +1,16 @@
 """The judge admission lane: a yes/no judge on llama.cpp with prefix-shared batch scoring.
 
 score(query, document) = logit("yes") - logit("no") at the answer position (logits),
-comparable only within one query and one instruction. See ``scorer`` for the batch path,
-``smoke`` for the start-up gates; the ``judge_admission`` strategy that uses it lives in
-``junction.strategies.judge_admission``.
+comparable only within one query and one instruction. The
+``judge_admission`` strategy that uses it lives in ``junction.strategies.judge_admission``.
+
+- ``scorer``: the yes/no judge with prefix-shared batch scoring; ``batch``: what one
+  scoring call returns; ``prompt_tokens``: the model's tokens and a prompt's parts;
+- ``llama``: llama.cpp's binding, imported on first use; ``model``: the judge's
+  configuration; ``templates`` and ``instructions``: the prompt and its criterion;
+- ``smoke``: the start-up gates; ``noise``: the noise floor below which score differences
+  mean nothing; ``session``: one judge per process (smoke test, cache, noise floor);
+- ``cache``: the persistent score cache; ``errors``: the lane's typed errors.
 """
 
 from junction.judge.cache import ScoreCache, cached_scores

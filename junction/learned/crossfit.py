@@ -5,7 +5,7 @@ A suite registered with ``cross_fit=True`` (``junction_datasets.SuiteInfo``; τ-
 split once into training and evaluation rows. Every task is evaluated, in each repetition,
 by a learned model fitted on the other ``folds - 1`` folds (K-fold cross-fitting repeated
 R times with different fold draws; Nadeau and Bengio 2003, Bouckaert and Frank 2004).
-BFCL families keep their fixed split (``junction_datasets.bfcl.split_of``): they have
+BFCL families keep their fixed split (``junction_datasets.split.split_of``): they have
 thousands of rows, so one split already leaves enough of them on both sides, and a refit
 per fold would multiply the learned fit of four suites.
 
