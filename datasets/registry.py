@@ -57,7 +57,8 @@ def build_suite(name: str, seed: int = 0, size: int | None = None,
     if info.family is not None:
         built = info.build(seed=seed, size=size, split=split, **data)
     elif split == "train":
-        raise ValueError(f"suite {name!r} has no training part (only BFCL suites split)")
+        raise ValueError(f"suite {name!r} has no training part (only a suite with a family, "
+                         "SuiteInfo.family, has one)")
     else:
         built = info.build(seed=seed, size=size, **data)
     if isinstance(built, SuiteBuild):

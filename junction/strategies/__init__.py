@@ -3,8 +3,9 @@
 ``catalog`` holds one record per strategy (name, factory, role, what it sees, whether it
 respects the budget, its place in the default run); ``base`` what every strategy shares
 (the ``Strategy`` and ``TaskStrategy`` protocols, the joint problem, the result); one
-module per strategy (``exact``, ``splits``, ``judge_admission``, ``learned``, ``page_admission``,
-``subtask_admission``) and ``references`` (outside the budget).
+module per strategy (``exact``, ``splits``, ``judge_admission``, ``learned``,
+``coverage``, ``page_admission``, ``subtask_admission``) and ``references`` (outside the
+budget).
 """
 
 from junction.candidates import CandidatePools, candidate_pools
