@@ -17,7 +17,7 @@ from junction.budget import Budget
 from junction.resources import ContextResource, ToolResource
 from junction.select import JointProblem
 
-__all__ = ["SOLVER_FIELDS", "same", "ctx", "tool", "problems", "TABLE", "FUZZED"]
+__all__ = ["FUZZED", "SOLVER_FIELDS", "TABLE", "ctx", "problems", "same", "tool"]
 
 # What may differ between two exact selectors' answers: the bookkeeping, and ``strategy``
 # (each names its own algorithm; see test_each_selector_names_its_algorithm).

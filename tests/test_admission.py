@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from junction.budget import Budget
 from junction.pages.admission import (
     AdmissionError,
     ScoredResource,
@@ -20,7 +21,6 @@ from junction.pages.admission import (
     exploit_scores,
     tie_groups,
 )
-from junction.budget import Budget
 from junction.resources import ContextResource, ToolResource
 
 

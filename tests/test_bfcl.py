@@ -7,17 +7,16 @@ Real-row tests read the pinned ``bfcl-eval`` package and are skipped when it is 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 
 import pytest
-
-from junction_datasets import SUITES, SuiteBuild, build_suite
-from junction_datasets import bfcl
+from junction_datasets import SUITES, SuiteBuild, bfcl, build_suite
 from junction_datasets.bfcl import bfcl_to_json_schema, gold_function_names, match_source_turns
-from junction.errors import DatasetError
+
 from junction.agent.execution import execute
-from junction.verifiers import verify
+from junction.errors import DatasetError
 from junction.tokens import DEFAULT_TOKEN_COUNTER
+from junction.verifiers import verify
 from tests.helpers import BFCL_DATA, needs_data, write_bfcl_category
 
 BFCL_SUITES = ["bfcl-multiple", "bfcl-live-multiple", "bfcl-parallel-multiple",
@@ -26,7 +25,7 @@ JSON_SCHEMA_TYPES = {"string", "integer", "number", "boolean", "array", "object"
 
 
 
-@lru_cache(maxsize=None)
+@cache
 def built(suite: str, seed: int = 0, size: int | None = 6) -> SuiteBuild:
     return build_suite(suite, seed=seed, size=size)
 
@@ -36,7 +35,7 @@ def by_row_id(suite: str) -> dict:
     return {t.metadata["bfcl_id"]: t for t in build_suite(suite, size=None, split="all").tasks}
 
 
-@lru_cache(maxsize=None)
+@cache
 def raw_rows(relative: str) -> dict[str, dict]:
     rows = [json.loads(line) for line in BFCL_DATA.joinpath(*relative.split("/")).read_text(
         encoding="utf-8").splitlines() if line.strip()]

@@ -3,7 +3,6 @@ goes on; a cache that cannot be written is one error line before any work starts
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -234,6 +233,7 @@ def test_the_agent_over_a_corrupt_cache_generates_afresh_and_caches_again(tmp_pa
     # compares runs, each in its own process.) The answer is capped at 16 tokens: its
     # length is not the point here.
     from junction_datasets.bfcl import multiple_suite
+
     from junction.agent.llm import AgentConfig, LLMExecutor
     from tests.helpers import embedded_agent
 

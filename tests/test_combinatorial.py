@@ -9,7 +9,6 @@ candidates, the hand tables and the fuzzed cases of test_milp close the set.
 
 from __future__ import annotations
 
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,9 +17,8 @@ from junction.budget import Budget
 from junction.errors import SelectionError
 from junction.select import EnumerationJointSelector, JointProblem
 from junction.select.exact import COMBINATORIAL_MAX, CombinatorialJointSelector
-from tests.solver_cases import FUZZED, TABLE, ctx, problems, same, tool
-
 from junction.select.instances import random_problem
+from tests.solver_cases import FUZZED, TABLE, ctx, problems, same, tool
 
 
 def check(problem: JointProblem) -> None:

@@ -10,15 +10,14 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
-
 from junction_datasets import build_suite
 from junction_datasets.toy import coupling_task, synthetic_suite
+from pydantic import ValidationError
+
+from junction.agent.execution import execute
 from junction.budget import Budget
 from junction.candidates import LexicalContextCandidateGenerator, LexicalToolCandidateGenerator
-from junction.agent.execution import execute
-from junction.verifiers import verify
-from junction.resources import ContextResource, SourceKind, ToolResource
+from junction.resources import ContextResource, ToolResource
 from junction.select import (
     AdaptiveSplitBaseline,
     EnumerationJointSelector,
@@ -27,6 +26,7 @@ from junction.select import (
     objective_terms,
 )
 from junction.tokens import DEFAULT_TOKEN_COUNTER
+from junction.verifiers import verify
 
 
 def ctx(rid: str, tokens: int) -> ContextResource:

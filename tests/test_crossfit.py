@@ -5,8 +5,8 @@ cross-fitted run on the fixture (every task once per repetition, with its fold).
 from __future__ import annotations
 
 import json
-import os
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -211,9 +211,10 @@ def test_joint_split_counts_a_repeated_selection_once_and_leaves_folds_out():
 def fixture_data(monkeypatch):
     """The tau2 fixture as the suite's data, and the learned caches cleared around the test
     (they are per process and keyed by family, not by data folder)."""
+    from junction_datasets import tau2_banking as tb
+
     from flows import workers
     from junction.strategies import learned
-    from junction_datasets import tau2_banking as tb
 
     monkeypatch.setenv(tb.DATA_ENV, str(FIXTURE))
     saved = dict(learned._FITTED), dict(learned._ALL_TASKS)
@@ -236,8 +237,9 @@ def fixture_data(monkeypatch):
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # the data, not state
 @given(st.integers(0, 3), st.data())
 def test_no_fold_model_trains_on_a_task_it_evaluates(fixture_data, repetition, data):
-    from junction.strategies.learned import CrossFitError, LearnedStrategy
     from junction_datasets import build_suite, training_source
+
+    from junction.strategies.learned import CrossFitError, LearnedStrategy
 
     tasks = build_suite("tau2-banking", size=None).tasks
     ids = [t.task_id for t in tasks]
@@ -267,9 +269,10 @@ def test_no_fold_model_trains_on_a_task_it_evaluates(fixture_data, repetition, d
 @pytest.mark.flow
 def test_a_cross_fitted_run_evaluates_every_task_once_per_repetition(
         prefect_harness, fixture_data, tmp_path, monkeypatch):
+    from junction_datasets import tau2_banking as tb
+
     from flows.runners import run_benchmark
     from junction.evidence.store import TraceStore
-    from junction_datasets import tau2_banking as tb
 
     # the data folder travels in the plan, to the suite build and every fold's fit in the
     # workers: no environment variable names it

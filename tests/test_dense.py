@@ -6,6 +6,8 @@ whose pool rule reaches every trace."""
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +21,9 @@ from junction.candidates import (
     DenseContextCandidateGenerator,
     DenseToolCandidateGenerator,
     LexicalContextCandidateGenerator,
+    PoolRequest,
     candidate_pools,
     context_text,
-    PoolRequest,
     reciprocal_rank_fusion,
 )
 from junction.dense import DENSE_MODEL, DenseError, DenseModel, dense_model_dir, passages
@@ -188,10 +190,7 @@ def _package_copy(tmp_path: Path, name: str = DENSE_MODEL.package) -> Path:
     return tmp_path / name / "model"
 
 
-def _junction(*args: str, env: dict) -> "subprocess.CompletedProcess":
-    import subprocess
-    import sys
-
+def _junction(*args: str, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run([str(Path(sys.executable).parent / "junction"), *args],
                           cwd=Path(__file__).resolve().parent.parent, env=env,
                           capture_output=True, text=True, timeout=600)

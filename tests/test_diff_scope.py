@@ -10,8 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from junction.evidence.diff import (NothingComparableError, changed_verdicts, check_comparable, diff_page,
-                           diff_runs, format_row, run_scope)
+from junction.evidence.diff import (
+    NothingComparableError,
+    changed_verdicts,
+    check_comparable,
+    diff_page,
+    diff_runs,
+    format_row,
+    run_scope,
+)
 from junction.evidence.store import TraceStore
 from junction.evidence.traces import records_to_table
 from junction.evidence.verdicts import paired_comparison

@@ -23,9 +23,8 @@ from junction.select import (
     FixedSplitBaseline,
 )
 from junction.select.exact.reduction import BudgetArrays, Reduced
-from junction.select.problem import FloatBand, exceeded_limit
-
 from junction.select.instances import random_problem
+from junction.select.problem import FloatBand, exceeded_limit
 
 
 @st.composite

@@ -9,9 +9,9 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from junction_datasets.jsonl import load_suite_file
 from junction_datasets.toy import synthetic_suite
+
 from junction.errors import DatasetError
 from junction.resources import MAX_TEXT_CHARS
 

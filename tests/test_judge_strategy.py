@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from junction_datasets.toy import coupling_task
+
 from junction.strategies.judge_admission import candidate_text, make_judge_admission_strategy
 
 pytestmark = pytest.mark.model

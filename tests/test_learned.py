@@ -21,6 +21,7 @@ from junction_datasets import (
 from junction_datasets.bfcl import TRAIN_FRACTION, split_of
 
 from junction.agent.execution import execute
+from junction.errors import UnknownNameError
 from junction.evaluate import evaluate_batch
 from junction.evidence.store import TraceStore
 from junction.learned import fit_learned_utility, fit_probability_model
@@ -35,7 +36,6 @@ from junction.learned.features import (
     view_features,
     view_fingerprint,
 )
-from junction.errors import UnknownNameError
 from junction.learned.grid import (
     SEARCHES,
     GridWorkerError,

@@ -20,8 +20,8 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from junction_datasets.toy import coupling_task
+
 from junction.budget import Budget
 from junction.select import (
     AutoJointSelector,
@@ -31,10 +31,8 @@ from junction.select import (
     JointProblem,
 )
 from junction.select.exact import DEFAULT_WORK_LIMIT
-
 from junction.select.exact.milp_reference import MilpJointSelector
 from tests.solver_cases import FUZZED, TABLE, ctx, problems, same, tool
-
 
 SOLVERS = {"branch_and_cut": BranchAndCutJointSelector, "milp": MilpJointSelector}
 

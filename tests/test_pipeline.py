@@ -12,9 +12,9 @@ import pytest
 
 from junction.errors import JunctionError, TraceError, UnknownNameError
 from junction.evidence.store import TraceStore
+from junction.evidence.warehouse import CorruptFileWarning, Warehouse, WarehouseError
 from junction.select import EnumerationJointSelector
 from junction.strategies import STRATEGIES, FunctionStrategy, StrategyInfo, run_selector
-from junction.evidence.warehouse import CorruptFileWarning, Warehouse, WarehouseError
 
 pytestmark = pytest.mark.flow
 

@@ -23,13 +23,12 @@ from hypothesis import HealthCheck, given, settings
 
 from junction.select import BranchAndCutJointSelector, EnumerationJointSelector, JointProblem
 from junction.select.exact.model import Model, product_rows
-from junction.select.exact.reduction import BudgetArrays, reduce
 from junction.select.exact.probing import probe
+from junction.select.exact.reduction import BudgetArrays, reduce
 from junction.select.exact.root import solve_root
 from junction.select.exact.search import Search
-from tests.solver_cases import problems, same
-
 from junction.select.instances import family_problem, gallo_problem
+from tests.solver_cases import problems, same
 
 
 def _point(model: Model, chosen: tuple[int, ...]) -> np.ndarray:

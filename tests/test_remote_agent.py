@@ -294,8 +294,8 @@ def test_the_agent_timeout_reaches_the_generation(server, multiple_123):
     # then holds each chat completion without forwarding it: sent to the server, the three
     # abandoned requests (the client retries twice) each went on decoding up to 192 tokens
     # there, ahead of the next test's requests
-    from junction.units import AgentSpec
     from flows.workers import agent_executor
+    from junction.units import AgentSpec
 
     proxy = _Proxy(server, completions=1, stall=1.0)
     try:

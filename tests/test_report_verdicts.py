@@ -33,8 +33,15 @@ from junction.evidence.traces import records_to_table
 from junction.evidence.verdicts import paired_comparison
 from junction.verifiers import verifier_meaning
 from tests.helpers import trace_record
-from tests.report_text import (first_screen_paragraphs, points, read_points, read_summary,
-                               read_verdict, table_rows, verdict_bullets)
+from tests.report_text import (
+    first_screen_paragraphs,
+    points,
+    read_points,
+    read_summary,
+    read_verdict,
+    table_rows,
+    verdict_bullets,
+)
 
 
 def _traces(outcomes: dict[str, list[bool]], suite: str = "s", scale: float = 1.0) -> list:

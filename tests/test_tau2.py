@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from junction.errors import DatasetError
-from junction.agent.execution import ExecutionResult
-from junction.verifiers import verify
-from junction.evidence.metrics import pair_coverage
 from junction_datasets import tau2_banking as tb
+
+from junction.agent.execution import ExecutionResult
+from junction.errors import DatasetError
+from junction.evidence.metrics import pair_coverage
 from junction.tasks import GoldPair
+from junction.verifiers import verify
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "data" / "tau2_fixture"

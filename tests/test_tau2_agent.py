@@ -15,11 +15,9 @@ from hypothesis import strategies as st
 
 from junction.agent.execution import ExecutionResult, ToolCall
 from junction.agent.grade import AgentGrade, Measure
-from junction.agent.graders import (agent_outcomes, grade_agent, gradable, grader_for,
-                                    prompt_layout)
+from junction.agent.graders import agent_outcomes, gradable, grade_agent, grader_for, prompt_layout
 from junction.agent.prompt import BFCL_LAYOUT, parse_output, render_prompt
-from junction.agent.tau2_grading import (TAU2_LAYOUT, TAU2_OUTCOMES, gold_actions, match,
-                                         siblings)
+from junction.agent.tau2_grading import TAU2_LAYOUT, TAU2_OUTCOMES, gold_actions, match, siblings
 from junction.evidence.agent_measures import coupling_pairs, measure_lines, measure_tables
 from junction.resources import ToolResource
 from junction.strategies import make_strategy

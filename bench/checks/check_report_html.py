@@ -38,7 +38,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 _PROBE = """<script>
 window.addEventListener('load', function () {

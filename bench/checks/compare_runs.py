@@ -24,7 +24,7 @@ from typing import Any
 import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 
 def _without(value: Any, ignore: set[str]) -> Any:

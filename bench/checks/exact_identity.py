@@ -30,7 +30,7 @@ from junction.select import AutoJointSelector, BranchAndCutJointSelector
 from junction.select.instances import family_problem, gallo_problem, random_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 
 def _configs(large: bool) -> dict[str, object]:
@@ -84,8 +84,9 @@ def fingerprint(suites: bool) -> dict[str, dict]:
             records[f"{name}|{config}"] = _dump(selector.select(problem))
         print(f"  {name} {time.perf_counter() - began:.1f} s", file=sys.stderr, flush=True)
     if suites:
-        from junction.strategies import run_selector
         from junction_datasets import build_suite, get_suite, suite_names
+
+        from junction.strategies import run_selector
 
         selector = AutoJointSelector(time_limit_s=None)
         for suite in suite_names():

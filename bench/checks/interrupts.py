@@ -50,6 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
 from results import write_results  # noqa: E402
+
 FAULTS = ("sigint", "sigterm", "group", "twice", "server", "unit")
 ARGS = ["bench", "--suite", "synthetic", "--strategy", "exact", "--strategy", "fixed_split",
         "--batch-size", "5"]
@@ -180,7 +181,7 @@ def main() -> None:
                 for name, path in checkouts:
                     r = run_fault(path, fault, args.after, args.limit)
                     print(f"{fault:8} {name:8} {r['seconds']:>6} {r['rc']:>4} "
-                          f"{r['stderr_lines']:>5} {str(r['status']):12} "
+                          f"{r['stderr_lines']:>5} {r['status']!s:12} "
                           f"{r['units_written']:>5} {r['after_signal']:>6} {r['tmp_left']:>3} "
                           f"{r['left']:>4}  {r['last']}", flush=True)
                     runs.append({"fault": fault, "checkout": name, **r})

@@ -32,11 +32,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from llama_cpp import Llama  # noqa: E402
 from results import write_results  # noqa: E402
 
 from junction.agent.graders import gradable, prompt_layout  # noqa: E402
 from junction.agent.llm import LlamaAgent, kept_prefix  # noqa: E402
-from llama_cpp import Llama  # noqa: E402
 from junction.agent.prompt import BFCL_LAYOUT, fit_prompt  # noqa: E402
 from junction.evaluate import scale_budget  # noqa: E402
 from junction.models import file_sha256, resolve_model_path  # noqa: E402

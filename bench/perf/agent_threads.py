@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from junction_datasets import build_suite  # noqa: E402
 from results import write_results  # noqa: E402
 
 from junction.agent.graders import gradable, prompt_layout  # noqa: E402
@@ -35,7 +36,6 @@ from junction.agent.prompt import BFCL_LAYOUT, fit_prompt  # noqa: E402
 from junction.evaluate import scale_budget  # noqa: E402
 from junction.models import file_sha256, resolve_model_path  # noqa: E402
 from junction.strategies import make_strategy  # noqa: E402
-from junction_datasets import build_suite  # noqa: E402
 
 BFCL_SUITES = ("bfcl-multiple", "bfcl-live-multiple", "bfcl-irrelevance", "bfcl-memory")
 BATCH = 512

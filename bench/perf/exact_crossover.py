@@ -27,15 +27,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # exact_solver.py beside it
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from exact_solver import SOLVER_FIELDS  # noqa: E402
 from results import write_results  # noqa: E402
 
-from exact_solver import SOLVER_FIELDS  # noqa: E402
-from junction.select.instances import random_problem  # noqa: E402
 from junction.select import (  # noqa: E402
     BranchAndCutJointSelector,
     CombinatorialJointSelector,
     EnumerationJointSelector,
 )
+from junction.select.instances import random_problem  # noqa: E402
 
 ENUMERATION_MAX = 20
 

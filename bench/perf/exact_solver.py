@@ -73,17 +73,17 @@ from scipy.sparse import csr_array
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # qkp_bounds.py beside it
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from qkp_bounds import root_bounds
+from results import write_results
 
-from junction.select import (  # noqa: E402
+from junction.select import (
     AutoJointSelector,
     BranchAndCutJointSelector,
     EnumerationJointSelector,
     JointProblem,
 )
-from qkp_bounds import root_bounds  # noqa: E402
-from junction.select.exact.milp_reference import MilpJointSelector  # noqa: E402
-from junction.select.instances import FAMILIES, family_problem, gallo_problem, random_problem  # noqa: E402,F401
+from junction.select.exact.milp_reference import MilpJointSelector
+from junction.select.instances import FAMILIES, family_problem, gallo_problem, random_problem  # noqa: F401
 
 SOLVER_FIELDS = {"strategy", "solve_time_ms", "subsets_examined", "subsets_feasible",
                  "lp_iterations", "status", "gap"}

@@ -17,13 +17,14 @@ import json
 import sys
 from pathlib import Path
 
+from junction_datasets import build_suite, get_suite, suite_names
+
 from junction.select import AutoJointSelector
 from junction.select.exact import DEFAULT_WORK_LIMIT
 from junction.strategies import run_selector
-from junction_datasets import build_suite, get_suite, suite_names
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 
 def measure(seeds: list[int]) -> list[dict]:

@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
-from flows.environment import configure_prefect_env  # noqa: E402
+from flows.environment import configure_prefect_env
 
 configure_prefect_env(logging_level="WARNING")
 
@@ -32,9 +32,10 @@ STRATEGIES = ["adaptive_split", "exact", "fixed_split"]
 
 def run_loop(root: str, n_tasks: int, batch_size: int) -> float:
     from junction_datasets import build_suite, get_suite
-    from junction.units import UnitSpec
+
     from flows.workers import run_unit_now
     from junction.evidence.warehouse import Warehouse
+    from junction.units import UnitSpec
 
     start = time.perf_counter()
     built = build_suite("synthetic", seed=0, size=n_tasks)

@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.
 from results import write_results  # noqa: E402
 
 from junction.judge import RETRIEVAL_INSTRUCTION, JudgeConfig, load_judge  # noqa: E402
-from junction.strategies.judge_admission import STRATEGY_JUDGE_CONFIG, candidate_text  # noqa: E402
-from junction.strategies import candidate_pools  # noqa: E402
 from junction.models import EMBEDDED_MODELS, resolve_model_path  # noqa: E402
+from junction.strategies import candidate_pools  # noqa: E402
+from junction.strategies.judge_admission import STRATEGY_JUDGE_CONFIG, candidate_text  # noqa: E402
 
 
 def _inputs(n: int) -> tuple[str, list[str]]:

@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
 from results import write_results  # noqa: E402
+
 JUNCTION = str(Path(sys.executable).parent / "junction")
 START = ("import os, time\n"
          "from flows.environment import configure_prefect_env\n"

@@ -25,7 +25,7 @@ from junction.select.exact.search import Search
 from junction.select.instances import FAMILIES, family_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 
 def root_bounds(problem: JointProblem, product_rows: bool = True, cycle_cuts: bool = True,

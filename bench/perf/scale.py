@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
-from flows.environment import configure_prefect_env  # noqa: E402
+from flows.environment import configure_prefect_env
 
 configure_prefect_env(logging_level="WARNING")
 

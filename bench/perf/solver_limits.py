@@ -27,7 +27,7 @@ from junction.select import AutoJointSelector
 from junction.select.instances import family_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 DEFAULT_RUNS = ("gallo:400:0.5:3:10", "gallo:200:0.5:4:10", "gallo:200:0.5:4:60")
 """family:candidates:density:seed:time limit (s)."""

@@ -140,7 +140,7 @@ def _print_report(folder: Path, wall: float, cpu: float, top: int, pytest_pid: i
                "top_tests_cpu": [{"test": r["id"], "wall_s": round(r["wall"], 1),
                                   "cpu_s": round(r["cpu"], 1)}
                                  for r in sorted(rows, key=lambda r: -r["cpu"])[:top]]}
-    print(f"\n| test (most worker CPU) | wall s | worker CPU s |\n|---|---|---|")
+    print("\n| test (most worker CPU) | wall s | worker CPU s |\n|---|---|---|")
     for row in sorted(rows, key=lambda r: -r["cpu"])[:top]:
         print(f"| {row['id']} | {row['wall']:.1f} | {row['cpu']:.1f} |")
     processes = folder / "processes.jsonl"

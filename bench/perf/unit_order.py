@@ -33,9 +33,10 @@ from pathlib import Path
 import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
-from compare_runs import compare  # noqa: E402
+from compare_runs import compare
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_ID = "unit-order"

@@ -52,18 +52,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+from junction_datasets import build_suite, calibration_tasks, get_suite  # noqa: E402
 from results import write_results  # noqa: E402
 
+from junction.agent.generations import AgentCache  # noqa: E402
 from junction.agent.llm import AgentConfig, LlamaAgent, LLMExecutor  # noqa: E402
 from junction.agent.prompt import fit_prompt, render_prompt  # noqa: E402
-from junction.agent.generations import AgentCache  # noqa: E402
 from junction.environment import state_dir  # noqa: E402
 from junction.evaluate import evaluate_batch  # noqa: E402
-from junction.units import UnitSpec  # noqa: E402
+from junction.evidence.verdicts import paired_comparison  # noqa: E402
 from junction.models import file_sha256, resolve_model_path  # noqa: E402
 from junction.strategies import make_strategy, reference_strategies  # noqa: E402
-from junction.evidence.verdicts import paired_comparison  # noqa: E402
-from junction_datasets import build_suite, calibration_tasks, get_suite  # noqa: E402
+from junction.units import UnitSpec  # noqa: E402
 
 DEFAULT_SUITES = ("bfcl-multiple", "bfcl-live-multiple", "bfcl-irrelevance", "bfcl-memory")
 DEFAULT_STRATEGIES = ("adaptive_split", "exact", "fixed_split", "bfcl_listed")

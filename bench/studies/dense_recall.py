@@ -30,7 +30,7 @@ from pathlib import Path
 import ir_measures
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -95,9 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["JUNCTION_TAU2_DATA"] = str(args.tau2_data.resolve())
     state = tempfile.mkdtemp(prefix="junction-dense-bench-")
     os.environ["JUNCTION_STATE_DIR"] = state  # a cold vector cache: the embedding is timed
+    from junction_datasets import SUITES, build_suite
+
     from junction.candidates import context_text, tool_text
     from junction.dense import _EMBEDDER, embed_texts, passages
-    from junction_datasets import SUITES, build_suite
 
     suites = ["bfcl-memory"]
     if SUITES["tau2-banking"].unavailable_reason() is None:

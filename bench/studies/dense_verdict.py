@@ -31,7 +31,7 @@ from junction.evidence.crossfit import corrected_cv_interval, cross_fitted_verdi
 from junction.evidence.store import TraceStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 COLUMNS = ("strategy", "task_id", "seed", "repetition", "fold", "budget_scale", "success",
            "suite", "context_candidates", "gold_context_ids", "pool_rule")

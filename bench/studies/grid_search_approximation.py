@@ -36,17 +36,18 @@ import sys
 import time
 from pathlib import Path
 
-from junction.candidates import DEFAULT_POOL_RULE
-from junction.learned import grid, utility
-from junction.learned.crossfit import DEFAULT_FOLDS, fold_assignment
 from junction_datasets import build_suite
 from junction_datasets import tau2_banking as tb
 
+from junction.candidates import DEFAULT_POOL_RULE
+from junction.learned import grid, utility
+from junction.learned.crossfit import DEFAULT_FOLDS, fold_assignment
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tau2_anchors import data_arguments  # noqa: E402
+from tau2_anchors import data_arguments
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 SEARCHES = tuple(s for s in grid.SEARCHES if s != grid.OPTIMAL_SEARCH)
 """The approximate searches compared with the exact one (``junction.learned.grid.SEARCHES``)."""

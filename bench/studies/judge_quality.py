@@ -51,7 +51,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
 from results import write_results  # noqa: E402
-
 from scipy.stats import mannwhitneyu  # noqa: E402
 
 from junction.candidates import bm25_scores  # noqa: E402
@@ -66,7 +65,7 @@ from junction.strategies.judge_admission import (  # noqa: E402
 )
 
 try:  # the q8_0 floor measured for Gemma 3 270M (a per-model floor may replace it)
-    from junction.judge.scorer import NOISE_FLOOR_LOGITS  # noqa: E402
+    from junction.judge.scorer import NOISE_FLOOR_LOGITS
 except ImportError:  # pragma: no cover
     NOISE_FLOOR_LOGITS = {"q8_0": 0.22}
 

@@ -40,18 +40,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
-
 import numpy as np  # noqa: E402
+from junction_datasets import build_suite, get_suite, suite_family, training_source  # noqa: E402
+from results import write_results  # noqa: E402
 from sklearn.calibration import calibration_curve  # noqa: E402
 from sklearn.metrics import brier_score_loss, roc_auc_score  # noqa: E402
 
 from junction.agent.execution import execute  # noqa: E402
-from junction.verifiers import verify  # noqa: E402
+from junction.evidence.verdicts import paired_comparison  # noqa: E402
 from junction.learned.features import candidate_labels  # noqa: E402
 from junction.strategies import candidate_pools, make_strategy  # noqa: E402
-from junction.evidence.verdicts import paired_comparison  # noqa: E402
-from junction_datasets import build_suite, get_suite, suite_family, training_source  # noqa: E402
+from junction.verifiers import verify  # noqa: E402
 
 SUITES = ("bfcl-multiple", "bfcl-live-multiple", "bfcl-parallel-multiple", "bfcl-irrelevance",
           "bfcl-memory")

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 DEFAULT_QUERY = "How do I declare a function parameter that can be None?"
 
@@ -66,10 +66,11 @@ def page_figures(module: str, query: str, budget: int, top_k: int) -> dict:
 
 def suite_figures(size: int) -> dict:
     """``bm25_top_k`` and ``judge_top_k`` on ``size`` bfcl-memory-pages tasks (docstring)."""
-    from junction.evaluate import evaluate_batch
-    from junction.units import UnitSpec
-    from junction.strategies import make_strategy
     from junction_datasets import build_suite, get_suite
+
+    from junction.evaluate import evaluate_batch
+    from junction.strategies import make_strategy
+    from junction.units import UnitSpec
 
     tasks = build_suite("bfcl-memory-pages", seed=0, size=size).tasks
     pool_limit = get_suite("bfcl-memory-pages").pool_limit

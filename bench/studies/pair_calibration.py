@@ -27,17 +27,18 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from junction_datasets import build_suite
+from junction_datasets import tau2_banking as tb
 
 from junction.candidates import candidate_pools
 from junction.learned.features import pair_features
 from junction.learned.utility import TAU_GRID
-from junction_datasets import build_suite
-from junction_datasets import tau2_banking as tb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tau2_anchors import data_arguments, fit_family_model  # noqa: E402
+from tau2_anchors import data_arguments, fit_family_model
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 BIN_EDGES = (0.0, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.2, 0.5, 1.0)
 """Reliability bins of p(pair): log-spaced below 0.01, where almost every pair sits."""

@@ -28,19 +28,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from dataclasses import replace
 
-from dataclasses import replace  # noqa: E402
+from results import write_results
 
-from junction.agent.generations import AgentCache  # noqa: E402
-from junction.agent.graders import grade_agent, gradable  # noqa: E402
-from junction.agent.prompt import PromptLayout  # noqa: E402
-from junction.agent.tau2_grading import TAU2_LAYOUT  # noqa: E402
-from junction.agent.llm import AgentConfig, LlamaAgent, LLMExecutor  # noqa: E402
-from junction.evidence.verdicts import paired_comparison  # noqa: E402
-from junction.models import file_sha256, resolve_model_path  # noqa: E402
-from junction.strategies.references import gold_tools_and_siblings, naming_documents  # noqa: E402
-from junction.suites import SUITES  # noqa: E402
+from junction.agent.generations import AgentCache
+from junction.agent.graders import gradable, grade_agent
+from junction.agent.llm import AgentConfig, LlamaAgent, LLMExecutor
+from junction.agent.prompt import PromptLayout
+from junction.agent.tau2_grading import TAU2_LAYOUT
+from junction.evidence.verdicts import paired_comparison
+from junction.models import file_sha256, resolve_model_path
+from junction.strategies.references import gold_tools_and_siblings, naming_documents
+from junction.suites import SUITES
 
 CONDITIONS = ("gold_tools_only", "gold_tools_documents")
 

@@ -30,20 +30,19 @@ from pathlib import Path
 
 import bm25s
 import numpy as np
-
-from junction.candidates import Candidate
-from junction.evaluate import scale_budget
-from junction.agent.execution import ExecutionResult
-from junction.verifiers import verify
-from junction.evidence.metrics import pair_coverage, set_recall
-from junction.select import AdaptiveSplitBaseline, AutoJointSelector, JointProblem
-from junction.candidates import CandidatePools, candidate_pools
-from junction.strategies.base import joint_problem
 from junction_datasets import build_suite, family_training_tasks
 from junction_datasets import tau2_banking as tb
 
+from junction.agent.execution import ExecutionResult
+from junction.candidates import Candidate, CandidatePools, candidate_pools
+from junction.evaluate import scale_budget
+from junction.evidence.metrics import pair_coverage, set_recall
+from junction.select import AdaptiveSplitBaseline, AutoJointSelector, JointProblem
+from junction.strategies.base import joint_problem
+from junction.verifiers import verify
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 SCALES = (0.5, 1.0, 2.0)
 

@@ -39,20 +39,22 @@ from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
+from junction_datasets import tau2_banking as tb
+
 from junction.evaluate import evaluate_batch
-from junction.units import UnitSpec
 from junction.evidence.crossfit import cross_fitted_verdicts
 from junction.learned import utility
 from junction.learned.crossfit import DEFAULT_FOLDS, CrossFitFold, fold_assignment
 from junction.strategies.learned import LearnedStrategy, TrainingSource
 from junction.text import CJK_CHARS, THAI_CHARS
 from junction.tokens import DEFAULT_TOKEN_COUNTER
-from junction_datasets import tau2_banking as tb
+from junction.units import UnitSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tau2_anchors import data_arguments  # noqa: E402
+from tau2_anchors import data_arguments
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 SCALES = (0.5, 1.0, 2.0)
 PAIR = ("learned_exact", "learned_split")

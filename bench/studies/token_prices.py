@@ -83,6 +83,7 @@ def bfcl_sample() -> dict[str, list[str]]:
     """BFCL's own text, read from the installed ``bfcl-eval`` data: rendered tool schemas
     and memory contexts (the rows of ``ratios`` after the scripts)."""
     from junction_datasets.bfcl import memory_suite, multiple_suite
+
     from junction.tokens import render_tool_schema
 
     schemas = {t.id: render_tool_schema(t.id, t.description, t.json_schema)
