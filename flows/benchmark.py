@@ -14,10 +14,11 @@ run are in ``flows.preflight``; the task runners and the entry points that run t
 """
 
 import contextlib
+import dataclasses
 import itertools
 import queue
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +33,7 @@ from prefect.cache_policies import NO_CACHE
 from flows import interrupts
 from flows.interrupts import RunInterrupted
 from flows.plan import REPORT_LEFT_OUT, RunPlan, new_run_id
-from flows.preflight import check_resume, check_writable
+from flows.preflight import check_resume, check_writable, prepared_for
 from flows.run_record import finish_run, start_run
 from flows.sampling import LoadedSuite, agent_sample, capped, short_agent_sample
 from flows.workers import run_unit_now
@@ -165,10 +166,13 @@ def write_run_report(root: str, reports_root: str, run_id: str,
 
 # --------------------------------------------------------------------------- the flow
 
-def load_suites(plan: RunPlan) -> list[LoadedSuite]:
+def load_suites(plan: RunPlan, files: Sequence[SuiteBuild] | None = None
+                ) -> list[LoadedSuite]:
     """Build (and so validate) every suite of the plan, with each strategy cap's sample and
-    the agent's, before anything is written. Raises ``DatasetError`` for a malformed suite
-    and ``JunctionError`` for a suite file whose suite name is already taken."""
+    the agent's, before anything is written; ``files``: the plan's suite files as already
+    read (``flows.preflight.PreparedRun.suite_files``, every task; None: read them here).
+    Raises ``DatasetError`` for a malformed suite and ``JunctionError`` for a suite file
+    whose suite name is already taken."""
     caps = sorted(set(plan.strategy_size.values()))
     loaded: list[LoadedSuite] = []
     for name in plan.suites:
@@ -189,8 +193,10 @@ def load_suites(plan: RunPlan) -> list[LoadedSuite]:
                 agent_ids=agent_ids, folds=_folds(plan, info, seed),
                 agent_short=_short(key, built.tasks, plan.agent_size, agent_ids)))
     taken = {s.key for s in loaded}
-    for path in plan.suite_files:
-        built = load_file_suite(path, None if plan.full else plan.size)
+    size = None if plan.full else plan.size
+    for i, path in enumerate(plan.suite_files):
+        built = (load_file_suite(path, size) if files is None  # as load_suite_file keeps:
+                 else dataclasses.replace(files[i], tasks=files[i].tasks[:size]))
         name = check_name(built.tasks[0].suite, f"suite of {path}")
         if name in SUITES or name in taken:
             raise JunctionError(f"{path}: suite name {name!r} is already taken; rename it")
@@ -318,10 +324,14 @@ def benchmark(plan: RunPlan, run_id: str | None = None,
     fails after it started is marked ``failed`` in its run.json.
     """
     interrupts.reinstall()  # Prefect swapped the SIGTERM handler for the flow run
-    run_id = check_name(run_id, "run_id") if run_id else new_run_id()
-    check_writable(plan.output_root)
-    check_resume(plan, run_id)
-    suites = load_suites(plan)  # before anything is written
+    prepared = prepared_for(plan, run_id)  # the caller's checks (flows.runners.run_prepared)
+    if prepared is None:  # called directly, or a scheduled run: check what a run needs
+        run_id = check_name(run_id, "run_id") if run_id else new_run_id()
+        check_writable(plan.output_root)
+        check_resume(plan, run_id)
+    else:
+        run_id = prepared.run_id
+    suites = load_suites(plan, None if prepared is None else prepared.suite_files)
     store = TraceStore(plan.output_root)
     meta = start_run(store, plan, run_id, suites)
     interrupts.track(root=plan.output_root, meta=meta, reports=plan.reports_root)

@@ -25,7 +25,13 @@ import typer
 from flows.cli_admit import admit
 from flows.cli_judge import judge_app
 from flows.cli_models import models_app
-from flows.cli_run import WAREHOUSE_OPTION, bench, invoked_as, reports_root, warehouse_root
+from flows.cli_run import (
+    WAREHOUSE_OPTION,
+    PlanCommands,
+    invoked_as,
+    reports_root,
+    warehouse_root,
+)
 from flows.cli_text import echo, require_text, terminal_safe
 from flows.environment import configure_prefect_env
 from junction.environment import state_dir
@@ -34,7 +40,8 @@ from junction.errors import JunctionError
 with contextlib.suppress(JunctionError):  # a state folder that is a file: main() says so
     configure_prefect_env(logging_level="WARNING")  # before anything imports prefect
 
-app = typer.Typer(
+app = typer.Typer(  # bench and serve: made when named (flows.cli_run.PlanCommands)
+    cls=PlanCommands,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -45,7 +52,6 @@ app.add_typer(demo_app, name="demo")
 app.add_typer(judge_app, name="judge")
 app.add_typer(models_app, name="models")
 app.command("admit")(admit)
-app.command("bench")(bench)
 
 
 def _demo_coupling_result() -> dict:
@@ -344,37 +350,6 @@ def _nested_as_json(table):
             table = table.set_column(i, pa.field(field.name, pa.string()),
                                      pa.array(texts, pa.string()))
     return table
-
-
-@app.command()
-def serve(
-    cron: str = typer.Option(..., "--cron", help='Cron schedule, e.g. "0 3 * * *".'),
-    name: str = typer.Option("junction-scheduled", "--name", help="Deployment name."),
-    suite: list[str] = typer.Option(None, "--suite",
-                                    help="Suite name (repeatable; default: all)."),
-    strategy: list[str] = typer.Option(None, "--strategy",
-                                       help="Strategy (repeatable; default: the catalog's "
-                                            "default plan, `junction strategies`)."),
-) -> None:
-    """Serve the benchmark flow on a cron schedule (needs `prefect server start`; \
-see docs/usage.md)."""
-    from prefect.client.schemas.schedules import CronSchedule
-    from prefect.settings import PREFECT_API_URL
-
-    try:
-        CronSchedule(cron=cron)
-    except ValueError as exc:
-        message = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
-        raise JunctionError(f"invalid --cron {cron!r}: {message}") from None
-    if not PREFECT_API_URL.value():
-        raise JunctionError("scheduled runs need a Prefect server: run `prefect server start` "
-                            "and set PREFECT_API_URL=http://127.0.0.1:4200/api (see docs/usage.md)")
-    from flows.benchmark import benchmark
-    from flows.plan import RunPlan
-
-    given = {"suites": suite or None, "strategies": strategy or None}
-    RunPlan.build(**given)  # refuse a bad name now; each scheduled run fills its defaults
-    benchmark.serve(name=name, cron=cron, parameters={"plan": given})
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:

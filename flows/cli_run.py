@@ -10,22 +10,45 @@ stderr naming the log file; a mistake before it is one line as before.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import shlex
 import shutil
 import sys
-from enum import StrEnum
+from collections.abc import Callable
+from enum import Enum, StrEnum
 from pathlib import Path
+from types import UnionType
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from flows import interrupts, run_log, server
 from flows.cli_text import echo
 from junction.environment import PROJECT_ROOT, check_folder
 from junction.errors import JunctionError, UnknownNameError
 
-__all__ = ["WAREHOUSE_OPTION", "bench", "invoked_as", "parse_data_folders", "reports_root",
-           "resume_command", "warehouse_root"]
+if TYPE_CHECKING:
+    from typer._click import Command, Context  # typer 0.29 vendors click: its groups' own types
+
+    from flows.plan import RunPlan
+    from flows.preflight import PreparedRun
+
+__all__ = ["PLAN_ALIASES", "PLAN_COMMANDS", "WAREHOUSE_OPTION", "PlanCommands", "bench",
+           "invoked_as", "parse_data_folders", "plan_command", "plan_from_options",
+           "plan_option", "plan_options", "reports_root", "resolve_roots", "resume_command",
+           "serve", "warehouse_root"]
 
 _STOP_DRAIN_S = 5.0
 """Seconds Prefect's event and log workers get to send what they hold at the end of a run
@@ -61,10 +84,139 @@ def _root(given: str | None, option: str, variable: str, default: str,
 WAREHOUSE_OPTION = typer.Option(None, "--warehouse", help="Traces root: a folder or an fsspec "
                                 "URL (default: $JUNCTION_WAREHOUSE or ./warehouse).")
 
+PLAN_ALIASES: dict[str, tuple[Any, Any]] = {
+    "repetitions": (int | None, typer.Option(
+        None, "--repetitions", min=1, metavar="R",
+        help="Seeds 0..R-1: R repetitions of the cross-fitting fold draw (not with --seed).")),
+    "tau2_data": (Path | None, typer.Option(
+        None, "--tau2-data", metavar="PATH",
+        help="Alias of --data tau2-banking=PATH: a tau2-bench checkout or its "
+             "banking_knowledge folder (default: $JUNCTION_TAU2_DATA).")),
+}
+"""The options of ``bench`` and ``serve`` beside the ``RunPlan`` fields, each another way to
+give one: name -> (type, typer option)."""
 
-class Runner(StrEnum):
-    thread = "thread"
-    dask = "dask"
+
+def _cli_type(annotation: Any) -> Any:
+    """The command-line type of a ``RunPlan`` field's annotation: constraints and None
+    dropped, a list of its items' type, a dict as ``KEY=VALUE`` texts, a ``Literal`` as a
+    choice (an enum of its values)."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _cli_type(args[0])
+    if origin in (Union, UnionType):
+        return _cli_type(next(a for a in args if a is not type(None)))
+    if origin is list:
+        return list[_cli_type(args[0])]  # type: ignore[misc]
+    if origin is dict:
+        return list[str]
+    return StrEnum("Choice", {v: v for v in args}) if origin is Literal else annotation
+
+
+def plan_option(name: str) -> Any:
+    """The typer option of ``RunPlan`` field ``name``, all read off the field: its flag and
+    value name (``flows.plan.Cli``), help (the field's description) and default
+    (``flows.plan.cli_default``)."""
+    from flows.plan import RunPlan, cli_default, cli_option
+
+    field, cli = RunPlan.model_fields[name], cli_option(name)
+    assert cli is not None, f"RunPlan.{name} has no Cli marker"
+    return typer.Option(cli_default(name), cli.flag, help=field.description,
+                        metavar=cli.metavar, show_default=cli_default(name) is not None)
+
+
+def plan_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``command(options, **own)`` as a typer command whose options are its own
+    parameters, then one per ``RunPlan`` field (``plan_option``) and ``PLAN_ALIASES``:
+    ``options`` holds the latter's values by name (``plan_from_options`` reads them)."""
+    from flows.plan import RunPlan
+
+    own = [p for p in inspect.signature(command).parameters.values() if p.name != "options"]
+    hints = get_type_hints(command)
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    added = [*((n, _cli_type(f.annotation), plan_option(n))
+               for n, f in RunPlan.model_fields.items()),
+             *((n, kind, option) for n, (kind, option) in PLAN_ALIASES.items())]
+
+    @functools.wraps(command)
+    def wrapper(**values: Any) -> None:
+        options = {n: values.pop(n) for n, _, _ in added}
+        command(options, **values)
+
+    wrapper.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [*(p.replace(kind=keyword) for p in own),
+         *(inspect.Parameter(n, keyword, default=o, annotation=t) for n, t, o in added)])
+    wrapper.__annotations__ = {**{p.name: hints[p.name] for p in own},
+                               **{n: t for n, t, _ in added}}
+    return wrapper
+
+
+PLAN_COMMANDS: dict[str, Callable[..., None]] = {}
+"""The commands that take a plan's options (``plan_options``), by name: filled below."""
+
+
+class PlanCommands(TyperGroup):
+    """A typer group (``typer.Typer(cls=PlanCommands)``) whose ``PLAN_COMMANDS`` are made
+    when first named: making their options reads ``RunPlan``, whose module imports the
+    catalogs and the retrieval stack (about 2 s of start-up that every other command,
+    ``junction runs`` say, does not pay)."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        names = super().list_commands(ctx)
+        return [*names, *(n for n in PLAN_COMMANDS if n not in names)]
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        if cmd_name in PLAN_COMMANDS and cmd_name not in self.commands:
+            self.add_command(plan_command(cmd_name), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+def plan_command(name: str) -> TyperCommand:
+    """The click command ``junction NAME`` of ``PLAN_COMMANDS[name]`` with its plan options
+    (``plan_options``), made as typer makes a registered command."""
+    from typer.core import DEFAULT_MARKUP_MODE
+    from typer.main import get_command_from_info
+    from typer.models import CommandInfo
+
+    command = get_command_from_info(
+        CommandInfo(name=name, callback=plan_options(PLAN_COMMANDS[name])),
+        pretty_exceptions_short=True, rich_markup_mode=DEFAULT_MARKUP_MODE)
+    assert isinstance(command, TyperCommand)  # typer's default command class
+    return command
+
+
+def resolve_roots(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with the traces and reports roots resolved as the user set them
+    (``warehouse_root``, ``reports_root`` writable: the option, else its environment
+    variable, else the default): one line for a folder that cannot be used."""
+    return {**options, "output_root": warehouse_root(options["output_root"]),
+            "reports_root": reports_root(options["reports_root"], writable=True)}
+
+
+def plan_from_options(options: dict[str, Any]) -> RunPlan:
+    """The ``RunPlan`` of ``bench``'s or ``serve``'s options (``plan_options``; roots
+    resolved by ``resolve_roots``): a repeatable option not given is the default plan's,
+    ``STRATEGY=VALUE`` and ``SUITE=PATH`` options parsed, ``--repetitions`` as seeds,
+    ``--tau2-data`` as a data folder, paths resolved. One ``JunctionError`` line for a
+    mistake (``RunPlan.build``)."""
+    from flows.plan import RunPlan
+
+    given: dict[str, Any] = {  # a choice as its value; a repeatable option not given: None
+        k: v.value if isinstance(v, Enum) else (v or None) if isinstance(v, list) else v
+        for k, v in options.items()}
+    repetitions, tau2_data = given.pop("repetitions"), given.pop("tau2_data")
+    data_folders = parse_data_folders(given["data_folders"], tau2_data)
+    if repetitions is not None and given["seeds"]:
+        raise JunctionError("--repetitions R means seeds 0..R-1; give it or --seed, not both")
+    url = given["agent_url"]
+    return RunPlan.build(**{
+        **given, "data_folders": data_folders,
+        "seeds": list(range(repetitions)) if repetitions is not None else given["seeds"],
+        "suite_files": [str(Path(p).resolve()) for p in given["suite_files"] or []] or None,
+        "strategy_size": _strategy_option(given["strategy_size"], "--strategy-size", int),
+        "strategy_scales": _strategy_option(given["strategy_scales"], "--strategy-scale",
+                                            float),
+        "agent_model": given["agent_model"] if url else _agent_model(given["agent_model"])})
 
 
 def _strategy_option(values: list[str] | None, option: str, kind: type) -> dict | None:
@@ -88,10 +240,6 @@ def _strategy_option(values: list[str] | None, option: str, kind: type) -> dict 
         else:
             out.setdefault(name, []).append(parsed)
     return out
-
-
-def _strategy_scales(values: list[str] | None) -> dict | None:
-    return _strategy_option(values, "--strategy-scale", float)
 
 
 def parse_data_folders(values: list[str] | None, tau2_data: Path | None = None
@@ -142,110 +290,10 @@ def _agent_model(value: str | None) -> str | None:
     return value if value in EMBEDDED_MODELS else str(resolve_model_path(value).resolve())
 
 
-def bench(
-    suite: list[str] = typer.Option(None, "--suite", help="Suite name (repeatable; default: "
-                                    "all; `junction suites` lists them)."),
-    strategy: list[str] = typer.Option(None, "--strategy",
-                                       help="Strategy (repeatable; default: the catalog's "
-                                            "default plan, `junction strategies`)."),
-    seed: list[int] = typer.Option(None, "--seed", help="Suite seed (repeatable; default 0). "
-                                   "On a cross-fitted suite (tau2-banking) each seed is one "
-                                   "repetition: its own draw of the folds."),
-    repetitions: int = typer.Option(
-        None, "--repetitions", min=1, metavar="R",
-        help="Seeds 0..R-1: R repetitions of the cross-fitting fold draw (not with --seed)."),
-    folds: int = typer.Option(
-        None, "--folds", min=2, metavar="K",
-        help="Folds of the learned strategies' cross-fitting on a cross-fitted suite "
-             "(default 5)."),
-    pool: str = typer.Option(
-        None, "--pool", metavar="RULE",
-        help="Candidate pools every strategy sees (one that owns its rule, learned_named or "
-             "bm25_top_k, keeps it): bm25 (default), dense (all-MiniLM-L6-v2), hybrid (both, "
-             "reciprocal rank fusion) or bm25_named (BM25, the documents naming a pooled "
-             "tool added)."),
-    fit_search: str = typer.Option(
-        None, "--fit-search", metavar="SEARCH",
-        help="How the learned strategies' fits search λ × τ: optimal (the exact selector on "
-             "every grid point; default), or hybrid or local, about 4x faster and approximate, "
-             "so they may fit other models "
-             "(docs/measurement.md, \"Learned fit time\")."),
-    budget_scale: list[float] = typer.Option(
-        None, "--budget-scale", help="Token-budget multiplier (repeatable; default 0.5, 1, 2)."),
-    size: int = typer.Option(None, "--size", min=1,
-                             help="Tasks per suite (default: each suite's default size)."),
-    full: bool = typer.Option(False, "--full", help="Every task of every suite (no subsampling)."),
-    batch_size: int = typer.Option(100, "--batch-size", min=1, help="Tasks per work unit."),
-    run_id: str = typer.Option(None, "--run-id", help="Name the run; if a run of this id "
-                               "exists, complete it (same parameters only)."),
-    runner: Runner = typer.Option(Runner.thread, "--runner", help="Task runner."),
-    workers: int = typer.Option(None, "--workers", min=1,
-                                help="Workers (threads or Dask processes)."),
-    dask_address: str = typer.Option(None, "--dask-address",
-                                     help="Existing Dask scheduler address."),
-    suite_file: list[Path] = typer.Option(None, "--suite-file",
-                                          help="JSON Lines suite file (repeatable)."),
-    strategy_size: list[str] = typer.Option(
-        None, "--strategy-size", metavar="STRATEGY=N",
-        help="At most N tasks per suite for STRATEGY (repeatable). Default without --size/"
-             "--full: the catalog's caps (`junction strategies`); with either: none. `none` "
-             "lifts every cap."),
-    strategy_scale: list[str] = typer.Option(
-        None, "--strategy-scale", metavar="STRATEGY=F",
-        help="Run STRATEGY at budget scale F only (repeatable; F among --budget-scale). "
-             "Default without --budget-scale: the catalog's scales (`junction strategies`); "
-             "with it: none. `none` runs every strategy at every scale."),
-    agent_size: int = typer.Option(
-        None, "--agent-size", min=0,
-        help="Tasks per suite the language-model agent acts on (BFCL suites and "
-             "tau2-banking: the suites a grader grades), at budget scale 1 "
-             "(default: 1, for the budgeted strategies only; with --full: every task; with "
-             "--size: 0). Given, the agent acts for every strategy and reference. 0 runs no "
-             "agent."),
-    agent_strategy: list[str] = typer.Option(
-        None, "--agent-strategy", metavar="NAME",
-        help="A strategy the agent acts for (repeatable; among the run's strategies). "
-             "Default: every strategy with --agent-size or --full, the budgeted ones without."),
-    agent_model: str = typer.Option(
-        None, "--agent-model", metavar="PATH|NAME",
-        help="The agent's GGUF file or embedded model name (default: the embedded "
-             "Qwen2.5-Coder-0.5B-Instruct); with --agent-url, the model id the server "
-             "serves."),
-    agent_url: str = typer.Option(
-        None, "--agent-url", metavar="URL",
-        help="An OpenAI-compatible server's base URL (http://host:port/v1): the agent's "
-             "prompts go there. The API key, if any, comes from $JUNCTION_AGENT_API_KEY."),
-    agent_concurrency: int = typer.Option(
-        1, "--agent-concurrency", min=1, metavar="N",
-        help="Requests in flight to --agent-url at once."),
-    agent_context_tokens: int = typer.Option(
-        None, "--agent-context-tokens", metavar="N",
-        help="The --agent-url server's context window in tokens (default: as the server "
-             "reports it)."),
-    agent_timeout: float = typer.Option(
-        None, "--agent-timeout", metavar="S",
-        help="Seconds one generation on the --agent-url server may take (default 600)."),
-    agent_check_timeout: float = typer.Option(
-        None, "--agent-check-timeout", metavar="S",
-        help="Seconds each check of the --agent-url server before the run (its model list, "
-             "its window) may take (default 10, one retry)."),
-    agent_threads: int = typer.Option(
-        None, "--agent-threads", metavar="N", min=1,
-        help="llama.cpp threads of the embedded agent (default: the CPUs shared among the "
-             "unit workers: 1 with 2 workers on 2 cores, 2 with --workers 1). The same "
-             "answers on any count."),
-    data: list[str] = typer.Option(
-        None, "--data", metavar="SUITE=PATH",
-        help="The data folder of SUITE, a suite of third-party data never shipped "
-             "(repeatable; `junction suites` lists them, column data; default: the suite's "
-             "environment variable)."),
-    tau2_data: Path = typer.Option(
-        None, "--tau2-data", metavar="PATH",
-        help="Alias of --data tau2-banking=PATH: a tau2-bench checkout or its "
-             "banking_knowledge folder (default: $JUNCTION_TAU2_DATA)."),
-    warehouse: str = WAREHOUSE_OPTION,
-    reports: str = typer.Option(None, "--reports", help="Reports folder (default ./reports)."),
-) -> None:
+def bench(options: dict[str, Any],
+          run_id: str = typer.Option(None, "--run-id", help="Name the run; if a run of this "
+                                     "id exists, complete it (same parameters only).")
+          ) -> None:
     """Run the benchmark flow and write the report.
 
     With no options: every suite and every strategy of the default plan at budget scales
@@ -255,53 +303,29 @@ def bench(
     (BFCL, tau2-banking) for every strategy that respects the budget (the references' agent
     outcome: `make bench-agent`, `make bench-tau2-agent`).
     """
-    output_root = warehouse_root(warehouse)  # a file named: one line, before anything
-    reports_folder = reports_root(reports, writable=True)
-    if run_id and "://" not in output_root:  # a held run id: refused before anything loads
+    options = resolve_roots(options)  # a file named: one line, before anything
+    if run_id and "://" not in options["output_root"]:  # a held run id: refused at once
         from junction.evidence.locks import check_run_free
 
-        check_run_free(Path(output_root), run_id)
-    from flows.plan import RunPlan, unreadable_named_folders
-    from flows.preflight import prepare_run
+        check_run_free(Path(options["output_root"]), run_id)
+    import flows.preflight
+    from flows.plan import unreadable_named_folders
     from junction.evidence.store import TraceStore
 
-    data_folders = parse_data_folders(data, tau2_data)
-    if repetitions is not None and seed:
-        raise JunctionError("--repetitions R means seeds 0..R-1; give it or --seed, not both")
-    if repetitions is not None:
-        seed = list(range(repetitions))
-    plan = RunPlan.build(
-        suites=suite or None, strategies=strategy or None, seeds=seed or None,
-        budget_scales=budget_scale or None, size=size, full=full,
-        batch_size=batch_size, output_root=output_root,
-        reports_root=reports_folder, runner=runner.value,
-        workers=workers, dask_address=dask_address,
-        suite_files=[str(p.resolve()) for p in suite_file or []] or None,
-        strategy_size=_strategy_option(strategy_size, "--strategy-size", int),
-        strategy_scales=_strategy_scales(strategy_scale),
-        agent_size=agent_size, agent_strategies=agent_strategy or None,
-        agent_model=agent_model if agent_url else _agent_model(agent_model),
-        agent_url=agent_url, agent_concurrency=agent_concurrency,
-        agent_context_tokens=agent_context_tokens, agent_timeout=agent_timeout,
-        agent_check_timeout=agent_check_timeout, agent_threads=agent_threads,
-        **({} if folds is None else {"folds": folds}),
-        **({} if pool is None else {"pool": pool}),
-        **({} if fit_search is None else {"fit_search": fit_search}),
-        data_folders=data_folders,
-    )  # every check that needs no suite data: one error before anything starts
-    given_id, run_id = run_id, prepare_run(plan, run_id)  # suite files too: before the lock
+    plan = plan_from_options(options)  # every check that needs no suite data
+    run = flows.preflight.prepare_run(plan, run_id)  # suite files too: before the lock
     for name, reason in unreadable_named_folders(plan).items():  # the run goes on without
         echo(f"warning: {name} is left out of this run: {reason}", err=True)
     store = TraceStore(plan.output_root)
-    known = bool(given_id) and store.read_run_meta(run_id) is not None
-    if given_id:
-        typer.echo(f"{'resuming' if known else 'starting new'} run {run_id}")
-    with store.run_lock(run_id):  # before Prefect is imported: a second writer is told now
+    known = bool(run_id) and store.read_run_meta(run.run_id) is not None
+    if run_id:
+        typer.echo(f"{'resuming' if known else 'starting new'} run {run.run_id}")
+    with store.run_lock(run.run_id):  # before Prefect is imported: a 2nd writer is told now
         if known:  # a resumed run's unit file that cannot be read is run again
-            for path in store.unreadable_unit_files(run_id):
-                echo(f"warning: unit file {path} of run {run_id} cannot be read (corrupt or "
-                     "truncated); its unit runs again", err=True)
-        result = _run(plan, run_id)
+            for path in store.unreadable_unit_files(run.run_id):
+                echo(f"warning: unit file {path} of run {run.run_id} cannot be read (corrupt "
+                     "or truncated); its unit runs again", err=True)
+        result = _run(run)
     typer.echo(f"run {result['run_id']}: {result['tasks']} task evaluations in "
                f"{result['units']} units ({result['units_skipped']} already done)")
     typer.echo(f"report: {result['report']}")
@@ -309,7 +333,40 @@ def bench(
         typer.echo(f"page:   {Path(result['report']).with_name('report.html')}")
 
 
-def _run_with_progress(plan, run_id: str) -> dict:
+def serve(options: dict[str, Any],
+          cron: str = typer.Option(..., "--cron", help='Cron schedule, e.g. "0 3 * * *".'),
+          name: str = typer.Option("junction-scheduled", "--name", help="Deployment name.")
+          ) -> None:
+    """Serve the benchmark flow on a cron schedule (needs `prefect server start`; see
+    docs/usage.md). Takes every plan option of `junction bench`; the plan is resolved
+    now, environment variables and defaults included, and every scheduled run runs it."""
+    from prefect.client.schemas.schedules import CronSchedule
+    from prefect.settings import PREFECT_API_URL
+
+    try:
+        CronSchedule(cron=cron)
+    except ValueError as exc:
+        message = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
+        raise JunctionError(f"invalid --cron {cron!r}: {message}") from None
+    if not PREFECT_API_URL.value():
+        raise JunctionError("scheduled runs need a Prefect server: run `prefect server start` "
+                            "and set PREFECT_API_URL=http://127.0.0.1:4200/api (see "
+                            "docs/usage.md)")
+    import flows.preflight
+    from flows.benchmark import benchmark
+    from flows.runners import task_runner
+
+    plan = plan_from_options(resolve_roots(options))
+    flows.preflight.prepare_run(plan)  # a mistake is one line now, not at 3 am
+    runner = task_runner(plan.runner, plan.workers, plan.dask_address)
+    benchmark.with_options(task_runner=runner).serve(
+        name=name, cron=cron, parameters={"plan": plan.model_dump(mode="json")})
+
+
+PLAN_COMMANDS.update(bench=bench, serve=serve)
+
+
+def _run_with_progress(run: PreparedRun) -> dict:
     """Run a prepared plan (its run lock held) with a progress bar of units."""
     from rich.progress import Progress
 
@@ -322,14 +379,15 @@ def _run_with_progress(plan, run_id: str) -> dict:
         def advance(done: int, total: int) -> None:
             progress.update(bar, completed=done, total=total)
 
-        return fb.run_prepared(plan, run_id, progress=advance)
+        return fb.run_prepared(run, progress=advance)
 
 
-def _run(plan, run_id: str) -> dict:
+def _run(run: PreparedRun) -> dict:
     """Run the prepared plan with its log, signal handling and server watch in place.
     Faults become one ``JunctionError`` line naming the log; an interrupt exits here, and
     so does a fault that follows a Ctrl-C (a Dask worker the signal reached as it
     started, say): it is the interruption's."""
+    run_id = run.run_id
     log = run_log.log_path(run_id)
     interrupts.arm(run_id, resume_command(sys.argv, run_id))
     try:
@@ -338,7 +396,7 @@ def _run(plan, run_id: str) -> dict:
         run_log.route_to(log)
         server.send_stderr_to(log)
         server.watch(lambda pid, code: _server_exited(pid, code, run_id, log))
-        return _run_with_progress(plan, run_id)
+        return _run_with_progress(run)
     except interrupts.RunInterrupted:
         interrupts.exit_now(drain_s=1.0)
         raise  # not reached: exit_now ends the process

@@ -17,20 +17,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from junction_datasets import SUITES, get_suite, suite_names
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from junction.agent.remote import RemoteAgentConfig
 from junction.candidates import DEFAULT_POOL_RULE, check_pool_rule
 from junction.environment import PROJECT_ROOT, usable_cpus
-from junction.errors import JunctionError, UnknownNameError
+from junction.errors import JunctionError
 from junction.learned.crossfit import DEFAULT_FOLDS, MIN_FOLDS
 from junction.learned.grid import OPTIMAL_SEARCH, check_search
 from junction.strategies import STRATEGIES, default_strategies, strategy_info
@@ -52,9 +52,12 @@ __all__ = [
     "RESULT_NEUTRAL_PARAMS",
     "RUNNERS",
     "UNIT_LAYOUT_PARAMS",
+    "Cli",
     "ParamPolicy",
     "RunPlan",
     "StrategyStep",
+    "cli_default",
+    "cli_option",
     "default_agent_strategies",
     "default_suites",
     "field_policy",
@@ -224,130 +227,195 @@ def default_agent_threads(workers: int | None) -> int:
     return max(1, usable_cpus() // max(1, workers if workers is not None else 4))
 
 
+@dataclass(frozen=True)
+class Cli:
+    """How a ``RunPlan`` field is typed at the command line: a marker in the field's
+    ``Annotated`` metadata (``cli_option`` reads it). ``junction bench`` and ``junction
+    serve`` each make one option per field from it (``flows.cli_run.plan_options``), its
+    help the field's ``description`` and its default the field's (``cli_default``)."""
+
+    flag: str
+    """The option, ``--suite``; a list or dict field's is repeatable."""
+
+    metavar: str | None = None
+    """The value's name in the help (``STRATEGY=N``); None: typer's."""
+
+    env: str | None = None
+    """The environment variable the command line reads when the option is not given (then
+    the field's default): its option's default is None, and a scheduled run
+    (``junction serve``) reads it when the deployment is made."""
+
+
+FinitePositive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+"""A number that is finite and > 0 (a budget scale, seconds)."""
+
+_AGENT_ROOM = RemoteAgentConfig.max_tokens + 1
+"""A remote agent's context window must exceed this: its generated tokens and one."""
+
+
 class RunPlan(BaseModel):
     """A benchmark run's parameters, defaults filled in and checked.
 
-    Fields (the recorded ``params`` of run.json, in this order):
+    Each field is one option of ``junction bench`` and ``junction serve``, declared once on
+    the field: its type and constraints (pydantic), its help (``description``), its
+    ``ParamPolicy`` (result-neutral, unit layout, machine path, when ``params`` leaves it
+    out) and its ``Cli`` marker (flag, value name, environment variable). The recorded
+    ``params`` of run.json are the fields, in this order.
 
-    - ``suites``/``strategies``: registry names, sorted (default: ``default_suites()``, or
-      none when ``suite_files`` are given; the catalog's default strategies)
-    - ``seeds``: suite seeds (default [0]); ``budget_scales``: multipliers of every task's
-      own token budget (default ``DEFAULT_BUDGET_SCALES``)
-    - ``size``: tasks per suite (None: the suite's registered ``default_size``,
-      ``junction_datasets.SuiteInfo``); ``full``: every task
-    - ``strategy_size``: strategy -> at most this many tasks per suite (the suite's own
-      sample of that size); ``strategy_scales``: strategy -> its budget scales (a subset of
-      ``budget_scales``). None: the default plan (``DEFAULT_STRATEGY_SIZE`` without
-      ``size``/``full``, ``DEFAULT_STRATEGY_SCALES`` without budget scales), limited to the
-      strategies that run; ``{}``: no limit
-    - ``batch_size``: tasks per work unit; ``output_root``/``reports_root``: traces and
-      reports; ``runner``/``workers``/``dask_address``: the task runner
-    - ``suite_files``: JSON Lines suite files (``junction_datasets.jsonl``), sorted
-    - ``agent_size``: tasks per suite the agent acts on (a suite an agent grader grades)
-      (None given: 1, or every task with ``full`` (stored None), or 0 with an explicit
-      ``size``); ``agent_model``: a GGUF
-      path or embedded model name (None: the default), or with ``agent_url`` (an
-      OpenAI-compatible base URL) the server's model id; ``agent_concurrency``: requests in
-      flight to that server; ``agent_context_tokens``: its context window in tokens (None:
-      as the server reports it, ``junction.agent.remote.RemoteAgent.context_window``;
-      recorded in ``params`` only when given); ``agent_timeout``: seconds one generation
-      on that server may take (None: ``RemoteAgentConfig.timeout_s``); ``agent_check_timeout``:
-      seconds each check of that server before the run may take (None:
-      ``RemoteAgentConfig.check_timeout_s``, short so that a server that never answers is
-      one line in seconds); each in ``params`` only when given; ``agent_threads``:
-      llama.cpp threads of the embedded agent (None: ``default_agent_threads``: the CPUs
-      shared among the run's unit workers); in ``params`` only when given
-    - ``agent_strategies``: the strategies the agent acts on, sorted (None given:
-      ``default_agent_strategies`` in the default agent sample, else every strategy of the
-      run); recorded in ``params`` only when it leaves some strategy out
-    - ``folds``: folds of a cross-fitted suite's learned strategies (default 5)
-    - ``pool``: the pool rule every strategy's candidate pools come from
-      (``junction.candidates.POOL_RULES``: bm25, dense, hybrid; default bm25), recorded on
-      every trace; in ``params`` only when not bm25
-    - ``data_folders``: suite name -> the absolute folder a suite of third-party data reads
-      (``SuiteInfo.data_env``; given, else that environment variable when the plan is
-      built), for the run's suites only; the flow hands it to every suite build and learned
-      fit, in this process or a worker. A folder given for a suite the default plan then
-      leaves out because that folder cannot be read is refused (its reason, one line). In
-      ``params`` only when not empty; never in ``metrics.json`` (a machine path,
-      ``MACHINE_PATH_PARAMS``)
-    - ``fit_search``: how the learned strategies' fits search λ × τ
-      (``junction.learned.grid.SEARCHES``: optimal, the exact selector and the default, or
-      the faster approximate hybrid and local, which may fit other models); in ``params``
-      only when not optimal
+    A field left None or empty means the default plan (``_fill_defaults``): the default
+    suites (``default_suites``; none when ``suite_files`` are given) and strategies, seed
+    0, ``DEFAULT_BUDGET_SCALES``, each suite's registered ``default_size``; per-strategy caps
+    and scales from the catalog (``DEFAULT_STRATEGY_SIZE`` without ``size``/``full``,
+    ``DEFAULT_STRATEGY_SCALES`` without budget scales; ``{}``: no limit); ``agent_size`` 1
+    (every task with ``full``, stored None; 0 with an explicit ``size``), for
+    ``default_agent_strategies`` only in the default agent sample, else every strategy;
+    ``data_folders`` from each suite's environment variable (``SuiteInfo.data_env``) when
+    the plan is built, kept for the run's suites only.
 
-    Each field's ``ParamPolicy`` (in its annotation) says whether it is result-neutral, a
-    unit-layout parameter, a machine path, and when ``params`` leaves it out.
-
-    Raises ``UnknownNameError`` (suite, strategy, runner, pool rule) or ``JunctionError`` naming the
-    field and its value for a plan that cannot run (a suite whose data is absent, a seed
-    outside [0, ``MAX_SEED``], a scale that is not finite and > 0, a cap or scale for a
-    strategy the run does not run, ...); ``pydantic.ValidationError`` for a value of the
-    wrong type. ``RunPlan.build`` turns the latter into one ``JunctionError`` line too.
+    Raises ``UnknownNameError`` (suite, strategy, pool rule, fit search) or
+    ``JunctionError`` naming the field and its value for a plan that cannot run (a suite
+    whose data is absent, a cap or scale for a strategy the run does not run, an agent
+    option without its agent, ...); ``pydantic.ValidationError`` for a value of the wrong
+    type or outside its constraints. ``RunPlan.build`` turns the latter into one
+    ``JunctionError`` line naming the field and its option.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    suites: list[str]
-    strategies: list[str]
-    seeds: list[StrictInt]
-    budget_scales: list[float]
-    size: StrictInt | None
-    full: bool
-    strategy_size: dict[str, StrictInt]
-    strategy_scales: dict[str, list[float]]
-    batch_size: Annotated[StrictInt, ParamPolicy(
+    suites: Annotated[list[str], Cli("--suite", "NAME")] = Field(
+        default_factory=list, description="Suite name (repeatable; default: every suite of "
+        "the default run whose data is present; `junction suites` lists them).")
+    strategies: Annotated[list[str], Cli("--strategy", "NAME")] = Field(
+        default_factory=list, description="Strategy (repeatable; default: the catalog's "
+        "default plan, `junction strategies`).")
+    seeds: Annotated[list[Annotated[StrictInt, Field(ge=0, le=MAX_SEED)]],
+                     Cli("--seed", "SEED")] = Field(
+        default_factory=list, description="Suite seed (repeatable; default 0). On a "
+        "cross-fitted suite (tau2-banking) each seed is one repetition: its own draw of the "
+        "folds.")
+    budget_scales: Annotated[list[FinitePositive],
+                             Cli("--budget-scale", "F")] = Field(
+        default_factory=list, description="Token-budget multiplier of every task's own "
+        "budget (repeatable; default 0.5, 1, 2).")
+    size: Annotated[StrictInt | None, Field(ge=1), Cli("--size", "N")] = Field(
+        None, description="Tasks per suite (default: each suite's default size).")
+    full: Annotated[bool, Cli("--full")] = Field(
+        False, description="Every task of every suite (no subsampling).")
+    strategy_size: Annotated[dict[str, Annotated[StrictInt, Field(ge=1)]],
+                             Cli("--strategy-size", "STRATEGY=N")] = Field(
+        default_factory=dict, description="At most N tasks per suite for STRATEGY "
+        "(repeatable). Default without --size/--full: the catalog's caps (`junction "
+        "strategies`); with either: none. `none` lifts every cap.")
+    strategy_scales: Annotated[dict[str, Annotated[list[float], Field(min_length=1)]],
+                               Cli("--strategy-scale", "STRATEGY=F")] = Field(
+        default_factory=dict, description="Run STRATEGY at budget scale F only (repeatable; "
+        "F among --budget-scale). Default without --budget-scale: the catalog's scales "
+        "(`junction strategies`); with it: none. `none` runs every strategy at every scale.")
+    batch_size: Annotated[StrictInt, Field(ge=1), ParamPolicy(
         neutral="tasks per work unit: every task is evaluated on its own",
-        unit_layout=True)] = DEFAULT_BATCH_SIZE
-    output_root: Annotated[str, ParamPolicy(
-        neutral="where traces are written")] = DEFAULT_WAREHOUSE
-    reports_root: Annotated[str, ParamPolicy(
-        neutral="where reports are written")] = DEFAULT_REPORTS
-    runner: Annotated[str, ParamPolicy(neutral="thread pool or Dask")] = "thread"
-    workers: Annotated[StrictInt | None, ParamPolicy(
-        neutral="how many workers run units")] = None
+        unit_layout=True), Cli("--batch-size", "N")] = Field(
+        DEFAULT_BATCH_SIZE, description="Tasks per work unit.")
+    output_root: Annotated[str, ParamPolicy(neutral="where traces are written"),
+                           Cli("--warehouse", "PATH|URL", env="JUNCTION_WAREHOUSE")] = Field(
+        DEFAULT_WAREHOUSE, description="Traces root: a folder or an fsspec URL (default: "
+        "$JUNCTION_WAREHOUSE or ./warehouse).")
+    reports_root: Annotated[str, ParamPolicy(neutral="where reports are written"),
+                            Cli("--reports", "PATH", env="JUNCTION_REPORTS")] = Field(
+        DEFAULT_REPORTS, description="Reports folder (default: $JUNCTION_REPORTS or "
+        "./reports).")
+    runner: Annotated[Literal["thread", "dask"], ParamPolicy(neutral="thread pool or Dask"),
+                      Cli("--runner")] = Field("thread", description="Task runner.")
+    workers: Annotated[StrictInt | None, Field(ge=1), ParamPolicy(
+        neutral="how many workers run units"), Cli("--workers", "N")] = Field(
+        None, description="Workers (threads or Dask processes).")
     dask_address: Annotated[str | None, ParamPolicy(
-        neutral="which Dask scheduler runs units")] = None
-    suite_files: Annotated[list[str], ParamPolicy(machine_path=True)] = Field(
-        default_factory=list)
-    agent_size: StrictInt | None = None
-    agent_model: Annotated[str | None, ParamPolicy(machine_path=True)] = None
-    agent_url: Annotated[str | None, ParamPolicy(machine_path=True)] = None
-    agent_concurrency: Annotated[StrictInt, ParamPolicy(
+        neutral="which Dask scheduler runs units"), Cli("--dask-address", "ADDRESS")] = Field(
+        None, description="Existing Dask scheduler address.")
+    suite_files: Annotated[list[str], ParamPolicy(machine_path=True),
+                           Cli("--suite-file", "PATH")] = Field(
+        default_factory=list, description="JSON Lines suite file (repeatable).")
+    agent_size: Annotated[StrictInt | None, Field(ge=0), Cli("--agent-size", "N")] = Field(
+        None, description="Tasks per suite the language-model agent acts on (the suites an "
+        "agent grader grades: BFCL, tau2-banking), at budget scale 1 (default: 1, for the "
+        "budgeted strategies only; with --full: every task; with --size: 0). Given, the agent "
+        "acts for every strategy and reference. 0 runs no agent.")
+    agent_model: Annotated[str | None, ParamPolicy(machine_path=True),
+                           Cli("--agent-model", "PATH|NAME")] = Field(
+        None, description="The agent's GGUF file or embedded model name (default: the "
+        "embedded Qwen2.5-Coder-0.5B-Instruct); with --agent-url, the model id the server "
+        "serves.")
+    agent_url: Annotated[str | None, ParamPolicy(machine_path=True),
+                         Cli("--agent-url", "URL")] = Field(
+        None, description="An OpenAI-compatible server's base URL (http://host:port/v1): the "
+        "agent's prompts go there. The API key, if any, comes from $JUNCTION_AGENT_API_KEY.")
+    agent_concurrency: Annotated[StrictInt, Field(ge=1), ParamPolicy(
         neutral="how many requests a remote agent gets at once: each is answered on its "
-                "own, greedily")] = 1
-    agent_context_tokens: Annotated[StrictInt | None, ParamPolicy(omit_default=True)] = None
-    agent_timeout: Annotated[float | None, ParamPolicy(
+                "own, greedily"), Cli("--agent-concurrency", "N")] = Field(
+        1, description="Requests in flight to --agent-url at once.")
+    agent_context_tokens: Annotated[StrictInt | None, Field(gt=_AGENT_ROOM), ParamPolicy(
+        omit_default=True), Cli("--agent-context-tokens", "N")] = Field(
+        None, description="The --agent-url server's context window in tokens, more than "
+        f"{_AGENT_ROOM} (the agent's {_AGENT_ROOM - 1} generated tokens and one) (default: as "
+        "the server reports it).")
+    agent_timeout: Annotated[FinitePositive | None, ParamPolicy(
         neutral="how long one remote generation may take: an answer in time is the same "
                 "answer; one past it fails the run",
-        omit_default=True)] = None
-    agent_check_timeout: Annotated[float | None, ParamPolicy(
+        omit_default=True), Cli("--agent-timeout", "S")] = Field(
+        None, description="Seconds one generation on the --agent-url server may take "
+        "(default 600).")
+    agent_check_timeout: Annotated[FinitePositive | None, ParamPolicy(
         neutral="how long each check of a remote agent's server before the run may take: "
                 "the checks change no answer",
-        omit_default=True)] = None
-    agent_threads: Annotated[StrictInt | None, ParamPolicy(
+        omit_default=True), Cli("--agent-check-timeout", "S")] = Field(
+        None, description="Seconds each check of the --agent-url server before the run (its "
+        "model list, its window) may take (default 10, one retry).")
+    agent_threads: Annotated[StrictInt | None, Field(ge=1), ParamPolicy(
         neutral="llama.cpp threads of the embedded agent: greedy decoding gives the same "
                 "text on any thread count (AgentConfig.key leaves it out)",
-        omit_default=True)] = None
-    agent_strategies: Annotated[list[str], ParamPolicy(omit_same_as="strategies")] = Field(
-        default_factory=list)
-    folds: Annotated[StrictInt, ParamPolicy(omit_default=True)] = DEFAULT_FOLDS
-    pool: Annotated[str, ParamPolicy(omit_default=True)] = DEFAULT_POOL_RULE
-    data_folders: Annotated[dict[str, str], ParamPolicy(
-        machine_path=True, omit_default=True)] = Field(default_factory=dict)
-    fit_search: Annotated[str, ParamPolicy(omit_default=True)] = OPTIMAL_SEARCH
+        omit_default=True), Cli("--agent-threads", "N")] = Field(
+        None, description="llama.cpp threads of the embedded agent (default: the CPUs shared "
+        "among the unit workers: 1 with 2 workers on 2 cores, 2 with --workers 1). The same "
+        "answers on any count.")
+    agent_strategies: Annotated[list[str], ParamPolicy(omit_same_as="strategies"),
+                                Cli("--agent-strategy", "NAME")] = Field(
+        default_factory=list, description="A strategy the agent acts for (repeatable; among "
+        "the run's strategies). Default: every strategy with --agent-size or --full, the "
+        "budgeted ones without.")
+    folds: Annotated[StrictInt, Field(ge=MIN_FOLDS), ParamPolicy(omit_default=True),
+                     Cli("--folds", "K")] = Field(
+        DEFAULT_FOLDS, description="Folds of the learned strategies' cross-fitting on a "
+        "cross-fitted suite.")
+    pool: Annotated[str, ParamPolicy(omit_default=True), Cli("--pool", "RULE")] = Field(
+        DEFAULT_POOL_RULE, description="Candidate pools every strategy sees (one that owns "
+        "its rule, learned_named or bm25_top_k, keeps it): bm25, dense (all-MiniLM-L6-v2), "
+        "hybrid (both, reciprocal rank fusion) or bm25_named (BM25, the documents naming a "
+        "pooled tool added).")
+    data_folders: Annotated[dict[str, str], ParamPolicy(machine_path=True, omit_default=True),
+                            Cli("--data", "SUITE=PATH")] = Field(
+        default_factory=dict, description="The data folder of SUITE, a suite of third-party "
+        "data never shipped (repeatable; `junction suites` lists them, column data; default: "
+        "the suite's environment variable).")
+    fit_search: Annotated[str, ParamPolicy(omit_default=True),
+                          Cli("--fit-search", "SEARCH")] = Field(
+        OPTIMAL_SEARCH, description="How the learned strategies' fits search λ × τ: optimal "
+        "(the exact selector on every grid point), or hybrid or local, about 4x faster and "
+        "approximate, so they may fit other models (docs/measurement.md, \"Learned fit "
+        "time\").")
 
     @classmethod
     def build(cls, **given: Any) -> RunPlan:
-        """``RunPlan(**given)``, a type error also raised as one ``JunctionError`` line
-        naming the field (for callers that print errors as one line, like the CLI)."""
+        """``RunPlan(**given)``, a type or constraint error also raised as one
+        ``JunctionError`` line naming the field, its option and the value (for callers
+        that print errors as one line, like the CLI)."""
         try:
             return cls(**given)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "plan"
-            raise JunctionError(f"{field}: {first['msg']} (got {first.get('input')!r})") \
-                from None
+            name = str(first["loc"][0]) if first["loc"] else ""
+            option = f" ({cli.flag})" if (cli := cli_option(name)) is not None else ""
+            raise JunctionError(f"{field}{option}: {first['msg']} (got "
+                                f"{first.get('input')!r})") from None
 
     @model_validator(mode="before")
     @classmethod
@@ -399,38 +467,20 @@ class RunPlan(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> RunPlan:
-        """Refuse a plan that cannot run (one line naming the field and value)."""
+        """Refuse a plan that cannot run (one line naming the field and value): what the
+        fields' own constraints cannot say (registry names, one field against another)."""
         for name in self.suites:
             reason = get_suite(name).unavailable_reason(self.data_folders)
             if reason is not None:
                 raise JunctionError(reason)
         for name in self.strategies:
             strategy_info(name)
-        if self.runner not in RUNNERS:
-            raise UnknownNameError(f"unknown runner {self.runner!r}; valid runners: "
-                                   f"{', '.join(sorted(RUNNERS))}")
         check_pool_rule(self.pool)
         check_search(self.fit_search)
-        if self.folds < MIN_FOLDS:
-            raise JunctionError(f"folds must be an integer >= {MIN_FOLDS}, got {self.folds}")
-        if self.batch_size < 1:
-            raise JunctionError(f"batch_size must be >= 1, got {self.batch_size}")
-        for scale in self.budget_scales:
-            if not (math.isfinite(scale) and scale > 0):
-                raise JunctionError(f"budget scale must be a finite number > 0, got {scale:g}")
-        for seed in self.seeds:
-            if not 0 <= seed <= MAX_SEED:
-                raise JunctionError(f"seed must be an integer in [0, {MAX_SEED}], got {seed}")
         self._check_strategy_limits()
-        if self.agent_size is not None and not _is_count(self.agent_size, 0):
-            raise JunctionError(f"agent_size must be an integer >= 0, got {self.agent_size!r}")
-        if self.agent_threads is not None:
-            if not _is_count(self.agent_threads, 1):
-                raise JunctionError(f"agent_threads must be an integer >= 1, got "
-                                    f"{self.agent_threads!r}")
-            if self.agent_url is not None:
-                raise JunctionError("agent_threads applies to the embedded agent only, not "
-                                    "to a remote one (--agent-url)")
+        if self.agent_threads is not None and self.agent_url is not None:
+            raise JunctionError("agent_threads applies to the embedded agent only, not "
+                                "to a remote one (--agent-url)")
         if (self.agent_url is not None or self.agent_concurrency != 1
                 or self.agent_context_tokens is not None or self.agent_timeout is not None
                 or self.agent_check_timeout is not None):
@@ -445,14 +495,7 @@ class RunPlan(BaseModel):
                 if name not in self.strategies:
                     raise JunctionError(f"{what} names {name!r}, which this run does not run; "
                                         f"strategies: {', '.join(self.strategies)}")
-        for name, n in self.strategy_size.items():
-            if not _is_count(n, 1):
-                raise JunctionError(f"strategy_size for {name} must be an integer >= 1, "
-                                    f"got {n!r}")
         for name, scales in self.strategy_scales.items():
-            if not scales:
-                raise JunctionError(f"strategy_scales for {name} is empty; give at least one "
-                                    "of the run's budget scales")
             for scale in scales:
                 if scale not in self.budget_scales:
                     raise JunctionError(
@@ -463,23 +506,8 @@ class RunPlan(BaseModel):
         """A remote agent's static checks; the server's model list is checked by
         ``flows.preflight.prepare_run``, which may reach the server."""
         from junction.agent.prompt import AgentError
-        from junction.agent.remote import RemoteAgentConfig, check_agent_url
+        from junction.agent.remote import check_agent_url
 
-        if not _is_count(self.agent_concurrency, 1):
-            raise JunctionError(f"agent_concurrency must be an integer >= 1, got "
-                                f"{self.agent_concurrency!r}")
-        room = RemoteAgentConfig.max_tokens + 1
-        if self.agent_context_tokens is not None and not _is_count(self.agent_context_tokens,
-                                                                   room + 1):
-            raise JunctionError(f"agent_context_tokens must be an integer > {room} (the "
-                                f"agent's {room - 1} generated tokens and one), got "
-                                f"{self.agent_context_tokens!r}")
-        for name in ("agent_timeout", "agent_check_timeout"):
-            value = getattr(self, name)
-            if value is not None and not (
-                    isinstance(value, (int, float)) and not isinstance(value, bool)
-                    and math.isfinite(value) and value > 0):
-                raise JunctionError(f"{name} must be a number of seconds > 0, got {value!r}")
         if self.agent_url is None:
             given = ("agent_concurrency" if self.agent_concurrency != 1
                      else "agent_context_tokens" if self.agent_context_tokens is not None
@@ -555,11 +583,6 @@ class RunPlan(BaseModel):
         return AGENT_SCALE if AGENT_SCALE in scales or not scales else scales[0]
 
 
-def _is_count(value: Any, least: int) -> bool:
-    """Whether ``value`` is an int (not a bool) >= ``least``."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
-
-
 # --------------------------------------------------------------------------- field policy
 
 def field_policy(name: str) -> ParamPolicy:
@@ -567,6 +590,25 @@ def field_policy(name: str) -> ParamPolicy:
     default, a field that changes results and is always recorded)."""
     return next((m for m in RunPlan.model_fields[name].metadata
                  if isinstance(m, ParamPolicy)), ParamPolicy())
+
+
+def cli_option(name: str) -> Cli | None:
+    """The ``Cli`` marker of ``RunPlan`` field ``name`` (None: not a field, or none)."""
+    field = RunPlan.model_fields.get(name)
+    return None if field is None else next(
+        (m for m in field.metadata if isinstance(m, Cli)), None)
+
+
+def cli_default(name: str) -> Any:
+    """The command-line default of ``RunPlan`` field ``name``: None where the plan fills
+    the default in (a list or dict, a None default) or an environment variable gives it
+    (``Cli.env``), else the field's default (``--batch-size`` 100)."""
+    field = RunPlan.model_fields[name]
+    cli = cli_option(name)
+    default = field.get_default(call_default_factory=True)
+    if (cli is not None and cli.env) or isinstance(default, (list, dict)):
+        return None
+    return default
 
 
 FIELD_POLICY: dict[str, ParamPolicy] = {name: field_policy(name) for name in RunPlan.model_fields}

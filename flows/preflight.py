@@ -1,20 +1,28 @@
 """Before a run: what a ``RunPlan`` needs of this machine and its warehouse, checked
 before Prefect or any work starts.
 
-``prepare_run`` runs every check and returns the run id: the traces root can be written
-(``check_writable``), a resumed run repeats its parameters (``check_resume``), the sqlite
-caches are sound, a cross-fitted suite can fill its folds (``check_folds``), the dense
-embedder is in place for a pool rule that uses it, and a remote agent's server serves the
-model. So a mistake is one error line, not a failed run.
+``prepare_run`` runs every check and returns the prepared run (``PreparedRun``: the plan,
+its run id and its suite files, read once): the traces root can be written
+(``check_writable``), a resumed run repeats its parameters (``check_resume``), the suite
+files are valid, the sqlite caches are sound, a cross-fitted suite can fill its folds
+(``check_folds``), the dense embedder is in place for a pool rule that uses it, and a
+remote agent's server serves the model. So a mistake is one error line, not a failed run.
+A caller that runs the flow after it (``flows.runners.run_prepared``) hands the prepared
+run over (``prepared``), and the flow neither checks again nor reads the files again
+(``prepared_for``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 
-from junction_datasets import get_suite
+from junction_datasets import SuiteBuild, get_suite
 from junction_datasets.jsonl import check_suite_files
 
 from flows.plan import RunPlan, new_run_id
@@ -26,7 +34,42 @@ from junction.learned.grid import check_fit_workers
 from junction.sqlite_cache import check_caches
 from junction.strategies import strategy_info
 
-__all__ = ["check_folds", "check_resume", "check_writable", "prepare_run"]
+__all__ = ["PreparedRun", "check_folds", "check_resume", "check_writable", "prepare_run",
+           "prepared", "prepared_for"]
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A plan that passed every check of ``prepare_run``, with its run id and its suite
+    files as read then (``suite_files``: one ``SuiteBuild`` per ``plan.suite_files`` path,
+    in order, every task), so the flow reads no file twice."""
+
+    plan: RunPlan
+    run_id: str
+    suite_files: tuple[SuiteBuild, ...] = ()
+
+
+_PREPARED: ContextVar[PreparedRun | None] = ContextVar("junction_prepared", default=None)
+"""The prepared run a caller hands the flow (``prepared``); read by ``prepared_for``."""
+
+
+@contextlib.contextmanager
+def prepared(run: PreparedRun) -> Iterator[None]:
+    """Within the block, a flow run of ``run.plan`` under ``run.run_id`` is ``run``: its
+    checks done and its suite files read (``prepared_for``)."""
+    token = _PREPARED.set(run)
+    try:
+        yield
+    finally:
+        _PREPARED.reset(token)
+
+
+def prepared_for(plan: RunPlan, run_id: str | None) -> PreparedRun | None:
+    """The prepared run (``prepared``) of ``plan`` under ``run_id``, or None when the
+    caller prepared none or another (the flow called directly, a scheduled run): then
+    the flow checks what it needs itself."""
+    run = _PREPARED.get()
+    return run if run is not None and run.run_id == run_id and run.plan == plan else None
 
 
 def check_writable(output_root: str) -> None:
@@ -86,8 +129,9 @@ def check_folds(plan: RunPlan) -> None:
                                 f"has {n} tasks to deal into folds; give --folds {n} or fewer")
 
 
-def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
-    """Check what ``plan`` needs of the world before anything starts; return the run id.
+def prepare_run(plan: RunPlan, run_id: str | None = None) -> PreparedRun:
+    """Check what ``plan`` needs of the world before anything starts; return it prepared
+    (``PreparedRun``: the plan, the run id, the suite files as read).
 
     The run id (``check_name``; a new one when None), the traces root
     (``check_writable``), a resumed run's parameters (``check_resume``), its suite files
@@ -103,7 +147,7 @@ def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
     run_id = check_name(run_id, "run_id") if run_id else new_run_id()
     check_writable(plan.output_root)  # an unknown protocol or a missing fsspec backend too
     check_resume(plan, run_id)
-    check_suite_files(plan.suite_files)  # malformed, or a suite name taken: one line
+    files = check_suite_files(plan.suite_files)  # malformed, a name taken: one line
     check_caches(state_dir())  # a corrupt cache: one warning, set aside; unwritable: one line
     check_folds(plan)
     if plan.pool != DEFAULT_POOL_RULE:
@@ -114,4 +158,4 @@ def prepare_run(plan: RunPlan, run_id: str | None = None) -> str:
         from flows.workers import agent_executor
 
         agent_executor(plan.agent_spec())
-    return run_id
+    return PreparedRun(plan, run_id, tuple(files))

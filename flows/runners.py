@@ -4,7 +4,8 @@
 ``local_dask_cluster`` the local Dask cluster a command line uses instead, quiet on Ctrl-C.
 ``run_benchmark`` checks a plan (``flows.preflight.prepare_run``), takes the run id's lock
 and runs the flow; ``run_prepared`` runs it for a caller that has done both (the command
-line), with the temporary Prefect server started and the progress observer in place.
+line), with the temporary Prefect server started and the progress observer in place. The
+flow is handed the prepared run, so it checks nothing again and reads no suite file again.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from flows import interrupts, run_log, server
 from flows.benchmark import benchmark, progress_observer
 from flows.plan import RunPlan
-from flows.preflight import prepare_run
+from flows.preflight import PreparedRun, prepare_run, prepared
 from junction.errors import JunctionError, UnknownNameError
 from junction.evidence.store import TraceStore
 
@@ -94,20 +95,21 @@ def run_benchmark(plan: RunPlan | None = None, *, run_id: str | None = None,
     elif given:
         raise JunctionError(f"run_benchmark takes a plan or its fields, not both "
                             f"(got {', '.join(sorted(given))})")
-    run_id = prepare_run(plan, run_id)
-    with TraceStore(plan.output_root).run_lock(run_id):
-        return run_prepared(plan, run_id, progress, write_reports)
+    run = prepare_run(plan, run_id)
+    with TraceStore(plan.output_root).run_lock(run.run_id):
+        return run_prepared(run, progress, write_reports)
 
 
-def run_prepared(plan: RunPlan, run_id: str,
-                 progress: Callable[[int, int], None] | None = None,
+def run_prepared(run: PreparedRun, progress: Callable[[int, int], None] | None = None,
                  write_reports: bool = True) -> dict[str, Any]:
-    """``run_benchmark`` for a caller that has run ``prepare_run`` and holds the run id's
-    lock (the command line takes it before it imports Prefect): start the temporary
-    Prefect server if none is configured, then run the flow."""
+    """``run_benchmark`` for a caller that has run ``prepare_run`` (``run``) and holds the
+    run id's lock (the command line takes it before it imports Prefect): start the
+    temporary Prefect server if none is configured, then run the flow on ``run.plan``,
+    handed the prepared run (``flows.preflight.prepared``)."""
+    plan, run_id = run.plan, run.run_id
     cluster = None
     try:
-        with progress_observer(progress):
+        with progress_observer(progress), prepared(run):
             server.start()
             if plan.runner == "dask" and not plan.dask_address and interrupts.armed():
                 from prefect_dask import DaskTaskRunner

@@ -85,14 +85,16 @@ def test_default_sizes_and_params_recorded():
 
 BAD = [
     ({"strategy_size": {"judge_admission": 0}},
-     "strategy_size for judge_admission must be an integer >= 1, got 0"),
+     "strategy_size.judge_admission (--strategy-size): Input should be greater than or "
+     "equal to 1 (got 0)"),
     ({"strategies": FAST, "strategy_size": {"judge_admission": 4}},
      "strategy_size names 'judge_admission', which this run does not run; strategies: "
      "adaptive_split, exact, fixed_split"),
     ({"strategy_scales": {"exact": [3.0]}},
      "strategy_scales for exact: 3 is not a budget scale of this run (0.5, 1, 2)"),
     ({"strategy_scales": {"exact": []}},
-     "strategy_scales for exact is empty; give at least one of the run's budget scales"),
+     "strategy_scales.exact (--strategy-scale): List should have at least 1 item after "
+     "validation, not 0 (got [])"),
     ({"budget_scales": [1.0], "strategy_scales": {"judge_admission": [0.5]}},
      "strategy_scales for judge_admission: 0.5 is not a budget scale of this run (1)"),
 ]
@@ -392,7 +394,8 @@ def test_agent_threads_default_shares_the_cpus_and_is_result_neutral():
     assert given.agent_spec().threads == 3 and given.params()["agent_threads"] == 3
     assert "agent_threads" in RESULT_NEUTRAL_PARAMS
     assert resume_params(given.params()) == resume_params(plain.params())
-    with pytest.raises(JunctionError, match="agent_threads must be an integer >= 1, got 0"):
+    with pytest.raises(JunctionError, match=r"agent_threads \(--agent-threads\): Input should "
+                                           r"be greater than or equal to 1 \(got 0\)"):
         RunPlan.build(agent_threads=0)
     with pytest.raises(JunctionError, match="agent_threads applies to the embedded agent"):
         RunPlan.build(agent_threads=2, agent_url="http://127.0.0.1:9/v1", agent_model="m")

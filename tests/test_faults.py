@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -76,13 +77,15 @@ def test_a_server_that_never_answers_is_one_line_in_seconds(silent_server, user_
 
 
 @pytest.mark.parametrize("name", ["agent_timeout", "agent_check_timeout"])
-@pytest.mark.parametrize("value, shown", [("0", "0.0"), ("nan", "nan"), ("-1", "-1.0")])
+@pytest.mark.parametrize("value, shown", [("0", "greater than 0 (got 0.0)"),
+                                          ("nan", "a finite number (got nan)"),
+                                          ("-1", "greater than 0 (got -1.0)")])
 def test_a_bad_agent_timeout_is_refused(name, value, shown):
     from flows.plan import RunPlan
     from junction.errors import JunctionError
 
-    with pytest.raises(JunctionError, match=f"^{name} must be a number of seconds > 0, got "
-                                            f"{shown}$"):
+    with pytest.raises(JunctionError, match=rf"^{name} \(--{name.replace('_', '-')}\): "
+                                            rf"Input should be {re.escape(shown)}$"):
         RunPlan.build(suites=["coupling"], agent_url="http://127.0.0.1:9/v1",
                       agent_model="m", **{name: float(value)})
     with pytest.raises(JunctionError, match=f"{name} applies to a remote agent only"):

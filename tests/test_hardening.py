@@ -116,8 +116,10 @@ def test_sql_renders_list_columns_in_every_format(warehouse, fmt):
     (["--warehouse", "{file}"],
      "error: warehouse {file} is a file, not a folder; pass a folder to --warehouse"),
     (["--seed", "99999999999999999999999"],
-     "error: seed must be an integer in [0, 9223372036854775807], got 99999999999999999999999"),
-    (["--budget-scale", "0"], "error: budget scale must be a finite number > 0, got 0"),
+     "error: seeds.0 (--seed): Input should be less than or equal to 9223372036854775807 "
+     "(got 99999999999999999999999)"),
+    (["--budget-scale", "0"],
+     "error: budget_scales.0 (--budget-scale): Input should be greater than 0 (got 0.0)"),
     (["--run-id", "used-id", "--strategy", "fixed_split"],
      "error: run used-id was started with different parameters; use a new run id or the "
      "same parameters"),

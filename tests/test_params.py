@@ -78,7 +78,7 @@ def test_agent_context_tokens_is_recorded_only_when_given_and_needs_a_remote_age
     assert given.params()["agent_context_tokens"] == 4096
     assert given.params_hash() != plain.params_hash()
     for bad, message in (({"agent_context_tokens": 4096}, "agent_context_tokens applies to a remote"),
-                         ({**url, "agent_context_tokens": 193}, "must be an integer > 193")):
+                         ({**url, "agent_context_tokens": 193}, "should be greater than 193")):
         with pytest.raises(JunctionError, match=message):
             RunPlan.build(**base, **bad)
 
