@@ -1,4 +1,12 @@
-"""The ``junction bench`` command: options to a ``RunPlan``, then one run, stopped cleanly.
+"""The ``junction bench`` and ``junction serve`` commands: options to a ``RunPlan``, then one
+run, stopped cleanly, or a deployment that runs the plan on a schedule.
+
+Their plan options are made from the ``RunPlan`` fields (``plan_options``: one typer option
+per field, its flag and value name from the field's ``flows.plan.Cli`` marker, its help the
+field's description, its default ``flows.plan.cli_default``), beside ``PLAN_ALIASES``
+(``--repetitions``, ``--tau2-data``); ``plan_from_options`` turns their values into the
+plan. Both commands are made when first named (``PlanCommands``), so no other command
+imports the plan's module.
 
 Around the flow (``flows.benchmark``) the command holds the run id's lock (taken before
 Prefect is imported, so a second writer is refused at once), sends Prefect's log records

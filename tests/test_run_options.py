@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import socket
@@ -206,3 +208,97 @@ def test_a_served_run_runs_the_plan_bench_builds(tmp_path, monkeypatch):
     assert meta["params_hash"] == expected.params_hash()
     assert (reports / meta["run_id"] / "report.md").is_file()
     shutil.rmtree(home, ignore_errors=True)
+
+
+def _make_variables() -> dict[str, str]:
+    """The Makefile's ``NAME ?= value`` defaults."""
+    found = re.findall(r"(?m)^(\w+) \?= (.*)$", (ROOT / "Makefile").read_text())
+    return dict(found)
+
+
+def _recipe_args(target: str) -> list[str]:
+    """The options of the ``junction bench`` line of Makefile target ``target`` but its run
+    id, its variables at their defaults (a data folder left to ``$JUNCTION_TAU2_DATA``)."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    found = re.search(rf"(?m)^{re.escape(target)}:.*\n\t(.*)$", text)
+    assert found is not None, f"no Makefile target {target}"
+    line = found.group(1)
+    line = re.sub(r"\$\(if \$\(TAU2_DATA\),[^)]*\),\)|--run-id \$\(\w+\)", "", line)
+    line = line.split(" bench ", 1)[1]
+    return shlex.split(re.sub(r"\$\((\w+)\)", lambda m: _make_variables()[m.group(1)], line))
+
+
+def _docs_serve_args() -> list[str]:
+    """The options of docs/usage.md's ``junction serve`` line that schedules the τ study."""
+    text = (ROOT / "docs" / "usage.md").read_text().replace("\\\n", " ")
+    line = next(x for x in text.splitlines() if "junction serve" in x and "tau2-banking" in x)
+    return shlex.split(line.split(" serve ", 1)[1])
+
+
+def _without(args: list[str], *options: str) -> list[str]:
+    """``args`` without each of ``options`` and its value."""
+    kept, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in options:
+            skip = True
+        else:
+            kept.append(arg)
+    return kept
+
+
+def test_the_tau2_study_is_scheduled_as_the_docs_type_it(monkeypatch, tmp_path):
+    """docs/usage.md's ``junction serve`` line for the τ study takes the plan of ``make
+    bench-tau2`` (both built by ``bench``'s options, the τ fixture as the data folder)."""
+    from junction_datasets import tau2_banking
+
+    monkeypatch.setenv(tau2_banking.DATA_ENV, str(ROOT / "tests" / "data" / "tau2_fixture"))
+    monkeypatch.setenv("JUNCTION_WAREHOUSE", str(tmp_path / "wh"))
+    monkeypatch.setenv("JUNCTION_REPORTS", str(tmp_path / "rep"))
+    scheduled = _without(_docs_serve_args(), "--cron", "--name")
+    made = _recipe_args("bench-tau2")
+    assert "--tau2-data" not in made and "--run-id" not in made
+    assert _plan_of_bench(monkeypatch, scheduled) == _plan_of_bench(monkeypatch, made)
+
+
+@pytest.mark.flow
+def test_a_run_checks_once_and_reads_its_suite_file_once(prefect_harness, tmp_path,
+                                                         monkeypatch):
+    """``run_benchmark`` prepares the run (``flows.preflight.prepare_run``) and hands it to
+    the flow, which neither checks again nor reads the suite file again; the flow called
+    directly (a scheduled run) checks and reads it itself, once."""
+    import junction_datasets.jsonl as jsonl
+    from junction_datasets.toy import coupling_task
+
+    import flows.benchmark
+    import flows.preflight
+    from flows.plan import RunPlan
+    from flows.runners import run_benchmark
+
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps({**coupling_task().model_dump(mode="json"), "suite": "mine"})
+                    + "\n")
+    reads, checks = [], []
+    read, check = jsonl.load_suite_file, flows.preflight.check_resume
+
+    def counted_read(*args, **kwargs):  # the real reader, counted
+        reads.append(args[0])
+        return read(*args, **kwargs)
+
+    def counted_check(plan, run_id):  # the real check, counted
+        checks.append(run_id)
+        return check(plan, run_id)
+
+    for module in (jsonl, flows.benchmark):
+        monkeypatch.setattr(module, "load_suite_file", counted_read)
+    for module in (flows.preflight, flows.benchmark):
+        monkeypatch.setattr(module, "check_resume", counted_check)
+    given = {"suite_files": [str(path)], "strategies": ["exact"], "budget_scales": [1.0],
+             "output_root": str(tmp_path / "wh"), "reports_root": str(tmp_path / "rep")}
+    result = run_benchmark(**given, write_reports=False)
+    assert result["tasks"] == 1
+    assert reads == [str(path)] and checks == [result["run_id"]]
+    reads.clear(), checks.clear()
+    direct = flows.benchmark.benchmark(RunPlan.build(**given), write_reports=False)
+    assert reads == [str(path)] and checks == [direct["run_id"]]
