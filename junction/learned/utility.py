@@ -342,6 +342,37 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     views = [v for v, _, _ in prepared]
     pools = [p for _, p, _ in prepared]
     features = [f for _, _, f in prepared]
+    lanes = _fit_lanes(tasks, pools, features, link, seed)
+    model = LearnedUtility(family, pool_limit, seed, lanes, None, _pair_prior(tasks, pools),
+                           pool_rule=rule, link=link, grid_search=search)
+    # p(gold) depends on the lane models only: once per task
+    probabilities = [model._probabilities(f) for f in features]
+    model.pair, labels = _fit_pair_model(tasks, pools, features, probabilities,
+                                         model.prior, seed)
+    grids = (tuple(LAMBDA_GRID if lambdas is None else lambdas),
+             tuple(TAU_GRID if taus is None else taus), tuple(pair_weights))
+    if grids != (tuple(LAMBDA_GRID), tuple(TAU_GRID), (1.0,)):
+        model.grids = {"lambda": list(grids[0]), "tau": list(grids[1]),
+                       "pair_weight": list(grids[2])}
+    variants, grid = _grid_problems(model, views, pools, features, probabilities, grids)
+    success = _grid_success(tasks, views, features, variants, search, workers)
+    model.lam, model.tau, model.pair_weight = _choose(model, tasks, grid, success)
+    model.training = {
+        "n_tasks": len(tasks),
+        "suites": dict(sorted(Counter(t.suite for t in tasks).items())),
+        "task_ids": [t.task_id for t in tasks],
+        "candidates": {lane: lanes[lane].n_rows for lane in lanes},
+        "gold_candidates": {lane: lanes[lane].n_positive for lane in lanes},
+        "pair_rows": int(labels.shape[0]), "gold_pairs": int(labels.sum()),
+    }
+    return model
+
+
+def _fit_lanes(tasks: Sequence[BenchmarkTask], pools: Sequence[CandidatePools],
+               features: Sequence[ViewFeatures], link: bool,
+               seed: int) -> dict[str, ProbabilityModel]:
+    """The fit's first phase: one relevance model per lane, p(gold | the candidate's unary
+    features, and ``LINK_FEATURES`` when ``link``), on every training task's pool."""
     names = (*UNARY_FEATURES, *(LINK_FEATURES if link else ()))
     lanes: dict[str, ProbabilityModel] = {}
     for lane in ("context", "tool"):
@@ -350,6 +381,12 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                             for t, p in zip(tasks, pools, strict=True)]
                            or [np.zeros(0, dtype=int)])
         lanes[lane] = fit_probability_model(X, y, names, seed)
+    return lanes
+
+
+def _pair_prior(tasks: Sequence[BenchmarkTask], pools: Sequence[CandidatePools]) -> PairPrior:
+    """Per tool: how often it was gold, of the training tasks with a gold context that
+    pooled it (a pair feature)."""
     counts: Counter[str] = Counter()
     seen: Counter[str] = Counter()
     for t, p in zip(tasks, pools, strict=True):
@@ -357,12 +394,16 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
             for c in p.tools:
                 seen[c.resource_id] += 1
                 counts[c.resource_id] += c.resource_id in t.gold_tool_ids
-    prior = PairPrior({k: (counts[k], seen[k]) for k in sorted(seen)})
-    model = LearnedUtility(family, pool_limit, seed, lanes, None, prior,
-                           pool_rule=rule, link=link, grid_search=search)
-    # p(gold) depends on the lane models only: once per task
-    probabilities = [model._probabilities(f) for f in features]
-    # the pair model: label = both members gold (a task's gold pairs where it has them)
+    return PairPrior({k: (counts[k], seen[k]) for k in sorted(seen)})
+
+
+def _fit_pair_model(tasks: Sequence[BenchmarkTask], pools: Sequence[CandidatePools],
+                    features: Sequence[ViewFeatures],
+                    probabilities: Sequence[Mapping[str, float]], prior: PairPrior,
+                    seed: int) -> tuple[ProbabilityModel | None, np.ndarray]:
+    """The fit's second phase: the pair model p(both gold | pair features) over the
+    context-tool pairs of every task that pooled both (label: ``_pair_labels``), and the
+    labels; no model (None) unless at least two pairs are gold."""
     pair_rows, pair_labels = [], []
     for t, p, f, pr in zip(tasks, pools, features, probabilities, strict=True):
         if not (p.contexts and p.tools):
@@ -370,15 +411,27 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
         pair_rows.append(pair_matrix(f, pr, prior))
         pair_labels.append(_pair_labels(t, f))
     labels = np.concatenate(pair_labels) if pair_labels else np.zeros(0, dtype=int)
-    if int(labels.sum()) >= 2:
-        model.pair = fit_probability_model(_stack(pair_rows, len(PAIR_FEATURES)), labels,
-                                           PAIR_FEATURES, seed)
-    lambda_grid = tuple(LAMBDA_GRID if lambdas is None else lambdas)
-    tau_grid = tuple(TAU_GRID if taus is None else taus)
-    weight_grid = tuple(pair_weights)
-    if (lambda_grid, tau_grid, weight_grid) != (tuple(LAMBDA_GRID), tuple(TAU_GRID), (1.0,)):
-        model.grids = {"lambda": list(lambda_grid), "tau": list(tau_grid),
-                       "pair_weight": list(weight_grid)}
+    if int(labels.sum()) < 2:
+        return None, labels
+    return (fit_probability_model(_stack(pair_rows, len(PAIR_FEATURES)), labels,
+                                  PAIR_FEATURES, seed), labels)
+
+
+Grid = list[tuple[float, float, float, list[int]]]
+"""The search's grid points in order: (tau, pair weight, lam, each task's index of its
+problem variant at that point)."""
+
+
+def _grid_problems(model: LearnedUtility, views: Sequence[RouterView],
+                   pools: Sequence[CandidatePools], features: Sequence[ViewFeatures],
+                   probabilities: Sequence[Mapping[str, float]],
+                   grids: tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]
+                   ) -> tuple[list[list[Variant]], Grid]:
+    """The λ × τ × weight search's problems: per task its distinct (unaries, kept
+    interactions) over the grid, in grid order, and each grid point's index among them
+    (``Grid``). ``grids``: (lambdas, taus, pair weights); without a pair model one tau
+    (infinite: nothing kept) and one weight."""
+    lambda_grid, tau_grid, weight_grid = grids
     taus = tau_grid if model.pair is not None else (math.inf,)
     if model.pair is None:
         weight_grid = (1.0,)
@@ -389,11 +442,9 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     unaries = [[_unary(pr, _token_costs([*f.contexts, *f.tools]), v.budget.max_tokens, lam)
                 for lam in lambda_grid]
                for v, f, pr in zip(views, features, probabilities, strict=True)]
-    # per task: its distinct (unaries, interactions) over the grid, in grid order, and
-    # each grid point's index among them
-    variants: list[list[Variant]] = [[] for _ in tasks]
-    index: list[dict[tuple, int]] = [{} for _ in tasks]
-    grid: list[tuple[float, float, float, list[int]]] = []
+    variants: list[list[Variant]] = [[] for _ in views]
+    index: list[dict[tuple, int]] = [{} for _ in views]
+    grid: Grid = []
     for tau in taus:
         for weight in weight_grid:
             kept = [{} if w is None else model._kept(f, w, tau, weight)
@@ -401,7 +452,7 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
             kept_key = [tuple(k.items()) for k in kept]
             for li, lam in enumerate(lambda_grid):
                 at = []
-                for i in range(len(tasks)):
+                for i in range(len(views)):
                     unary = unaries[i][li]
                     key = (tuple(unary.items()), kept_key[i])
                     if key not in index[i]:
@@ -409,21 +460,37 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
                         variants[i].append((unary, kept[i]))
                     at.append(index[i][key])
                 grid.append((tau, weight, lam, at))
+    return variants, grid
+
+
+def _grid_success(tasks: Sequence[BenchmarkTask], views: Sequence[RouterView],
+                  features: Sequence[ViewFeatures], variants: Sequence[list[Variant]],
+                  search: str, workers: int | None) -> list[list[bool]]:
+    """Per task, per problem variant: whether the selection ``search`` makes succeeds (the
+    task's verifier: training rows may use their gold). The selections run on ``workers``
+    processes (None: ``fit_workers()`` for at least ``SPREAD_MIN_PROBLEMS`` problems large
+    enough for the branch and cut, else this process)."""
     jobs = [(f.contexts, f.tools, v.budget, vs, search)
             for f, v, vs in zip(features, views, variants, strict=True)]
     if workers is None:  # spread only a search with problems for the branch and cut
         large = sum(len(vs) for f, vs in zip(features, variants, strict=True)
                     if len(f.contexts) + len(f.tools) > AUTO_COMBINATORIAL_MAX)
         workers = fit_workers() if large >= SPREAD_MIN_PROBLEMS else 1
-    selections = solve_all(jobs, workers)
-    # outcomes: the task's verifier on each distinct selection (training rows may use gold)
     success: list[list[bool]] = []
-    for t, sels in zip(tasks, selections, strict=True):
+    for t, sels in zip(tasks, solve_all(jobs, workers), strict=True):
         verdict: dict[tuple, bool] = {}
         for cs, ts in sels:
             if (cs, ts) not in verdict:
                 verdict[(cs, ts)] = verify(t, execute(t, list(cs), list(ts))).success
         success.append([verdict[sel] for sel in sels])
+    return success
+
+
+def _choose(model: LearnedUtility, tasks: Sequence[BenchmarkTask], grid: Grid,
+            success: Sequence[list[bool]]) -> tuple[float, float, float]:
+    """The search's record and choice: each grid point's training success, averaged per
+    suite so every suite weighs the same, appended to ``model.search``; returns the
+    (lam, tau, pair weight) of the best (ties keep the earlier point)."""
     best: tuple[float, float, float, float] | None = None
     for tau, weight, lam, at in grid:
         per_suite: dict[str, list[bool]] = {}
@@ -438,13 +505,4 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
         if best is None or score > best[0] + 1e-12:
             best = (score, lam, tau, weight)
     assert best is not None
-    model.lam, model.tau, model.pair_weight = best[1], best[2], best[3]
-    model.training = {
-        "n_tasks": len(tasks),
-        "suites": dict(sorted(Counter(t.suite for t in tasks).items())),
-        "task_ids": [t.task_id for t in tasks],
-        "candidates": {lane: lanes[lane].n_rows for lane in lanes},
-        "gold_candidates": {lane: lanes[lane].n_positive for lane in lanes},
-        "pair_rows": int(labels.shape[0]), "gold_pairs": int(labels.sum()),
-    }
-    return model
+    return best[1], best[2], best[3]
