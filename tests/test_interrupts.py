@@ -216,6 +216,45 @@ def test_a_unit_thread_sees_the_signal_before_pythons_handler_runs():
         "wakeup_fd_after_disarm": -1, "rearmed": False}
 
 
+_ARMED_AGAIN = """
+import json, os, signal
+from flows import interrupts
+from flows.stopper import RunStopper
+
+def open_fds():
+    return len(os.listdir("/proc/self/fd"))
+
+seen = {"before": open_fds()}
+for i in range(20):
+    stopper = interrupts.arm(f"r{i}", f"junction bench --run-id r{i}", grace_s=3600)
+    assert interrupts.armed() is stopper is RunStopper.current()
+    with interrupts.unit_write() as allowed:
+        assert allowed
+    interrupts.disarm()
+seen["after"] = open_fds()
+seen["armed"] = interrupts.armed() is not None
+seen["handler"] = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+first = interrupts.arm("a", "junction bench --run-id a")
+second = interrupts.arm("b", "junction bench --run-id b")  # the first is disarmed
+seen["replaced"] = [first.stop_requested(), interrupts.armed() is second]
+interrupts.disarm()
+print(json.dumps(seen), flush=True)
+"""
+
+
+def test_each_run_arms_a_stopper_of_its_own_and_disarming_releases_it():
+    # the state of a run's stop is its RunStopper's (flows.stopper): arming a new one per
+    # run leaves no descriptor open (its wakeup pipe, its copy of the terminal) and the
+    # default handler back; arming a second disarms the first
+    out = subprocess.run([sys.executable, "-c", _ARMED_AGAIN], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout)
+    assert seen["after"] == seen["before"], seen
+    assert seen["armed"] is False and seen["handler"] is True
+    assert seen["replaced"] == [False, True]
+
+
 @pytest.mark.parametrize("argv, expected", [
     (["/x/junction", "bench", "--suite", "a b"], "junction bench --run-id R --suite 'a b'"),
     (["/x/junction", "bench", "--run-id", "R", "--size", "3"],
