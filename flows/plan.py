@@ -5,12 +5,16 @@ flow takes. It fills the default plan in (the ``DEFAULT_*`` constants below, eac
 reason), refuses a plan that cannot run with one ``JunctionError`` line naming the field,
 and owns the params hash a resumed run must repeat.
 
-What each field is beyond its value is declared on the field (a ``ParamPolicy`` in its
-``Annotated`` metadata): result-neutral (no trace row depends on it), a unit-layout
-parameter a resumed run keeps all the same, a machine path metrics.json leaves out, or
-recorded in ``params`` only when not its default. The lists the params hash and the report
-read are derived from those markers (``RESULT_NEUTRAL_PARAMS``, ``UNIT_LAYOUT_PARAMS``,
-``MACHINE_PATH_PARAMS``, ``REPORT_LEFT_OUT``).
+Everything about a field is declared once, on the field: its type and constraints
+(pydantic: ``ge``, ``gt``, finite, ``min_length``), its help (``description``), what it is
+beyond its value (a ``ParamPolicy`` in its ``Annotated`` metadata: result-neutral, no trace
+row depends on it; a unit-layout parameter a resumed run keeps all the same; a machine path
+metrics.json leaves out; recorded in ``params`` only when not its default) and how it is
+typed at the command line (a ``Cli`` marker: flag, value name, environment variable). The
+lists the params hash and the report read are derived from the policy markers
+(``RESULT_NEUTRAL_PARAMS``, ``UNIT_LAYOUT_PARAMS``, ``MACHINE_PATH_PARAMS``,
+``REPORT_LEFT_OUT``); ``junction bench`` and ``junction serve`` make their options from the
+rest (``flows.cli_run.plan_options``).
 """
 
 from __future__ import annotations
