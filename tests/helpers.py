@@ -31,19 +31,22 @@ __all__ = ["BFCL_DATA", "NOTETAKER_WINDOW", "embedded_agent", "needs_data", "not
 def trace_record(**overrides) -> TaskTraceRecord:
     """A valid trace row (run r1, suite s, strategy exact, task t1: contexts c1 and c2, tool
     t1; c1 and t1 exposed, 10 + 30 = 40 tokens, one call, success) with ``overrides``."""
-    base = dict(
-        run_id="r1", suite="s", strategy="exact", task_id="t1", seed=0, budget_scale=1.0,
-        budget_tokens=100, budget_tools=None, budget_latency_ms=None, budget_cost_usd=None,
-        context_candidates=(CandidateRecord(resource_id="c1", score=1.0, rank=0, token_cost=10),
-                            CandidateRecord(resource_id="c2", score=0.5, rank=1, token_cost=20)),
-        tool_candidates=(CandidateRecord(resource_id="t1", score=2.0, rank=0, token_cost=30),),
-        exposed_context_ids=("c1",), exposed_tool_ids=("t1",),
-        context_tokens=10, tool_tokens=30, tokens_used=40,
-        unary=1.0, interaction=0.5, objective=1.5, selector="enumeration", selection_status="optimal",
-        tool_calls=(ToolCallRecord(index=0, tool_id="t1"),),
-        success=True,
-    )
-    return TaskTraceRecord(**{**base, **overrides})
+    base: dict[str, object] = {
+        "run_id": "r1", "suite": "s", "strategy": "exact", "task_id": "t1", "seed": 0,
+        "budget_scale": 1.0, "budget_tokens": 100, "budget_tools": None,
+        "budget_latency_ms": None, "budget_cost_usd": None,
+        "context_candidates": (
+            CandidateRecord(resource_id="c1", score=1.0, rank=0, token_cost=10),
+            CandidateRecord(resource_id="c2", score=0.5, rank=1, token_cost=20)),
+        "tool_candidates": (CandidateRecord(resource_id="t1", score=2.0, rank=0, token_cost=30),),
+        "exposed_context_ids": ("c1",), "exposed_tool_ids": ("t1",),
+        "context_tokens": 10, "tool_tokens": 30, "tokens_used": 40,
+        "unary": 1.0, "interaction": 0.5, "objective": 1.5, "selector": "enumeration",
+        "selection_status": "optimal",
+        "tool_calls": (ToolCallRecord(index=0, tool_id="t1"),),
+        "success": True,
+    }
+    return TaskTraceRecord.model_validate({**base, **overrides})
 
 
 try:

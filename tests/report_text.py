@@ -169,7 +169,7 @@ def table_rows(md: str, *columns: str) -> list[dict[str, str]]:
                 break
             cells = _cells(row)
             assert len(cells) == len(header), f"{row!r} has not the columns of {header}"
-            out.append(dict(zip(header, cells)))
+            out.append(dict(zip(header, cells, strict=False)))
     assert found, f"no table with columns {columns}"
     return out
 

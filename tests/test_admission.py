@@ -94,7 +94,8 @@ def test_calibrate_floor_treats_ties_as_one_threshold() -> None:
     # both 1.0 scores pass together: precision 1/2 at floor 1.0, never 1/1.
     cal = calibrate_floor([1.0, 1.0, 0.0], [True, False, False], target_precision=0.5)
     assert cal.floor == 1.0 and cal.precision == 0.5
-    with pytest.raises(AdmissionError, match="best precision on the 3-pair calibration split is 0.500"):
+    with pytest.raises(AdmissionError,
+                       match=r"best precision on the 3-pair calibration split is 0.500"):
         calibrate_floor([1.0, 1.0, 0.0], [True, False, False], target_precision=0.9)
 
 
@@ -118,7 +119,7 @@ def test_calibrate_floor_matches_brute_force(pairs, target) -> None:
     # oracle: every observed score as a threshold; keep those reaching the target; lowest wins
     ok = []
     for t in sorted(set(scores)):
-        passed = [y for s, y in zip(scores, labels) if s >= t]
+        passed = [y for s, y in zip(scores, labels, strict=False) if s >= t]
         if sum(passed) / len(passed) >= target:
             ok.append(t)
     if not ok:
@@ -172,7 +173,8 @@ def test_subtask_admission_follow_and_echo() -> None:
         ("pay the invoice", "echo")]
     assert [d.admitted for d in decisions] == [True, False, False]
     # without ancestors nothing is an echo
-    assert admit_subtasks(["pay the invoice"], "x", [], follows_score, echo_score, 0.0, 1.0)[0].admitted
+    assert admit_subtasks(["pay the invoice"], "x", [], follows_score, echo_score, 0.0,
+                          1.0)[0].admitted
 
 
 def test_all_orders_give_the_same_admission() -> None:
@@ -193,7 +195,7 @@ def test_tie_groups_partition_in_score_order_within_the_tolerance(scores, tol) -
         top = max(i.score for i in g)
         assert all(top - i.score <= tol for i in g)
         assert [i.resource_id for i in g] == sorted(i.resource_id for i in g)
-    for a, b in zip(groups, groups[1:]):  # every group below the one before it, by > tol
+    for a, b in itertools.pairwise(groups):  # every group below the one before it, by > tol
         assert max(i.score for i in a) - max(i.score for i in b) > tol
         assert min(i.score for i in a) >= max(i.score for i in b)
 

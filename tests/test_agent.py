@@ -160,7 +160,8 @@ def test_bfcl_doc_restores_bfcl_type_names(multiple_123):
 _GOLD_SECRET = "gold-secret-7f3a"
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_prompt_depends_on_the_router_view_only(multiple_123, data):
     task = multiple_123
@@ -246,7 +247,9 @@ def test_llm_executor_acts_and_a_cache_hit_is_byte_identical(agent_model, multip
     listed = make_strategy("bfcl_listed")
 
     def run():
-        records, timings = evaluate_batch([multiple_123], listed, UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple({multiple_123.task_id})), executor)
+        records, timings = evaluate_batch([multiple_123], listed, UnitSpec(
+            strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8,
+            agent_task_ids=(multiple_123.task_id,)), executor)
         return records, timings
 
     first, t1 = run()
@@ -298,8 +301,10 @@ def test_llm_executor_acts_and_a_cache_hit_is_byte_identical(agent_model, multip
 def test_references_expose_the_listing_or_the_pool_outside_the_budget(multiple_123):
     listed = make_strategy("bfcl_listed")
     everything = make_strategy("all_tools")
-    (a,), _ = evaluate_batch([multiple_123], listed, UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8))
-    (b,), _ = evaluate_batch([multiple_123], everything, UnitSpec(strategy="all_tools", run_id="r", seed=0, scale=1.0, pool_limit=8))
+    (a,), _ = evaluate_batch([multiple_123], listed, UnitSpec(strategy="bfcl_listed", run_id="r",
+                                                              seed=0, scale=1.0, pool_limit=8))
+    (b,), _ = evaluate_batch([multiple_123], everything, UnitSpec(strategy="all_tools", run_id="r",
+                                                                  seed=0, scale=1.0, pool_limit=8))
     assert a.exposed_tool_ids == tuple(sorted(multiple_123.metadata["listed_tool_ids"]))
     assert b.exposed_tool_ids == tuple(sorted(t.id for t in multiple_123.tools))
     assert b.tokens_used > multiple_123.budget.max_tokens  # the pool does not fit
@@ -326,7 +331,9 @@ def memory_task():
 
 
 def test_bfcl_listed_on_memory_exposes_the_whole_prior_conversation(memory_task):
-    (record,), _ = evaluate_batch([memory_task], make_strategy("bfcl_listed"), UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8))
+    (record,), _ = evaluate_batch([memory_task], make_strategy("bfcl_listed"),
+                                  UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0,
+                                           pool_limit=8))
     assert record.exposed_context_ids == tuple(sorted(c.id for c in memory_task.contexts))
     assert record.exposed_tool_ids == tuple(sorted(memory_task.metadata["listed_tool_ids"]))
     assert record.context_tokens == sum(c.token_cost for c in memory_task.contexts)
@@ -402,7 +409,6 @@ def test_fit_prompt_refuses_when_the_tools_alone_exceed_the_limit(memory_task):
 def test_agent_on_the_memory_reference_fits_its_window_and_the_trace_says_what_it_left_out(
         tmp_path):
     from junction.agent.llm import AgentConfig
-
     from tests.helpers import NOTETAKER_WINDOW, embedded_agent, notetaker_one_tool
 
     # notetaker's 24 turns with one tool of the memory API (about 1,750 tokens) in a
@@ -410,7 +416,9 @@ def test_agent_on_the_memory_reference_fits_its_window_and_the_trace_says_what_i
     agent = embedded_agent(AgentConfig(n_ctx=NOTETAKER_WINDOW, max_tokens=16))
     task = notetaker_one_tool()
     executor = LLMExecutor(agent, AgentCache(tmp_path / "agent.sqlite"))
-    (record,), _ = evaluate_batch([task], make_strategy("bfcl_listed"), UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple({task.task_id})), executor)
+    (record,), _ = evaluate_batch([task], make_strategy("bfcl_listed"), UnitSpec(
+        strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8,
+        agent_task_ids=(task.task_id,)), executor)
     dropped = record.agent_dropped_context_ids
     assert 0 < len(dropped) < len(task.contexts)
     assert list(dropped) == [c.id for c in task.contexts[:len(dropped)]]

@@ -400,7 +400,7 @@ def test_generic_loader_reads_other_categories():
 def test_missing_category_names_the_file():
     if BFCL_DATA is None:
         pytest.skip("bfcl-eval is not installed")
-    with pytest.raises(DatasetError, match="BFCL_v4_nope.json"):
+    with pytest.raises(DatasetError, match=r"BFCL_v4_nope.json"):
         bfcl.load_category("nope")
 
 

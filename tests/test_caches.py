@@ -214,7 +214,7 @@ def test_a_bench_over_corrupt_caches_warns_once_each_and_matches_a_clean_run(tmp
     warned = [line for line in again.stderr.splitlines() if line.startswith("warning:")]
     assert len(warned) == 2, again.stderr[-3000:]
     assert "Traceback" not in again.stderr
-    for name, line in zip(damaged, warned):
+    for name, line in zip(damaged, warned, strict=False):
         aside = next(state.glob(f"{name}.corrupt-*[0-9]Z"))
         assert aside.read_bytes() == damaged[name]
         assert f"{state / name} was corrupt" in line and str(aside) in line

@@ -110,7 +110,8 @@ def test_gold_minimal_exposes_the_ceiling_where_it_fits(scale, exposed, success)
     info = STRATEGIES["gold_minimal"]
     assert (info.role, info.respects_budget, info.reads_task) == ("reference", False, True)
     strategy = make_strategy("gold_minimal")
-    (record,), _ = evaluate_batch([_task()], strategy, UnitSpec(strategy="gold_minimal", run_id="r", seed=0, scale=scale, pool_limit=None))
+    (record,), _ = evaluate_batch([_task()], strategy, UnitSpec(
+        strategy="gold_minimal", run_id="r", seed=0, scale=scale, pool_limit=None))
     assert (record.exposed_context_ids, record.exposed_tool_ids) == exposed
     assert record.tokens_used == (150 if success else 0) and record.success is success
     # the only way the ceiling fails: its set does not fit
@@ -124,12 +125,14 @@ def test_gold_minimal_on_the_fixture_suite():
     # one required document (doc_verification_001: 17, doc_accounts_opening_001: 29) = 215
     task = tb.banking_suite(split="all", path=FIXTURE).tasks[0]
     strategy = make_strategy("gold_minimal")
-    (fits,), _ = evaluate_batch([task], strategy, UnitSpec(strategy="gold_minimal", run_id="r", seed=0, scale=1.0, pool_limit=None))
+    (fits,), _ = evaluate_batch([task], strategy, UnitSpec(strategy="gold_minimal", run_id="r",
+                                                           seed=0, scale=1.0, pool_limit=None))
     assert fits.exposed_context_ids == ("doc_accounts_opening_001", "doc_verification_001")
     assert fits.exposed_tool_ids == ("log_verification", "open_bank_account_4821")
     assert fits.tokens_used == 215 and fits.success
     small = 214 / task.budget.max_tokens  # one token short
-    (short,), _ = evaluate_batch([task], strategy, UnitSpec(strategy="gold_minimal", run_id="r", seed=0, scale=small, pool_limit=None))
+    (short,), _ = evaluate_batch([task], strategy, UnitSpec(strategy="gold_minimal", run_id="r",
+                                                            seed=0, scale=small, pool_limit=None))
     assert short.exposed_tool_ids == () and short.loss_cause == "gold_does_not_fit"
 
 
@@ -187,9 +190,13 @@ def test_a_task_without_a_gold_tool_loses_on_its_documents():
 def test_evaluation_records_the_cause_a_real_strategy_lost_on():
     # fixed_split on the hand task at 100 tokens: gold needs 150, so whatever it picks
     task = _task(max_tokens=100)
-    (record,), _ = evaluate_batch([task], make_strategy("fixed_split"), UnitSpec(strategy="fixed_split", run_id="r", seed=0, scale=1.0, pool_limit=None))
+    (record,), _ = evaluate_batch([task], make_strategy("fixed_split"),
+                                  UnitSpec(strategy="fixed_split", run_id="r", seed=0, scale=1.0,
+                                           pool_limit=None))
     assert not record.success and record.loss_cause == "gold_does_not_fit"
-    (roomy,), _ = evaluate_batch([_task(max_tokens=1000)], make_strategy("fixed_split"), UnitSpec(strategy="fixed_split", run_id="r", seed=0, scale=1.0, pool_limit=None))
+    (roomy,), _ = evaluate_batch([_task(max_tokens=1000)], make_strategy("fixed_split"),
+                                 UnitSpec(strategy="fixed_split", run_id="r", seed=0, scale=1.0,
+                                          pool_limit=None))
     expected = loss_cause(_task(max_tokens=1000),
                           [c.resource_id for c in roomy.context_candidates],
                           [c.resource_id for c in roomy.tool_candidates],
@@ -290,8 +297,9 @@ def test_gold_changes_no_budgeted_selection_but_moves_the_ceiling(index, scale, 
                                     "gold_pairs": pairs})
     for name in _BUDGETED:
         strategy = make_strategy(name)
-        a, b = (evaluate_batch([t], strategy, UnitSpec(strategy=name, run_id="r", seed=0, scale=scale, pool_limit=limit, pool=pool))[0][0]
-                for t in (task, other))
+        spec = UnitSpec(strategy=name, run_id="r", seed=0, scale=scale, pool_limit=limit,
+                        pool=pool)
+        a, b = (evaluate_batch([t], strategy, spec)[0][0] for t in (task, other))
         assert (a.exposed_context_ids, a.exposed_tool_ids, a.context_candidates,
                 a.tool_candidates, a.objective) == (
             b.exposed_context_ids, b.exposed_tool_ids, b.context_candidates,

@@ -313,19 +313,19 @@ def test_admit_and_the_page_strategies_admit_the_same_chunks() -> None:
     # 1 (3) -> 3; 2 (6) -> 9; 3 (3) -> 12; 4 (4) does not fit, skipped; 0 (4) does not fit.
     # Without the floor (exact ties only) the order is 1, 2, 4, 3: 1, 2 fit (9), 4 does not,
     # 3 fits (12): the same set here, so the floor is checked on its own order below.
-    cli = admit_chunks([ScoredChunk(c, s) for c, s in zip(chunks, scores)], top_k=4,
+    cli = admit_chunks([ScoredChunk(c, s) for c, s in zip(chunks, scores, strict=False)], top_k=4,
                        token_budget=12, tie_logits=0.3)
     contexts = [ContextResource(id=f"memory-x#c{c.index:03d}", content=c.text,
                                 token_cost=c.token_cost) for c in chunks]
-    strategy = admit_top_k([ScoredResource(r, s) for r, s in zip(contexts, scores)],
+    strategy = admit_top_k([ScoredResource(r, s) for r, s in zip(contexts, scores, strict=False)],
                            Budget(max_tokens=12), k=4, tie_logits=0.3)
     assert [c.chunk.index for c in cli] == [1, 2, 3]
     assert [contexts.index(r.resource) for r in strategy.admitted] == [1, 2, 3]
     # the floor orders a tie group by page order. Budget 7, top 2: 1 (3); 2 (6) does not
     # fit; then 3 (3, the group's page order) -> 6. Exact ties only: 1, 2 skipped, then 4
     # (1.85 > 1.8; 4 tokens) -> 7.
-    pairs = [ScoredChunk(c, s) for c, s in zip(chunks, scores)]
-    resources = [ScoredResource(r, s) for r, s in zip(contexts, scores)]
+    pairs = [ScoredChunk(c, s) for c, s in zip(chunks, scores, strict=False)]
+    resources = [ScoredResource(r, s) for r, s in zip(contexts, scores, strict=False)]
     for floor, expected in ((0.3, [1, 3]), (0.0, [1, 4])):
         cli = admit_chunks(pairs, top_k=2, token_budget=7, tie_logits=floor)
         strategy = admit_top_k(resources, Budget(max_tokens=7), k=2, tie_logits=floor)

@@ -1,6 +1,7 @@
-"""The commands of the README and its docs pages (``docs/*.md``), run as a user types them: the installed console script in a
-subprocess, with a temporary warehouse and reports folder (``JUNCTION_WAREHOUSE``,
-``JUNCTION_REPORTS``). Each test asserts the exit code and one fact of the output.
+"""The commands of the README and its docs pages (``docs/*.md``), run as a user types them:
+the installed console script in a subprocess, with a temporary warehouse and reports folder
+(``JUNCTION_WAREHOUSE``, ``JUNCTION_REPORTS``). Each test asserts the exit code and one
+fact of the output.
 
 ``test_every_readme_command_has_a_test`` reads the command lines of the README and the
 docs pages and fails when a command has no test here, so the documentation and this file

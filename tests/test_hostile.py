@@ -122,7 +122,7 @@ def test_raw_lines_are_refused(tmp_path, raw, needle):
 
 def test_duplicate_task_and_mixed_suites_are_refused(tmp_path):
     _write(tmp_path / "dup.jsonl", [VALID[0], VALID[0]])
-    with pytest.raises(DatasetError, match="duplicate task id .* \\(first on line 1\\)"):
+    with pytest.raises(DatasetError, match=r"duplicate task id .* \(first on line 1\)"):
         load_suite_file(tmp_path / "dup.jsonl")
     other = {**VALID[1], "suite": "other"}
     _write(tmp_path / "mixed.jsonl", [VALID[0], other])
@@ -141,7 +141,7 @@ def test_flow_writes_nothing_for_a_malformed_suite(prefect_harness, tmp_path):
     rows = copy.deepcopy(VALID)
     rows[2]["contexts"][0]["token_cost"] = -1
     _write(tmp_path / "bad.jsonl", rows)
-    with pytest.raises(DatasetError, match="bad.jsonl:3: .*token_cost"):
+    with pytest.raises(DatasetError, match=r"bad.jsonl:3: .*token_cost"):
         benchmark(RunPlan.build(suites=["coupling"], suite_files=[str(tmp_path / "bad.jsonl")],
                                 strategies=["exact"], output_root=str(tmp_path / "wh"),
                                 reports_root=str(tmp_path / "reports")))

@@ -62,7 +62,7 @@ def test_batch_matches_naive_within_the_noise_floor(judge) -> None:
     batch = judge.score(FIXTURE.query, DOCS).scores
     naive = judge.score_naive(FIXTURE.query, DOCS).scores
     floor = noise_floor(judge).floor
-    assert max(abs(a - b) for a, b in zip(batch, naive)) <= floor
+    assert max(abs(a - b) for a, b in zip(batch, naive, strict=False)) <= floor
     # the matching passage still beats the non-matching one on both paths
     assert batch[0] > batch[1] and naive[0] > naive[1]
 
@@ -167,7 +167,7 @@ def test_documents_the_judge_cannot_tell_apart_are_degenerate(judge) -> None:
     batch = judge_documents(judge, None, CHINA, docs, noise_floor=noise_floor(judge).floor)
     assert len(set(batch.scores)) == 1 and batch.degenerate
     assert set(batch.truncations) == {0, 1, 2, 3}
-    honest = judge_documents(judge, None, CHINA, CITIES + [docs[0]],
+    honest = judge_documents(judge, None, CHINA, [*CITIES, docs[0]],
                              noise_floor=noise_floor(judge).floor)
     assert not honest.degenerate
 

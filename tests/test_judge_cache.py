@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from junction.judge.cache import ScoreCache, cached_scores, score_key
 from junction.judge.model import JudgeConfig
@@ -29,10 +30,7 @@ class FakeJudge:
     def score(self, query, documents, instruction=None):
         self.calls.append(list(documents))
 
-        class _Batch:
-            scores = [float(len(d)) for d in documents]
-
-        return _Batch()
+        return SimpleNamespace(scores=[float(len(d)) for d in documents])
 
 
 def test_rerun_scores_only_misses(tmp_path) -> None:

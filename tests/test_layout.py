@@ -98,7 +98,7 @@ def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
         stack.append(node)
         for nxt in graph[node]:
             if state.get(nxt) == 1:
-                cycles.append(stack[stack.index(nxt):] + [nxt])
+                cycles.append([*stack[stack.index(nxt):], nxt])
             elif nxt not in state:
                 visit(nxt)
         stack.pop()

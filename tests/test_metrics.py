@@ -24,7 +24,8 @@ from tests.helpers import trace_record
 # split, objective terms, solver status, calls, outcome reason, gold, free JSON. A new trace
 # column must go either here or into the catalog.
 NOT_METRICS = {
-    "schema_version", "run_id", "suite", "strategy", "task_id", "seed", "repetition", "fold", "pool_rule",
+    "schema_version", "run_id", "suite", "strategy", "task_id", "seed", "repetition", "fold",
+    "pool_rule",
     "budget_scale",
     "budget_tokens", "budget_tools", "budget_latency_ms", "budget_cost_usd",
     "context_candidates", "tool_candidates", "exposed_context_ids", "exposed_tool_ids",

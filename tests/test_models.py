@@ -25,8 +25,9 @@ def tiny_model(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path / "pkgs"))
     monkeypatch.setenv("JUNCTION_STATE_DIR", str(tmp_path / "state"))
     whole = b"".join(parts)
+    whole_sha, whole_size = hashlib.sha256(whole).hexdigest(), len(whole)
 
-    def register(sha=hashlib.sha256(whole).hexdigest(), size=len(whole)):
+    def register(sha=whole_sha, size=whole_size):
         model = EmbeddedModel(name="tiny", filename="tiny.gguf",
                               packages=("tiny_part1", "tiny_part2"), size=size, sha256=sha,
                               family="test")
@@ -39,7 +40,7 @@ def tiny_model(tmp_path, monkeypatch):
 
 
 def test_parts_are_concatenated_in_order_and_checked(tiny_model) -> None:
-    register, whole, folder = tiny_model
+    register, whole, _folder = tiny_model
     register()
     path = embedded_model_path("tiny")
     assert path.read_bytes() == whole
@@ -49,7 +50,7 @@ def test_parts_are_concatenated_in_order_and_checked(tiny_model) -> None:
 def test_a_wrong_pin_fails_and_leaves_no_file(tiny_model) -> None:
     register, _, folder = tiny_model
     register(sha="0" * 64)
-    with pytest.raises(ModelError, match="sha256 .* != pinned"):
+    with pytest.raises(ModelError, match=r"sha256 .* != pinned"):
         embedded_model_path("tiny")
     assert not any(folder.glob("tiny.gguf*"))  # no partial or wrong file left behind
     register(size=3)
@@ -63,7 +64,8 @@ def test_a_missing_part_package_names_it(tiny_model, monkeypatch) -> None:
     monkeypatch.setitem(models.EMBEDDED_MODELS, "tiny",
                         EmbeddedModel(**{**model.__dict__, "packages": ("tiny_part1", "nope_9"),
                                          "extra": "tiny-extra"}))
-    with pytest.raises(ModelError, match=r"package nope_9 is not installed .*junction\[tiny-extra\]"):
+    with pytest.raises(ModelError,
+                       match=r"package nope_9 is not installed .*junction\[tiny-extra\]"):
         embedded_model_path("tiny")
 
 

@@ -197,7 +197,9 @@ def test_context_document_puts_the_heading_path_first():
 
 def test_page_task_traces_chunk_recall_and_admitted_tokens():
     task = _page_task()
-    (record,), _ = evaluate_batch([task], make_bm25_top_k_strategy(), UnitSpec(strategy="bm25_top_k", run_id="r", seed=0, scale=1.0, pool_limit=None))
+    (record,), _ = evaluate_batch([task], make_bm25_top_k_strategy(),
+                                  UnitSpec(strategy="bm25_top_k", run_id="r", seed=0, scale=1.0,
+                                           pool_limit=None))
     assert record.success and record.context_recall == 1.0
     assert record.tokens_used == record.context_tokens <= 30 and record.tool_tokens == 0
 
@@ -260,7 +262,9 @@ def test_html_context_in_a_suite_file_is_chunked_at_load(tmp_path):
                                   "chunk_index": 1, "start": page.chunks[1].start,
                                   "end": page.chunks[1].end, "cut": ""}
     assert task.contexts[-1].token_cost == 3  # a text context is as written
-    (record,), _ = evaluate_batch([task], make_bm25_top_k_strategy(), UnitSpec(strategy="bm25_top_k", run_id="r", seed=0, scale=1.0, pool_limit=None))
+    (record,), _ = evaluate_batch([task], make_bm25_top_k_strategy(),
+                                  UnitSpec(strategy="bm25_top_k", run_id="r", seed=0, scale=1.0,
+                                           pool_limit=None))
     assert record.success and record.context_recall == 1.0
 
 
@@ -349,7 +353,7 @@ def test_subtask_admission_follows_the_floors(judge, tmp_path, monkeypatch):
     result = make_subtask_admission_strategy(use_cache=False).select(task.router_view(), None)
     decisions = result.extra["subtask_decisions"]
     assert set(decisions) == {c.id for c in task.contexts}
-    for rid, d in decisions.items():  # the rule of junction.pages.admission.admit_subtasks
+    for _rid, d in decisions.items():  # the rule of junction.pages.admission.admit_subtasks
         expected = ("does_not_follow" if d["follows"] < FOLLOW_FLOOR else
                     "echo" if d["echo"] >= ECHO_FLOOR else "admitted")
         assert d["reason"] == expected

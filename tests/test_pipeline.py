@@ -49,8 +49,9 @@ def _run(tmp_path, **kwargs):
     from flows.benchmark import benchmark
     from flows.plan import RunPlan
 
-    params = dict(suites=["coupling", "synthetic"], strategies=FAST, size=20,
-                  budget_scales=[1.0], output_root=str(tmp_path / "wh"), reports_root=str(tmp_path / "reports"))
+    params = {"suites": ["coupling", "synthetic"], "strategies": FAST, "size": 20,
+                  "budget_scales": [1.0], "output_root": str(tmp_path / "wh"),
+                  "reports_root": str(tmp_path / "reports")}
     params.update(kwargs)
     flow_args = {k: params.pop(k) for k in ("run_id", "write_reports") if k in params}
     return benchmark(RunPlan.build(**params), **flow_args)
@@ -102,7 +103,8 @@ def test_interrupted_run_resumes_without_duplicates(prefect_harness, tmp_path, f
                  batch_size=5, run_id="resume-me")
     finally:
         flaky["on"] = False
-    named = r"unit synthetic/flaky/seed0-scale1-\d{6}-\d{6} failed: RuntimeError: unit fails on purpose"
+    named = (r"unit synthetic/flaky/seed0-scale1-\d{6}-\d{6} failed: "
+             r"RuntimeError: unit fails on purpose")
     assert re.fullmatch(named, str(caught.value)), caught.value
     assert isinstance(caught.value.__cause__, RuntimeError)
     store = TraceStore(str(tmp_path / "broken" / "wh"))
@@ -143,7 +145,7 @@ def test_corrupt_parquet_and_bad_sql_are_named(prefect_harness, tmp_path):
     (bad / "zz-broken.parquet").write_bytes(b"PAR1 truncated")
     with pytest.warns(CorruptFileWarning, match="corrupt Parquet file .*zz-broken.parquet"):
         assert wh.query("select count(*) as n from traces").to_pylist() == [{"n": 3}]
-    with pytest.raises(TraceError, match="corrupt trace file .*zz-broken.parquet"):
+    with pytest.raises(TraceError, match=r"corrupt trace file .*zz-broken.parquet"):
         TraceStore(str(tmp_path / "wh")).read_traces("ok-run")
 
 

@@ -85,7 +85,7 @@ def test_every_line_draws_its_own_strategy_in_one_colour(tmp_path, monkeypatch):
     # the one legend: exactly the strategies drawn, each in the colour of its lines
     (legend,) = fig.legends
     entries = {t.get_text(): to_hex(h.get_color())
-               for t, h in zip(legend.get_texts(), legend.legend_handles)}
+               for t, h in zip(legend.get_texts(), legend.legend_handles, strict=False)}
     assert set(entries) == {label for _, label, _, _ in lines}
     for label, colour in entries.items():
         assert {colour} == colours[label.removesuffix(" (reference)")], label

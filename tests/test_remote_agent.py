@@ -182,8 +182,10 @@ def test_trace_names_the_server_not_a_sha256_and_a_hit_is_free(server, multiple_
                               RemoteGenerationCache(tmp_path / "agent.sqlite"))
     listed = make_strategy("bfcl_listed")
     ids = {task.task_id}
-    first, t1 = evaluate_batch([task], listed, UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple(ids)), executor)
-    second, t2 = evaluate_batch([task], listed, UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple(ids)), executor)
+    spec = UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8,
+                    agent_task_ids=tuple(ids))
+    first, t1 = evaluate_batch([task], listed, spec, executor)
+    second, t2 = evaluate_batch([task], listed, spec, executor)
     (record,) = first
     port = server.split(":")[2].split("/")[0]
     assert record.executor == "remote" and record.agent_model_sha256 is None
@@ -211,7 +213,9 @@ def test_a_memory_reference_is_cut_as_the_embedded_agent_cuts_it(server, agent_m
                         RemoteAgentConfig(max_tokens=16, context_tokens=NOTETAKER_WINDOW))
     assert agent.check_window() == NOTETAKER_WINDOW
     executor = RemoteExecutor(agent, RemoteGenerationCache(tmp_path / "agent.sqlite"))
-    (record,), _ = evaluate_batch([task], make_strategy("bfcl_listed"), UnitSpec(strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8, agent_task_ids=tuple({task.task_id})), executor)
+    (record,), _ = evaluate_batch([task], make_strategy("bfcl_listed"), UnitSpec(
+        strategy="bfcl_listed", run_id="r", seed=0, scale=1.0, pool_limit=8,
+        agent_task_ids=(task.task_id,)), executor)
     view = task.router_view()
     uncut = render_prompt(view, record.exposed_context_ids, record.exposed_tool_ids)
     assert agent.count_prompt_tokens(uncut) == agent_model.count_prompt_tokens(uncut)

@@ -17,7 +17,8 @@ from junction.evidence.traces import records_to_table
 from tests.helpers import trace_record
 
 _SPEC = importlib.util.spec_from_file_location(
-    "check_report_html", Path(__file__).resolve().parents[1] / "bench" / "checks" / "check_report_html.py")
+    "check_report_html",
+    Path(__file__).resolve().parents[1] / "bench" / "checks" / "check_report_html.py")
 check = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(check)
 

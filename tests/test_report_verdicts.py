@@ -137,17 +137,19 @@ def test_a_split_tied_with_the_best_joint_is_its_comparison_not_a_co_winner():
 def test_headline_compares_the_best_joint_with_the_best_split_of_each_scale(
         fixed, adaptive, blind_best):
     # exact 20/20 at scale 1 against the best split's 16/20 (4 discordant pairs, McNemar
-    # 2 · 0.5⁴ = 0.125: no detectable difference); at scale 0.5 exact 8/20 and the best split 16/20, so there the
-    # split beats the joint strategy: 8 discordant pairs, all the split's (b = 0, c = 8):
+    # 2 · 0.5⁴ = 0.125: no detectable difference); at scale 0.5 exact 8/20 and the best
+    # split 16/20, so there the split beats the joint strategy: 8 discordant pairs, all the
+    # split's (b = 0, c = 8):
     # McNemar 2 · 0.5⁸ = 0.0078; the verdict names the better one first
-    records = (_traces({"exact": [True] * 20, "fixed_split": [True] * fixed + [False] * (20 - fixed),
+    records = (_traces({"exact": [True] * 20,
+                        "fixed_split": [True] * fixed + [False] * (20 - fixed),
                         "adaptive_split": [True] * adaptive + [False] * (20 - adaptive)})
                + _traces({"exact": [True] * 8 + [False] * 12,
                           "fixed_split": [True] * fixed + [False] * (20 - fixed),
                           "adaptive_split": [True] * adaptive + [False] * (20 - adaptive)},
                          scale=0.5))
     by_scale = {h["budget_scale"]: h for h in headline_rows(records_to_table(records))}
-    for scale, h in by_scale.items():
+    for _scale, h in by_scale.items():
         first = h["comparisons"][0]
         assert h["best"] == ["exact"]
         assert (first["other"], first["role"]) == (blind_best, "interaction-blind best")
@@ -383,7 +385,7 @@ def test_suite_tables_print_each_metric_at_its_display_precision(tmp_path):
     header = next(line for line in md.splitlines() if line.startswith("| strategy | budget"))
     columns = [c.strip() for c in header.strip("|").split("|")]
     row = next(line for line in md.splitlines() if line.startswith("| exact | 1 |"))
-    cells = dict(zip(columns, (c.strip() for c in row.strip("|").split("|"))))
+    cells = dict(zip(columns, (c.strip() for c in row.strip("|").split("|")), strict=False))
     assert (cells["tasks"], cells["success_rate"], cells["tokens_used"],
             cells["objective"]) == ("8", "75%", "40", "1.50")
 
@@ -426,7 +428,8 @@ def test_distinct_exposed_sets_and_identical_sets_on_shared_tasks():
                             exposed_context_ids=contexts, context_tokens=10 * len(contexts),
                             tokens_used=10 * len(contexts) + 30, executor="remote",
                             agent_success=ok, agent_outcome="correct" if ok else "wrong_call",
-                            agent_grader="bfcl", selection_status="optimal" if strategy == "exact" else "heuristic")
+                            agent_grader="bfcl",
+                            selection_status="optimal" if strategy == "exact" else "heuristic")
 
     table = records_to_table([rec("exact", "t0", True, ("c1",)),
                               rec("fixed_split", "t0", True, ("c1",)),

@@ -15,8 +15,8 @@ pytestmark = pytest.mark.flow
 def test_dask_runner_matches_thread_runner(prefect_harness, tmp_path):
     from flows.runners import run_benchmark
 
-    common = dict(suites=["coupling", "synthetic"], strategies=["exact", "fixed_split"],
-                  size=12, reports_root=str(tmp_path / "reports"))
+    common = {"suites": ["coupling", "synthetic"], "strategies": ["exact", "fixed_split"],
+                  "size": 12, "reports_root": str(tmp_path / "reports")}
     thread = run_benchmark(**common, output_root=str(tmp_path / "a"), batch_size=100)
     dask = run_benchmark(**common, output_root=str(tmp_path / "b"), runner="dask", workers=2,
                          batch_size=4)
@@ -58,9 +58,9 @@ def test_unit_order_changes_no_trace(prefect_harness, tmp_path, monkeypatch):
     from flows.runners import run_benchmark
     compare = _bench_compare()
 
-    common = dict(suites=["coupling", "synthetic"],
-                  strategies=["exact", "fixed_split", "adaptive_split"], size=6,
-                  batch_size=2, run_id="unit-order")
+    common = {"suites": ["coupling", "synthetic"],
+                  "strategies": ["exact", "fixed_split", "adaptive_split"], "size": 6,
+                  "batch_size": 2, "run_id": "unit-order"}
     planned = benchmark.plan_units
     orders = []
 

@@ -54,7 +54,8 @@ def test_tools_parsed_from_the_fixture():
     assert log.description == "Log that the customer's identity was verified."
     assert log.json_schema["required"] == ["user_id", "method"]
     assert log.json_schema["properties"]["method"] == {
-        "type": "string", "description": "How the identity was checked, for example by date of birth"}
+        "type": "string",
+        "description": "How the identity was checked, for example by date of birth"}
     # docstring types win; the annotation fills in where the docstring gives none
     opened = tools["open_bank_account_4821"].json_schema
     assert opened["properties"]["deposit"]["type"] == "number"

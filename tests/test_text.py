@@ -63,7 +63,8 @@ def test_lane_metrics_never_credit_a_score_zero_candidate() -> None:
     # a stopword-only objective: every candidate scores 0, so the lanes retrieved
     # nothing, whatever the pools' id order puts first (before: recall@5 1.0, MRR 0.33)
     task = coupling_task().model_copy(update={"objective": "the of and to"})
-    records, _ = evaluate_batch([task], make_exact_strategy(), UnitSpec(strategy="exact", run_id="r", seed=0, scale=1.0, pool_limit=None))
+    records, _ = evaluate_batch([task], make_exact_strategy(), UnitSpec(
+        strategy="exact", run_id="r", seed=0, scale=1.0, pool_limit=None))
     rec = records[0]
     assert all(c.score == 0 for c in (*rec.context_candidates, *rec.tool_candidates))
     for name in ("context_lane_recall_at_5", "context_lane_mrr", "tool_lane_recall_at_5",
@@ -139,8 +140,8 @@ def test_default_counter_is_within_25_percent_of_the_judge_tokenizer(kind: str,
 
 @pytest.mark.model
 def test_default_counter_prices_han_near_the_judge_tokenizer_per_character(judge) -> None:
-    # Qwen2.5 and Gemma 3 spend about 0.6 tokens per Han character (0.60, 0.63); the old rule (ceil(run / 4))
-    # charged 0.25 and so 0.44-0.64x of the real count
+    # Qwen2.5 and Gemma 3 spend about 0.6 tokens per Han character (0.60, 0.63); the old rule
+    # (ceil(run / 4)) charged 0.25 and so 0.44-0.64x of the real count
     chars = sum(len(t) for t in _CHINESE)
     real = sum(len(judge.tokenize(t)) for t in _CHINESE)
     ours = sum(DEFAULT_TOKEN_COUNTER.count(t) for t in _CHINESE)
@@ -229,7 +230,7 @@ def test_default_counter_holds_its_stated_bound_on_sentences_it_was_not_fitted_o
     for language, texts in held.items():
         real = [len(default_tokenizer(t)) for t in texts]
         counted = [DEFAULT_TOKEN_COUNTER.count(t) for t in texts]
-        out_of_bound.update({t: c / r for t, c, r in zip(texts, counted, real)
+        out_of_bound.update({t: c / r for t, c, r in zip(texts, counted, real, strict=False)
                              if not low <= c / r <= high})
         if all(apart.search(t) for t in texts):  # a script priced apart
             total = sum(counted) / sum(real)

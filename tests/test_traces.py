@@ -72,7 +72,7 @@ def test_store_writes_atomically_and_is_idempotent(tmp_path):
 
 
 def test_store_refuses_unsafe_names(tmp_path):
-    with pytest.raises(TraceError, match="suite '../x' must start with a letter or digit"):
+    with pytest.raises(TraceError, match=r"suite '../x' must start with a letter or digit"):
         TraceStore(str(tmp_path)).trace_path("r1", "../x", "exact", "u0")
 
 
@@ -81,7 +81,7 @@ def test_corrupt_file_is_named(tmp_path):
     store.write_unit("r1", "s", "exact", "u0", [trace_record()], [])
     bad = tmp_path / "traces" / "run_id=r1" / "suite=s" / "strategy=exact" / "u1.parquet"
     bad.write_bytes(b"not parquet at all")
-    with pytest.raises(TraceError, match="corrupt trace file .*u1.parquet"):
+    with pytest.raises(TraceError, match=r"corrupt trace file .*u1.parquet"):
         store.read_traces("r1")
 
 

@@ -2,10 +2,10 @@
 
 Runs the exact selectors on a fixed set of seeded instances (``junction.select.instances``:
 ``random_problem``, ``gallo_problem``, ``family_problem``) and on every suite's tasks at its
-default size (suites whose data is missing are skipped) (seed 0, budget scale 1, as bench/perf/exact_work.py), with no clock
-(``time_limit_s=None``) so every figure is deterministic, and writes or compares one JSON
-record per run: the whole ``Selection`` (the set, objective, status, gap, nodes and simplex
-iterations) but its solve time.
+default size (suites whose data is missing are skipped) (seed 0, budget scale 1, as
+bench/perf/exact_work.py), with no clock (``time_limit_s=None``) so every figure is
+deterministic, and writes or compares one JSON record per run: the whole ``Selection``
+(the set, objective, status, gap, nodes and simplex iterations) but its solve time.
 
     python bench/checks/exact_identity.py --write before.json   # record
     python bench/checks/exact_identity.py --check before.json   # compare; exit 1 on a difference

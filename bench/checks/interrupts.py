@@ -64,7 +64,8 @@ def _children(pid: int) -> list[int]:
     while frontier:
         parent = frontier.pop()
         for task in Path(f"/proc/{parent}/task").glob("*"):
-            children = (task / "children").read_text().split() if (task / "children").exists() else []
+            children = ((task / "children").read_text().split()
+                        if (task / "children").exists() else [])
             for child in map(int, children):
                 found.append(child)
                 frontier.append(child)

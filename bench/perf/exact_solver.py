@@ -291,7 +291,7 @@ def scaling(sizes, instances: int, time_limit: float, tightness: float, density:
             # instance by instance: how much better the solver's set is (both proven: 0)
             row[f"solver_objective_minus_{name}"] = [
                 None if b is None else round(a - b, 6) + 0.0  # + 0.0: no "-0.0"
-                for a, b in zip(solver["objectives"], other["objectives"])]
+                for a, b in zip(solver["objectives"], other["objectives"], strict=False)]
         row.pop("objectives")
         rows.append(row)
     return rows
@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     load_start = [round(v, 2) for v in os.getloadavg()]
     started = time.time()
     result = {
-        "families": {name: text for name, text in FAMILIES.items()},
+        "families": dict(FAMILIES.items()),
         "family_table": [family_cell(f, n, d, args.instances, args.time_limit,
                                      baseline=not args.no_baseline)
                          for f, n, d in cells],
@@ -383,8 +383,9 @@ def main(argv: list[str] | None = None) -> int:
                   "{milp_median_s:8.4f}s ratio {milp_ratio:6.1f} same={same_selection}"
                   .format(**row))
         for row in result["scaling"]:
-            line = ("n={n:4d} tightness {tightness} density {density} solver median {median_s:7.3f}s max "
-                    "{max_s:7.3f}s optimal {optimal}/{instances} worst gap {worst_gap}"
+            line = ("n={n:4d} tightness {tightness} density {density} solver median "
+                    "{median_s:7.3f}s max {max_s:7.3f}s optimal {optimal}/{instances} worst gap "
+                    "{worst_gap}"
                     .format(**row))
             for name in ("milp", "plain_milp"):
                 if f"{name}_median_s" in row:

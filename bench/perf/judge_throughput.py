@@ -70,7 +70,7 @@ def noise_floor(config: JudgeConfig, query: str, docs: list[str]) -> dict:
     mixed = judge.score(query, docs).scores
     naive = judge.score_naive(query, docs).scores
     spread = max(same) - min(same)
-    diff = max(abs(a - b) for a, b in zip(mixed, naive))
+    diff = max(abs(a - b) for a, b in zip(mixed, naive, strict=False))
     return {"identical_passage_spread": round(spread, 4), "max_abs_batch_naive": round(diff, 4),
             "noise_floor": round(max(spread, diff), 4), "candidates": len(docs)}
 
@@ -114,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         "batch_candidates_per_s": round(med(len(docs) / r[0] for r in rows), 2),
         "naive_candidates_per_s": round(med(len(docs) / r[1] for r in rows), 2),
         "speedup": round(med(r[1] / r[0] for r in rows), 2),
-        "max_abs_score_diff": round(max(abs(a - b) for a, b in zip(batch.scores, naive.scores)), 4),
+        "max_abs_score_diff": round(max(abs(a - b) for a, b in zip(batch.scores, naive.scores,
+                                                                   strict=False)), 4),
         "raw_prompt_tokens_per_s": round(med(len(raw_tokens) / r[2] for r in rows), 1),
         "batch_candidate_tokens_per_s": round(med(cand_tokens / r[0] for r in rows), 1),
         "fraction_of_raw": round(med((cand_tokens / r[0]) / (len(raw_tokens) / r[2])

@@ -41,22 +41,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 _OUT = "JUNCTION_SUITE_PROFILE_DIR"
 
-_SITECUSTOMIZE = '''\
+_SITECUSTOMIZE = f'''\
 import atexit, json, os, resource, sys, time
 _t0 = time.monotonic()
 def _record():
     s, c = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    row = {"pid": os.getpid(), "ppid": os.getppid(), "argv": sys.argv[:10],
+    row = {{"pid": os.getpid(), "ppid": os.getppid(), "argv": sys.argv[:10],
            "wall": time.monotonic() - _t0,
            "cpu": s.ru_utime + s.ru_stime, "children": c.ru_utime + c.ru_stime,
-           "test": os.environ.get("PYTEST_CURRENT_TEST", "")}
+           "test": os.environ.get("PYTEST_CURRENT_TEST", "")}}
     try:
-        with open(os.path.join(os.environ["%s"], "processes.jsonl"), "a") as f:
+        with open(os.path.join(os.environ["{_OUT}"], "processes.jsonl"), "a") as f:
             f.write(json.dumps(row) + "\\n")
     except (KeyError, OSError):
         pass
 atexit.register(_record)
-''' % _OUT
+'''
 
 
 # ------------------------------------------------------------------ the pytest plugin
@@ -151,7 +151,8 @@ def _print_report(folder: Path, wall: float, cpu: float, top: int, pytest_pid: i
         print(f"\n{len(procs)} Python processes started by tests wrote their CPU: "
               f"{sum(p['cpu'] for p in procs):.0f} s in themselves (their children, "
               "servers among them, write rows of their own when they are Python and exit)")
-        print("\n| process (most CPU) | CPU s | children CPU s | wall s | test |\n|---|---|---|---|---|")
+        print("\n| process (most CPU) | CPU s | children CPU s | wall s | test |"
+              "\n|---|---|---|---|---|")
         for p in sorted(procs, key=lambda p: -(p["cpu"] + p["children"]))[:top]:
             argv = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(p["argv"]))
             print(f"| `{argv[:90]}` | {p['cpu']:.1f} | {p['children']:.1f} | {p['wall']:.1f} "

@@ -201,7 +201,10 @@ def main() -> None:
         for name, strategy in strategies.items():  # the benchmark's order: a unit per strategy
             for task in tasks:
                 agent.forget_prefix()
-                (record,), (timing,) = evaluate_batch([task], strategy, UnitSpec(strategy=name, run_id="bench", seed=0, scale=1.0, pool_limit=get_suite(suite).pool_limit, agent_task_ids=tuple(ids)), executor)
+                spec = UnitSpec(strategy=name, run_id="bench", seed=0, scale=1.0,
+                                pool_limit=get_suite(suite).pool_limit,
+                                agent_task_ids=tuple(ids))
+                (record,), (timing,) = evaluate_batch([task], strategy, spec, executor)
                 outcomes[name][task.task_id] = bool(record.agent_success)
                 print(f"{suite} {name} {task.task_id}: {record.agent_prompt_tokens} prompt "
                       f"tokens, {timing['agent_ms'] / 1000:.1f} s, cached "

@@ -1,4 +1,5 @@
-"""Judge quality: the judge against BM25 on suites, on negation pairs, per layout, per tool rendering.
+"""Judge quality: the judge against BM25 on suites, on negation pairs, per layout, per tool
+rendering.
 
 **Suites** (always). For each task, the candidates are the BM25 pools (``candidate_pools``,
 top ``--pool`` per lane, contexts and tools), labelled gold / non-gold from the task's gold
@@ -30,7 +31,8 @@ bfcl-multiple and bfcl-live-multiple (tool candidates only): ``schema`` (today's
 (``... Parameters: <required names> (required), <other names>``); judge AUC, the mean
 candidate tokens (uncut, and as judged after the 64-token cut) and the share cut.
 
-    python bench/studies/judge_quality.py --json [--model PATH] [--size 40] [--layouts] [--tool-rendering]
+    python bench/studies/judge_quality.py --json [--model PATH] [--size 40] [--layouts] \
+        [--tool-rendering]
 
 Scores go through the persistent score cache (``state_dir()/judge_scores.sqlite``), so a
 re-run re-scores nothing. A suite that is not registered (or cannot be built here) is
@@ -86,8 +88,8 @@ bfcl-memory, gold tools above non-gold (AUC > 0.7) on both tool suites."""
 def auc(scores: list[float], labels: list[bool]) -> float | None:
     """ROC AUC = Mann-Whitney U of the positives / (n_pos * n_neg); ``None`` without both
     classes. Ties count one half."""
-    pos = [s for s, y in zip(scores, labels) if y]
-    neg = [s for s, y in zip(scores, labels) if not y]
+    pos = [s for s, y in zip(scores, labels, strict=False) if y]
+    neg = [s for s, y in zip(scores, labels, strict=False) if not y]
     if not pos or not neg:
         return None
     with warnings.catch_warnings():  # all-equal scores: the p-value warns, U is fine
@@ -169,13 +171,14 @@ def evaluate_suite(judge, cache, tasks, pool: int, render: Callable = candidate_
         if aj is not None:
             per_judge.append(aj)
             per_bm25.append(ab)
-    pooled = (lambda s: None if auc(s, all_y) is None else round(auc(s, all_y), 4))
+    def pooled(s):
+        return (None if auc(s, all_y) is None else round(auc(s, all_y), 4))
     return {
         "judge_auc": _mean(per_judge), "bm25_auc": _mean(per_bm25), "pairs": pairs,
         "tasks": len(tasks), "tasks_with_both_classes": len(per_judge),
         "judge_auc_pooled": pooled(all_j), "bm25_auc_pooled": pooled(all_b),
-        "judge_mean_gold": _mean([s for s, y in zip(all_j, all_y) if y]),
-        "judge_mean_non_gold": _mean([s for s, y in zip(all_j, all_y) if not y]),
+        "judge_mean_gold": _mean([s for s, y in zip(all_j, all_y, strict=False) if y]),
+        "judge_mean_non_gold": _mean([s for s, y in zip(all_j, all_y, strict=False) if not y]),
         "mean_candidate_tokens": _mean(uncut_tokens),
         "mean_judged_tokens": _mean(judged_tokens),
         "share_cut": _mean([1.0] * cut + [0.0] * (len(uncut_tokens) - cut)),
@@ -201,7 +204,7 @@ def _pair_summary(gaps: list[float], ids: list[str], floor: float | None) -> dic
     out = {"n": len(gaps), "accuracy": round(wins / len(gaps), 4),
            "ties": sum(g == 0 for g in gaps),
            "mean_gap": _mean(gaps), "min_gap": round(min(gaps), 4),
-           "wrong": [i for i, g in zip(ids, gaps) if g <= 0]}
+           "wrong": [i for i, g in zip(ids, gaps, strict=False) if g <= 0]}
     if floor is not None:
         out["above_noise"] = sum(g > floor for g in gaps)
     return out
@@ -274,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="GGUF path or embedded model name (default: the embedded default)")
     parser.add_argument("--size", type=int, default=40, help="tasks per suite (default 40)")
     parser.add_argument("--pool", type=int, default=DEFAULT_POOL_PER_LANE,
-                        help=f"BM25 candidates per lane (default {DEFAULT_POOL_PER_LANE}, as the strategy)")
+                        help=f"BM25 candidates per lane (default {DEFAULT_POOL_PER_LANE}, "
+                             "as the strategy)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--suites", nargs="*", default=DEFAULT_SUITES)
     parser.add_argument("--pairs", type=Path, default=PAIRS_FILE)

@@ -92,12 +92,12 @@ def _judge_scores(tasks, pools) -> list[dict[str, float]]:
     judge = load_judge(STRATEGY_JUDGE_CONFIG)
     cache = ScoreCache(state_dir() / "judge_scores.sqlite")
     out = []
-    for task, pool in zip(tasks, pools):
+    for task, pool in zip(tasks, pools, strict=False):
         view = task.router_view()
         cands = [*pool.contexts, *pool.tools]
         texts = [candidate_text(view, c) for c in cands]
         batch = judge_documents(judge, cache, view.objective, texts, RETRIEVAL_INSTRUCTION)
-        out.append({c.resource_id: float(s) for c, s in zip(cands, batch.scores)})
+        out.append({c.resource_id: float(s) for c, s in zip(cands, batch.scores, strict=False)})
     return out
 
 
@@ -133,7 +133,7 @@ def main() -> None:
         model = fits[info.family]
         y, bm25, learned = [], [], []
         pools = [candidate_pools(t.router_view(), info.pool_limit) for t in tasks]
-        for task, pool in zip(tasks, pools):
+        for task, pool in zip(tasks, pools, strict=False):
             ty, tb, tl, _, p = _candidate_rows(task, pool, model)
             y += ty
             bm25 += tb
@@ -174,7 +174,7 @@ def main() -> None:
             k = min(args.judge_tasks, len(tasks))
             scores = _judge_scores(tasks[:k], pools[:k])
             jy, jb, jl, js = [], [], [], []
-            for task, pool, sc in zip(tasks[:k], pools[:k], scores):
+            for task, pool, sc in zip(tasks[:k], pools[:k], scores, strict=False):
                 ty, tb, tl, tj, p = _candidate_rows(task, pool, model, sc)
                 if info.family == "bfcl-tools" and pool.tools:
                     tops.append((int(task.verifier.kind != "no_tools"),

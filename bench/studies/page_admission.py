@@ -77,7 +77,8 @@ def suite_figures(size: int) -> dict:
     out = {}
     for name in ("bm25_top_k", "judge_top_k"):
         strategy = make_strategy(name)
-        records, timings = evaluate_batch(tasks, strategy, UnitSpec(strategy=name, run_id="bench", seed=0, scale=1.0, pool_limit=pool_limit))
+        records, timings = evaluate_batch(tasks, strategy, UnitSpec(
+            strategy=name, run_id="bench", seed=0, scale=1.0, pool_limit=pool_limit))
         recalls = [r.context_recall for r in records if r.context_recall is not None]
         out[name] = {
             "tasks": len(records),

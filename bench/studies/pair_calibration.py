@@ -38,6 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tau2_anchors import data_arguments, fit_family_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
+import itertools
+
 from results import write_results
 
 BIN_EDGES = (0.0, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.2, 0.5, 1.0)
@@ -57,7 +59,7 @@ def pair_rows(model, tasks) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[in
         keys, X = pair_features(view, pools, p, model.prior)
         p_pair = model.pair.predict(X)
         gold = {(g.context_id, g.tool_id) for g in task.gold_pairs}
-        for (c, t), pp in zip(keys, p_pair):
+        for (c, t), pp in zip(keys, p_pair, strict=False):
             ps.append(float(pp))
             ws.append(float(pp) - p[c] * p[t])
             ys.append(int((c, t) in gold))
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         print("the fitted model has no pair model (fewer than 2 gold pairs in training)")
         return 1
     evaluation = build_suite(tb.SUITE, split="eval").tasks
-    p, w, y, per_task = pair_rows(model, evaluation)
+    p, w, y, _per_task = pair_rows(model, evaluation)
     n, k = len(y), int(y.sum())
     rate = k / n
     print(f"pair model: fitted on {model.training['n_tasks']} training tasks "
@@ -96,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                      "roc_auc": float(roc_auc_score(y, p)), "reliability": [], "kept": {}}
     print("  reliability (bins of p; most pairs sit near 0, so the bins are on a log scale):")
     print("    p in       | pairs  | gold | mean p  | gold rate")
-    for lo, hi in zip(BIN_EDGES[:-1], BIN_EDGES[1:]):
+    for lo, hi in itertools.pairwise(BIN_EDGES):
         inside = (p >= lo) & (p < hi) if hi < 1 else (p >= lo)
         m = int(inside.sum())
         if m:

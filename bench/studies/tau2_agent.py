@@ -112,7 +112,8 @@ def main() -> None:
         with_docs = [g for _, g in graded["gold_tools_documents"]]
         without = [g for _, g in graded["gold_tools_only"]]
         cmp = paired_comparison([g.success for g in with_docs], [g.success for g in without])
-        pairs.append({"model": f"{Path(path).name} [{layout}]", "n": cmp.n, "success_with": cmp.rate_a,
+        pairs.append({"model": f"{Path(path).name} [{layout}]", "n": cmp.n,
+                      "success_with": cmp.rate_a,
                       "success_without": cmp.rate_b, "difference": cmp.difference,
                       "ci_low": cmp.ci_low, "ci_high": cmp.ci_high,
                       "recall_difference": statistics.mean(

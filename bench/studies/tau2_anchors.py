@@ -54,8 +54,8 @@ def _recall_at(ranked: list[str], gold: set[str], k: int) -> float:
 def readme_anchors(tasks) -> dict[str, float]:
     """The README's lexical baselines over ``tasks`` (bm25s, English stopwords)."""
     view = tasks[0]
-    docs = [c for c in view.contexts]
-    tools = [t for t in view.tools]
+    docs = list(view.contexts)
+    tools = list(view.tools)
     d_ret = bm25s.BM25()
     d_ret.index(bm25s.tokenize([c.content for c in docs], stopwords="en", show_progress=False),
                 show_progress=False)
@@ -205,8 +205,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {k:14s} {v:.3f}")
     evaluation = build_suite(tb.SUITE, split="eval").tasks
     model = fit_family_model()
-    print(f"learned model: lambda {model.lam}, tau {model.tau}, training {model.training['n_tasks']} "
-          f"tasks, {model.training['gold_pairs']} gold pairs of {model.training['pair_rows']} rows")
+    print(f"learned model: lambda {model.lam}, tau {model.tau}, training "
+          f"{model.training['n_tasks']} tasks, {model.training['gold_pairs']} gold pairs of "
+          f"{model.training['pair_rows']} rows")
     print(f"breakdown on {len(evaluation)} evaluation tasks: success / tool recall / pair "
           "coverage")
     for (utility, variant, scale), (s, tr, pc) in sorted(breakdown(evaluation, model).items()):

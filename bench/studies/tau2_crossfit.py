@@ -73,7 +73,7 @@ class GemmaFittedCounter:
     def count(self, text: str) -> int:
         total = 0
         for groups in self._run.findall(text):
-            for run, rate in zip(groups, self._rates):
+            for run, rate in zip(groups, self._rates, strict=False):
                 if run:
                     total += math.ceil(len(run) * rate)
         return total
@@ -116,7 +116,9 @@ def run_configuration(tasks, repetitions: int, folds: int, label: str):
             fits.append((time.perf_counter() - t0, model.lam, model.tau))
             for name, strategy in strategies.items():
                 for scale in SCALES:
-                    records, _ = evaluate_batch(part, strategy, UnitSpec(strategy=name, run_id=label, seed=rep, scale=scale, pool_limit=tb.POOL_LIMIT, repetition=rep, fold=fold))
+                    records, _ = evaluate_batch(part, strategy, UnitSpec(
+                        strategy=name, run_id=label, seed=rep, scale=scale,
+                        pool_limit=tb.POOL_LIMIT, repetition=rep, fold=fold))
                     rows.extend({"suite": tb.SUITE, "budget_scale": scale, "strategy": name,
                                  "repetition": rep, "fold": fold, "task_id": r.task_id,
                                  "success": r.success} for r in records)

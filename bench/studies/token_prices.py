@@ -47,7 +47,7 @@ def gemma_rule(text: str) -> int:
     """The counter before this measurement (``approx-gemma3``): CJK 3/5, Thai 1/3, other
     words 1/8, punctuation 1/3 tokens per character, ceil per run."""
     return sum(math.ceil(len(run) * rate) for groups in _GEMMA_RUN.findall(text)
-               for run, rate in zip(groups, _GEMMA_RATES) if run)
+               for run, rate in zip(groups, _GEMMA_RATES, strict=False) if run)
 
 
 def load_sample(path: Path = SAMPLE) -> dict[str, list[str]]:
@@ -72,7 +72,7 @@ def ratios(sample: dict[str, list[str]], real, counters: dict) -> dict[str, dict
         row = {"sentences": len(texts), "real_tokens": sum(truth)}
         for name, count in counters.items():
             counted = [count(t) for t in texts]
-            per = [c / r for c, r in zip(counted, truth)]
+            per = [c / r for c, r in zip(counted, truth, strict=False)]
             row[name] = {"tokens": sum(counted), "ratio": round(sum(counted) / sum(truth), 3),
                          "min": round(min(per), 3), "max": round(max(per), 3)}
         out[script] = row
