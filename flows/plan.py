@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from junction_datasets import SUITES, get_suite, suite_names
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -59,6 +59,7 @@ __all__ = [
     "Cli",
     "ParamPolicy",
     "RunPlan",
+    "Runner",
     "StrategyStep",
     "cli_default",
     "cli_option",
@@ -123,8 +124,10 @@ DEFAULT_REPORTS = str(PROJECT_ROOT / "reports")
 MAX_SEED = 2**63 - 1
 """Seeds are stored as the traces' int64 ``seed`` column."""
 
-RUNNERS = ("thread", "dask")
+Runner = Literal["thread", "dask"]
 """Task runners: a thread pool in this process, or Dask (local processes or a scheduler)."""
+RUNNERS: tuple[str, ...] = get_args(Runner)
+"""``Runner``'s names."""
 
 
 def default_suites(data_folders: Mapping[str, str] | None = None) -> list[str]:
@@ -327,7 +330,7 @@ class RunPlan(BaseModel):
                             Cli("--reports", "PATH", env="JUNCTION_REPORTS")] = Field(
         DEFAULT_REPORTS, description="Reports folder (default: $JUNCTION_REPORTS or "
         "./reports).")
-    runner: Annotated[Literal["thread", "dask"], ParamPolicy(neutral="thread pool or Dask"),
+    runner: Annotated[Runner, ParamPolicy(neutral="thread pool or Dask"),
                       Cli("--runner")] = Field("thread", description="Task runner.")
     workers: Annotated[StrictInt | None, Field(ge=1), ParamPolicy(
         neutral="how many workers run units"), Cli("--workers", "N")] = Field(
