@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,7 @@ def trace_record(**overrides) -> TaskTraceRecord:
 
 
 try:
-    BFCL_DATA = importlib.resources.files("bfcl_eval") / "data"
+    BFCL_DATA: Traversable | None = importlib.resources.files("bfcl_eval") / "data"
 except ModuleNotFoundError:  # pragma: no cover - depends on the environment
     BFCL_DATA = None
 needs_data = pytest.mark.skipif(BFCL_DATA is None, reason="bfcl-eval is not installed")

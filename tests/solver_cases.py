@@ -54,7 +54,8 @@ def problems(draw, max_candidates: int = 14) -> JointProblem:
              draw(st.integers(0, 10).map(lambda v: v / 1000)))  # USD
         for j in range(n - n_ctx)
     )
-    ids = [r.id for r in (*contexts, *tools)]
+    resources: list[ContextResource | ToolResource] = [*contexts, *tools]
+    ids = [r.id for r in resources]
     unary = {rid: draw(grid) for rid in ids if draw(st.integers(0, 4)) > 0}  # absent = 0
     interactions = {}
     for c in contexts:
@@ -62,7 +63,7 @@ def problems(draw, max_candidates: int = 14) -> JointProblem:
             if draw(st.integers(0, 9)) < 4:
                 key = (c.id, t.id) if draw(st.booleans()) else (t.id, c.id)
                 interactions[key] = draw(grid.filter(lambda v: v != 0))
-    total_tokens = sum(r.token_cost for r in (*contexts, *tools))
+    total_tokens = sum(r.token_cost for r in resources)
     budget = Budget(
         max_tokens=draw(st.none() | st.integers(0, max(total_tokens, 1))),
         max_tools=draw(st.none() | st.integers(0, len(tools) + 1)),

@@ -134,12 +134,13 @@ def test_admit_top_k_matches_brute_force_greedy_oracle() -> None:
     for _ in range(30):
         items = [ScoredResource(ctx(f"c{i}", rng.randint(1, 40)), rng.uniform(-2, 2))
                  for i in range(5)]
-        budget = Budget(max_tokens=rng.randint(0, 100))
+        max_tokens = rng.randint(0, 100)
+        budget = Budget(max_tokens=max_tokens)
         got = admit_top_k(items, budget).admitted_ids
         # oracle: walk the score order; keep an item iff the running total stays in budget
         total, want = 0, []
         for s in sorted(items, key=lambda s: -s.score):
-            if total + s.resource.token_cost <= budget.max_tokens:
+            if total + s.resource.token_cost <= max_tokens:
                 total += s.resource.token_cost
                 want.append(s.resource_id)
         assert got == want

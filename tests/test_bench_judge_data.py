@@ -10,6 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("judge_quality",
                                                ROOT / "bench" / "studies" / "judge_quality.py")
+assert _spec is not None and _spec.loader is not None
 judge_quality = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("judge_quality", judge_quality)
 _spec.loader.exec_module(judge_quality)

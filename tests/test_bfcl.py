@@ -37,6 +37,7 @@ def by_row_id(suite: str) -> dict:
 
 @cache
 def raw_rows(relative: str) -> dict[str, dict]:
+    assert BFCL_DATA is not None  # the tests that read it are marked needs_data
     rows = [json.loads(line) for line in BFCL_DATA.joinpath(*relative.split("/")).read_text(
         encoding="utf-8").splitlines() if line.strip()]
     return {r["id"]: r for r in rows}

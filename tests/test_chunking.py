@@ -20,7 +20,7 @@ from junction.pages.chunking import (
     chunk_html,
     chunk_page,
 )
-from junction.resources import ContextResource
+from junction.resources import ContextResource, ToolResource
 from junction.tokens import DEFAULT_TOKEN_COUNTER
 
 HTML = """
@@ -73,7 +73,7 @@ def test_min_tokens_zero_keeps_short_sections_and_bad_limits_are_rejected() -> N
     with pytest.raises(ChunkingError, match="max_tokens must be an integer >= 1, got 0"):
         chunk_page(HTML, max_tokens=0)
     with pytest.raises(ChunkingError, match="html must be a string, got bytes"):
-        chunk_page(b"<p>x</p>")
+        chunk_page(b"<p>x</p>")  # type: ignore[arg-type]  # the wrong type on purpose
 
 
 # ------------------------------------------------------------- replayed chunker bug reports
@@ -315,8 +315,9 @@ def test_admit_and_the_page_strategies_admit_the_same_chunks() -> None:
     # 3 fits (12): the same set here, so the floor is checked on its own order below.
     cli = admit_chunks([ScoredChunk(c, s) for c, s in zip(chunks, scores, strict=False)], top_k=4,
                        token_budget=12, tie_logits=0.3)
-    contexts = [ContextResource(id=f"memory-x#c{c.index:03d}", content=c.text,
-                                token_cost=c.token_cost) for c in chunks]
+    contexts: list[ContextResource | ToolResource] = [
+        ContextResource(id=f"memory-x#c{c.index:03d}", content=c.text, token_cost=c.token_cost)
+        for c in chunks]
     strategy = admit_top_k([ScoredResource(r, s) for r, s in zip(contexts, scores, strict=False)],
                            Budget(max_tokens=12), k=4, tie_logits=0.3)
     assert [c.chunk.index for c in cli] == [1, 2, 3]

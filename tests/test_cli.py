@@ -15,7 +15,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ import pytest
 pytestmark = pytest.mark.flow
 
 ROOT = Path(__file__).resolve().parent.parent
-JUNCTION = shutil.which("junction", path=str(Path(sys.executable).parent))
+JUNCTION = str(Path(sys.executable).parent / "junction")
 
 # README command -> the test below that runs it (keys: sub-command, or "group sub-command")
 COVERED = {

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from junction.budget import Budget
 from junction.errors import SelectionError
+from junction.resources import ContextResource, ToolResource
 from junction.select import EnumerationJointSelector, JointProblem
 from junction.select.exact import COMBINATORIAL_MAX, CombinatorialJointSelector
 from junction.select.instances import random_problem
@@ -46,10 +47,11 @@ def tie_problems(draw, max_candidates: int = 14) -> JointProblem:
     tools = tuple(tool(f"t{j:02d}", draw(st.integers(0, 4)) * 10,
                        draw(st.integers(0, 3)) / 10, draw(st.integers(0, 3)) / 1000)
                   for j in range(n - n_ctx))
+    resources: list[ContextResource | ToolResource] = [*contexts, *tools]
     tenth = st.integers(-10, 10).map(lambda v: v / 10)
     unary = {}
     if kind in ("mixed", "negative_pairs"):
-        unary = {r.id: draw(tenth) for r in (*contexts, *tools)}
+        unary = {r.id: draw(tenth) for r in resources}
     interactions = {}
     if kind != "all_zero":
         pair = (st.integers(-10, -1).map(lambda v: v / 10) if kind == "negative_pairs"
@@ -59,7 +61,7 @@ def tie_problems(draw, max_candidates: int = 14) -> JointProblem:
                 if draw(st.integers(0, 9)) < 5:
                     key = (c.id, t.id) if draw(st.booleans()) else (t.id, c.id)
                     interactions[key] = draw(pair)
-    total = sum(r.token_cost for r in (*contexts, *tools))
+    total = sum(r.token_cost for r in resources)
     budget = Budget(
         max_tokens=draw(st.none() | st.just(0) | st.integers(0, max(total, 1))),
         max_tools=draw(st.none() | st.integers(0, len(tools) + 1)),

@@ -78,7 +78,7 @@ def test_tool_validation_names_field_and_value(kwargs, field, shown):
 def test_resources_are_frozen():
     c = ctx("a", 1)
     with pytest.raises(ValidationError):
-        c.token_cost = 5  # type: ignore[misc]
+        c.token_cost = 5
 
 
 # ---------------------------------------------------------------- tokens
@@ -227,7 +227,8 @@ def _random_problem(seed: int, n: int) -> JointProblem:
     contexts = tuple(ctx(f"c{i}", rng.randint(0, 30)) for i in range(n_ctx))
     tools = tuple(tool(f"t{i}", rng.randint(0, 30), rng.choice([0.0, 50.0, 100.0]),
                        rng.choice([0.0, 0.001, 0.002])) for i in range(n - n_ctx))
-    ids = [r.id for r in (*contexts, *tools)]
+    resources: list[ContextResource | ToolResource] = [*contexts, *tools]
+    ids = [r.id for r in resources]
     # utilities on a coarse grid so exact ties happen often
     unary = {rid: rng.choice([-0.5, 0.0, 0.5, 1.0, 1.5]) for rid in ids}
     interactions = {}
@@ -245,15 +246,15 @@ def _random_problem(seed: int, n: int) -> JointProblem:
 
 def _brute_force(problem: JointProblem) -> tuple[tuple[str, ...], tuple[str, ...], float]:
     """Independent oracle: itertools over every subset, objective by definition."""
-    items = [*problem.contexts, *problem.tools]
-    best = None
+    items: list[ContextResource | ToolResource] = [*problem.contexts, *problem.tools]
+    best: tuple[float, int, int, tuple[str, ...], tuple[str, ...]] | None = None
     for k in range(len(items) + 1):
         for combo in itertools.combinations(items, k):
             cs = [r for r in combo if isinstance(r, ContextResource)]
             ts = [r for r in combo if isinstance(r, ToolResource)]
             if not problem.budget.check(cs, ts).fits:
                 continue
-            value = sum(problem.unary.get(r.id, 0.0) for r in combo)
+            value: float = sum(problem.unary.get(r.id, 0.0) for r in combo)
             for c in cs:
                 for t in ts:
                     value += problem.interactions.get((c.id, t.id), 0.0)
@@ -262,6 +263,7 @@ def _brute_force(problem: JointProblem) -> tuple[tuple[str, ...], tuple[str, ...
                    tuple(sorted(r.id for r in cs)), tuple(sorted(r.id for r in ts)))
             if best is None or key < best:
                 best = key
+    assert best is not None  # the empty set always fits
     return best[3], best[4], -best[0]
 
 

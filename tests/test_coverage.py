@@ -121,7 +121,7 @@ def test_a_bad_problem_is_refused_naming_the_field():
 def _enumerate(problem: CoverageProblem, max_size: int | None):
     """Every subset that fits: the best value, then the tie key (module docstring of
     ``junction.select.coverage``)."""
-    items = [*problem.contexts, *problem.tools]
+    items: list[ContextResource | ToolResource] = [*problem.contexts, *problem.tools]
     fits = []
     for n in range(len(items) + 1):
         for subset in itertools.combinations(items, n):

@@ -64,8 +64,9 @@ def test_default_plan_table(given, expected):
 
 
 def test_default_sizes_and_params_recorded():
-    from flows.plan import RunPlan, report_params
     from junction_datasets import SUITES
+
+    from flows.plan import RunPlan, report_params
 
     p = RunPlan.build().params()
     assert p["budget_scales"] == [0.5, 1.0, 2.0]
@@ -135,10 +136,10 @@ def test_capped_strategy_runs_its_plan_and_metrics_stay_identical(prefect_harnes
     from flows.plan import RunPlan
     from junction.evidence.warehouse import Warehouse
 
-    params = dict(suites=["synthetic", "bfcl-multiple"], strategies=FAST, size=10,
-                  budget_scales=[0.5, 1.0], strategy_size={"exact": 4},
-                  strategy_scales={"exact": [1.0]}, output_root=str(tmp_path / "wh"),
-                  reports_root=str(tmp_path / "rep"))
+    params = {"suites": ["synthetic", "bfcl-multiple"], "strategies": FAST, "size": 10,
+              "budget_scales": [0.5, 1.0], "strategy_size": {"exact": 4},
+              "strategy_scales": {"exact": [1.0]}, "output_root": str(tmp_path / "wh"),
+              "reports_root": str(tmp_path / "rep")}
     first, second = benchmark(RunPlan.build(**params)), benchmark(RunPlan.build(**params))
     rep = tmp_path / "rep"
     a = (rep / first["run_id"] / "metrics.json").read_bytes()
@@ -202,8 +203,9 @@ def test_agent_sample_follows_size_and_full(given, agent_size):
 
 
 def test_agent_sample_is_the_suites_own_sample_and_bfcl_only():
-    from flows.sampling import agent_sample
     from junction_datasets import build_suite
+
+    from flows.sampling import agent_sample
 
     tasks = build_suite("bfcl-irrelevance", seed=0, size=6).tasks
     ids = agent_sample(tasks, 2, lambda n: build_suite("bfcl-irrelevance", seed=0,
@@ -241,8 +243,8 @@ def test_the_default_agent_sample_leaves_the_references_out(given, acted, record
 def test_agent_strategies_must_be_strategies_of_the_run():
     from flows.plan import RunPlan
 
-    with pytest.raises(JunctionError, match="^agent_strategies names 'all_tools', which this "
-                                            "run does not run; strategies: exact$"):
+    with pytest.raises(JunctionError, match=r"^agent_strategies names 'all_tools', which this "
+                                            r"run does not run; strategies: exact$"):
         RunPlan.build(strategies=["exact"], agent_strategies=["all_tools"])
 
 
@@ -284,10 +286,11 @@ def test_units_are_submitted_round_robin_over_strategies(prefect_harness):
 def test_the_report_says_whom_the_default_agent_left_out_and_how_to_decide():
     import re
 
+    from junction_datasets import BFCL_AGENT_NOTE as AGENT_SAMPLE_THAT_DECIDES
+
     from flows.plan import PROJECT_ROOT, RunPlan
     from junction.evidence.report_markdown import ReportSections, render_markdown
     from junction.evidence.verdict_text import agent_table_lines
-    from junction_datasets import BFCL_AGENT_NOTE as AGENT_SAMPLE_THAT_DECIDES
 
     md = render_markdown(ReportSections({"run_id": "r", "params": RunPlan.build().params()}))
     assert agent_line(md) == {"sample": 1, "scale": 1.0, "left_out": ["bfcl_listed"],
@@ -344,9 +347,10 @@ def test_the_agent_sample_holds_only_gradable_tasks_and_says_when_it_is_short():
     sample; fewer gradable tasks than asked give one line naming the counts."""
     from pathlib import Path
 
+    from junction_datasets import build_suite, tau2_banking
+
     from flows.sampling import agent_sample, short_agent_sample
     from junction.agent.graders import gradable
-    from junction_datasets import build_suite, tau2_banking
 
     tasks = tau2_banking.banking_suite(
         split="all", path=Path(__file__).parent / "data" / "tau2_fixture").tasks

@@ -172,7 +172,7 @@ def test_vectors_are_cached_and_a_corrupt_cache_is_set_aside(tmp_path: Path,
         "SELECT COUNT(*) FROM vectors").fetchone()[0]
     assert rows == 2
     fresh = dense._Embedder()  # a new process: vectors come from the file, not the model
-    fresh._load = None  # type: ignore[assignment]  (would raise if called)
+    fresh._load = None  # type: ignore[method-assign,assignment]  # would raise if called
     again = fresh.embed(["mortgage rates", "a stolen card"])
     assert np.array_equal(again, first[::-1])
 
@@ -185,7 +185,9 @@ def _package_copy(tmp_path: Path, name: str = DENSE_MODEL.package) -> Path:
     import importlib.util
     import shutil
 
-    source = Path(importlib.util.find_spec(DENSE_MODEL.package).origin).parent
+    spec = importlib.util.find_spec(DENSE_MODEL.package)
+    assert spec is not None and spec.origin is not None
+    source = Path(spec.origin).parent
     shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     return tmp_path / name / "model"
 

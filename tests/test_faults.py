@@ -19,7 +19,7 @@ import pytest
 from tests.helpers import on_session_server
 
 ROOT = Path(__file__).resolve().parent.parent
-JUNCTION = shutil.which("junction", path=str(Path(sys.executable).parent))
+JUNCTION = str(Path(sys.executable).parent / "junction")
 
 SILENT_SERVER = """
 import socket, sys, time

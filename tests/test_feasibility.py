@@ -114,9 +114,10 @@ def test_everything_fits_when_every_limit_is_the_pools_total(selector, seed) -> 
     # that Budget.check rejects (seed 4) and the exact selectors left a tool out (seed 1).
     problem = random_problem(12, seed, tightness=1.0)
     got = selector.select(problem)
-    by_id = {r.id: r for r in (*problem.contexts, *problem.tools)}
-    assert problem.budget.check([by_id[i] for i in got.context_ids],
-                                [by_id[i] for i in got.tool_ids]).fits
+    contexts = {r.id: r for r in problem.contexts}
+    tools = {r.id: r for r in problem.tools}
+    assert problem.budget.check([contexts[i] for i in got.context_ids],
+                                [tools[i] for i in got.tool_ids]).fits
 
 
 def test_a_set_exactly_at_its_limits_is_selected() -> None:

@@ -20,7 +20,6 @@ start it in a session of its own (``setsid``).
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-JUNCTION = shutil.which("junction", path=str(Path(sys.executable).parent))
+JUNCTION = str(Path(sys.executable).parent / "junction")
 
 
 def _jobs(count: int, size: int = 40) -> list:

@@ -212,7 +212,7 @@ def test_two_runs_at_once_on_a_fresh_prefect_home(tmp_path):
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for i in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
-    for proc, (_, err) in zip(procs, outs):
+    for proc, (_, err) in zip(procs, outs, strict=True):
         assert proc.returncode == 0, err
         assert "already exists" not in err and "Traceback" not in err
     for i in range(2):
@@ -306,8 +306,10 @@ def test_a_template_is_saved_from_a_running_server_and_copied_with_block_registr
     in a fresh home; ``save_template`` keeps a migrated database (the harness's own, its
     server running) as the home's template; the next ``copy_template`` copies it and turns
     block registration off, unless the user set that."""
-    from prefect.settings import (PREFECT_API_BLOCKS_REGISTER_ON_START,
-                                  PREFECT_SERVER_DATABASE_CONNECTION_URL)
+    from prefect.settings import (
+        PREFECT_API_BLOCKS_REGISTER_ON_START,
+        PREFECT_SERVER_DATABASE_CONNECTION_URL,
+    )
 
     from flows import server
     from flows.server import _BLOCKS_SETTING_NAMES

@@ -6,13 +6,15 @@ import dataclasses
 
 import pytest
 
-from junction.judge import RETRIEVAL_INSTRUCTION, SmokeTestError, run_smoke
+from junction.judge import RETRIEVAL_INSTRUCTION, SmokeFixture, SmokeTestError, run_smoke
 from junction.judge.noise import noise_floor
 from junction.judge.templates import FEW_SHOT, QWEN3_RERANKER
 
 pytestmark = pytest.mark.model
 
-FIXTURE = RETRIEVAL_INSTRUCTION.fixture
+_FIXTURE = RETRIEVAL_INSTRUCTION.fixture
+assert isinstance(_FIXTURE, SmokeFixture)  # the retrieval instruction has its smoke fixture
+FIXTURE: SmokeFixture = _FIXTURE
 DOCS = [
     FIXTURE.matching,
     FIXTURE.non_matching,

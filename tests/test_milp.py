@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from junction_datasets.toy import coupling_task
 
 from junction.budget import Budget
+from junction.resources import ContextResource, ToolResource
 from junction.select import (
     AutoJointSelector,
     BranchAndCutJointSelector,
@@ -112,15 +113,17 @@ def _large(n: int, seed: int) -> JointProblem:
                   for j in range(n - n // 2))
     interactions = {(c.id, t.id): rng.gauss(0, 1) for c in contexts for t in tools
                     if rng.random() < 0.1}
-    total = sum(r.token_cost for r in (*contexts, *tools))
+    resources: list[ContextResource | ToolResource] = [*contexts, *tools]
+    total = sum(r.token_cost for r in resources)
     return JointProblem(contexts, tools, Budget(max_tokens=int(0.4 * total)),
-                        {r.id: rng.random() for r in (*contexts, *tools)}, interactions)
+                        {r.id: rng.random() for r in resources}, interactions)
 
 
 def _fits(problem: JointProblem, got) -> bool:
-    by_id = {r.id: r for r in (*problem.contexts, *problem.tools)}
-    return problem.budget.check([by_id[i] for i in got.context_ids],
-                                [by_id[i] for i in got.tool_ids]).fits
+    contexts = {r.id: r for r in problem.contexts}
+    tools = {r.id: r for r in problem.tools}
+    return problem.budget.check([contexts[i] for i in got.context_ids],
+                                [tools[i] for i in got.tool_ids]).fits
 
 
 @pytest.mark.parametrize("solver, status", [("branch_and_cut", "stopped_by_clock"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from typing import Any
 
 import pytest
 from junction_datasets import SUITES, bfcl, build_suite
@@ -300,7 +301,7 @@ def test_bad_html_contexts_are_refused_naming_file_line_and_field(tmp_path, chan
 
 
 def _fake_parallel(root, monkeypatch) -> None:
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"id": "pm_0", "question": [[{"role": "user", "content":
             "Find the area of a circle with radius 5. Also, get the weather forecast for "
             "Boston for the next three days."}]], "function": [{"name": "area"}]},

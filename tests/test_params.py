@@ -77,8 +77,9 @@ def test_agent_context_tokens_is_recorded_only_when_given_and_needs_a_remote_age
     given = RunPlan.build(**base, **url, agent_context_tokens=4096)
     assert given.params()["agent_context_tokens"] == 4096
     assert given.params_hash() != plain.params_hash()
-    for bad, message in (({"agent_context_tokens": 4096}, "agent_context_tokens applies to a remote"),
-                         ({**url, "agent_context_tokens": 193}, "should be greater than 193")):
+    for bad, message in (
+            ({"agent_context_tokens": 4096}, "agent_context_tokens applies to a remote"),
+            ({**url, "agent_context_tokens": 193}, "should be greater than 193")):
         with pytest.raises(JunctionError, match=message):
             RunPlan.build(**base, **bad)
 
@@ -90,10 +91,10 @@ TAU2_FIXTURE = Path(__file__).resolve().parent / "data" / "tau2_fixture"
 
 def test_a_data_folder_is_a_plan_field_not_the_environment(monkeypatch):
     import pytest
+    from junction_datasets import tau2_banking as tb
 
     from flows.plan import RunPlan
     from junction.errors import JunctionError
-    from junction_datasets import tau2_banking as tb
 
     monkeypatch.delenv(tb.DATA_ENV, raising=False)
     base = {"suites": ["tau2-banking"], "strategies": ["exact"]}
@@ -120,10 +121,10 @@ def test_a_data_folder_is_a_plan_field_not_the_environment(monkeypatch):
 
 def test_a_folder_the_default_plan_cannot_read_is_refused_not_skipped(tmp_path, monkeypatch):
     import pytest
+    from junction_datasets import tau2_banking as tb
 
     from flows.plan import RunPlan
     from junction.errors import JunctionError
-    from junction_datasets import tau2_banking as tb
 
     monkeypatch.delenv(tb.DATA_ENV, raising=False)
     with pytest.raises(JunctionError, match=str(tmp_path / "nowhere")):
@@ -140,7 +141,8 @@ def test_the_unit_spec_is_typed_and_carries_the_agent():
     url = {"agent_url": "http://127.0.0.1:1/v1", "agent_model": "m"}
     plan = RunPlan.build(suites=["coupling"], strategies=["exact"], agent_concurrency=3,
                          agent_timeout=5.0, agent_check_timeout=2.0, **url)
-    unit = dict(suite="coupling", strategy="exact", seed=0, scale=1.0, unit="u", pool_limit=8)
+    unit = {"suite": "coupling", "strategy": "exact", "seed": 0, "scale": 1.0, "unit": "u",
+            "pool_limit": 8}
     spec = plan.unit_spec("r", **unit, agent_task_ids=("t1",), repetition=0, fold=1)
     assert spec.agent == AgentSpec(model="m", url=url["agent_url"], concurrency=3,
                                    timeout_s=5.0, check_timeout_s=2.0)
@@ -169,7 +171,7 @@ def test_the_lists_are_read_off_the_plan_fields():
         "agent_concurrency", "agent_timeout", "agent_check_timeout", "agent_threads"}
     assert UNIT_LAYOUT_PARAMS == ("batch_size",)
     assert MACHINE_PATH_PARAMS == ("suite_files", "agent_model", "agent_url", "data_folders")
-    assert REPORT_LEFT_OUT == set(RESULT_NEUTRAL_PARAMS) | set(MACHINE_PATH_PARAMS)
+    assert set(RESULT_NEUTRAL_PARAMS) | set(MACHINE_PATH_PARAMS) == REPORT_LEFT_OUT
     omitted = {n for n, p in FIELD_POLICY.items() if p.omit_default or p.omit_same_as}
     assert omitted == {"agent_context_tokens", "agent_timeout", "agent_check_timeout",
                        "agent_threads", "agent_strategies", "folds", "pool", "data_folders",

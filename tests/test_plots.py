@@ -10,10 +10,13 @@ from the first panel). Expected rates are the summary's own values.
 from __future__ import annotations
 
 import json
+from typing import cast
 
 import matplotlib
+import numpy as np
 import pytest
 from matplotlib.colors import to_hex
+from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 
 matplotlib.use("Agg")
@@ -59,13 +62,13 @@ def _lines(fig: Figure) -> list[tuple[str, str, str, list[float]]]:
         if not ax.get_visible():
             continue
         for container in ax.containers:  # errorbar: the data line is lines[0]
-            line = container.lines[0]
-            out.append((ax.get_title(), container.get_label(), to_hex(line.get_color()),
-                        [float(y) for y in line.get_ydata()]))
+            line = cast(ErrorbarContainer, container).lines[0]
+            out.append((ax.get_title(), str(container.get_label()), to_hex(line.get_color()),
+                        [float(y) for y in np.asarray(line.get_ydata())]))
         for line in ax.get_lines():
-            if not line.get_label().startswith("_"):
-                out.append((ax.get_title(), line.get_label(), to_hex(line.get_color()),
-                            [float(y) for y in line.get_ydata()]))
+            if not str(line.get_label()).startswith("_"):
+                out.append((ax.get_title(), str(line.get_label()), to_hex(line.get_color()),
+                            [float(y) for y in np.asarray(line.get_ydata())]))
     return out
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +25,7 @@ from junction.registry import Catalog, PluginError
 from tests.helpers import on_session_server
 
 ROOT = Path(__file__).resolve().parent.parent
-JUNCTION = shutil.which("junction", path=str(Path(sys.executable).parent))
+JUNCTION = str(Path(sys.executable).parent / "junction")
 
 # The plug-in's "exact": the built-in record with the split baseline's selector in it.
 SHADOW = """

@@ -111,7 +111,8 @@ def test_families_are_seeded_and_named() -> None:
     assert a == b
     assert all(v > 0 and v == int(v) for v in a.interactions.values())
     assert all(c.startswith("ctx-") and t.startswith("tool-") for c, t in a.interactions)
-    assert a.budget.max_latency_ms is None and a.budget.max_tools >= 1
+    assert a.budget.max_latency_ms is None
+    assert a.budget.max_tools is not None and a.budget.max_tools >= 1
     assert family_problem("gallo", 30, 4, 0.5) != a
     with pytest.raises(ValueError, match=r"unknown family 'qkp'; valid: \['gallo', 'mixed'\]"):
         family_problem("qkp", 30, 0, 0.5)

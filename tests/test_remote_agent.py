@@ -92,7 +92,7 @@ class _Proxy:
     def __init__(self, target: str, fail: int = 0, completions: int | None = None,
                  model_fields: dict | None = None, props: dict | None = None,
                  stall: float = 0.0) -> None:
-        self.fail, self.seen = fail, []
+        self.fail, self.seen = fail, list[dict]()
         self.completions = completions  # chat completions forwarded before it goes down
         self.stall = stall  # > 0: once down, a chat completion is held that long, then dropped
         proxy = self

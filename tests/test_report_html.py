@@ -19,6 +19,7 @@ from tests.helpers import trace_record
 _SPEC = importlib.util.spec_from_file_location(
     "check_report_html",
     Path(__file__).resolve().parents[1] / "bench" / "checks" / "check_report_html.py")
+assert _SPEC is not None and _SPEC.loader is not None
 check = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(check)
 

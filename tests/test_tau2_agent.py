@@ -134,7 +134,7 @@ def test_a_grade_carries_exactly_the_measures_its_grader_declares(closing):
     with pytest.raises(ValueError, match="lower-case identifier"):
         Measure("Action recall", "share met", "fraction")
     with pytest.raises(ValueError, match="direction 'up'"):
-        Measure("recall", "share met", "fraction", "up")  # type: ignore[arg-type]
+        Measure("recall", "share met", "fraction", "up")
     with pytest.raises(ValueError, match="repeat a name"):
         replace(info, measures=info.measures * 2)
 

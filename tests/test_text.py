@@ -291,7 +291,7 @@ def test_the_counter_is_ceil_of_rate_times_length_per_run_and_its_cache_changes_
 
     from junction import tokens
 
-    rule = sum(math.ceil(len(m.group()) * tokens._RATES[m.lastgroup])
+    rule = sum(math.ceil(len(m.group()) * tokens._RATES[str(m.lastgroup)])
                for m in tokens._RUN.finditer(text))
     tokens._COUNTED.pop(text, None)
     assert DEFAULT_TOKEN_COUNTER.count(text) == rule  # counted

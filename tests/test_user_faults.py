@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from flows.cli_text import json_text, terminal_safe
 from junction.text import binary_offset
 
 ROOT = Path(__file__).resolve().parent.parent
-JUNCTION = shutil.which("junction", path=str(Path(sys.executable).parent))
+JUNCTION = str(Path(sys.executable).parent / "junction")
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,17 +64,19 @@ def present(site: Path) -> Iterator[object]:
     module and its records are removed on exit. The catalogs load their own entry points
     first, so this process's plug-in list is the one it had."""
     from junction.agent.graders import AGENT_GRADERS
+    from junction.registry import Catalog
     from junction.strategies import STRATEGIES
     from junction.suites import SUITES
     from junction.verifiers import VERIFIERS
 
-    catalogs = {"suite": SUITES, "strategy": STRATEGIES, "verifier kind": VERIFIERS,
-                "agent grader": AGENT_GRADERS}
+    catalogs: dict[str, Catalog[Any]] = {
+        "suite": SUITES, "strategy": STRATEGIES, "verifier kind": VERIFIERS,
+        "agent grader": AGENT_GRADERS}
     for catalog in catalogs.values():
         catalog.names()  # entry points loaded now, before the site is on the path
     sys.path.insert(0, str(site))
     try:
-        import policy_desk
+        import policy_desk  # type: ignore[import-not-found]  # installed in site, above
 
         yield policy_desk
     finally:
