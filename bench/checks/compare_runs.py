@@ -46,9 +46,9 @@ def compare(warehouse_a: Path, report_a: Path, warehouse_b: Path, report_b: Path
     columns = [{row[0] for row in con.execute(f"describe select * from {s}").fetchall()}
                for s in scans]
     shared = ", ".join(f'"{c}"' for c in sorted((columns[0] & columns[1]) - set(ignore)))
-    count = [con.execute(f"select count(*) from {s}").fetchone()[0] for s in scans]
+    count = [con.execute(f"select count(*) from {s}").fetchall()[0][0] for s in scans]
     only = [con.execute(f"select count(*) from (select {shared} from {x} except all "
-                        f"select {shared} from {y})").fetchone()[0]
+                        f"select {shared} from {y})").fetchall()[0][0]
             for x, y in (scans, scans[::-1])]
     metrics = [(r / "metrics.json").read_bytes() for r in (report_a, report_b)]
     out = {"metrics_identical": metrics[0] == metrics[1],

@@ -26,15 +26,15 @@ import sys
 import time
 from pathlib import Path
 
-from junction.select import AutoJointSelector, BranchAndCutJointSelector
+from junction.select import AutoJointSelector, BranchAndCutJointSelector, JointProblem, Selector
 from junction.select.instances import family_problem, gallo_problem, random_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
 from results import write_results
 
 
-def _configs(large: bool) -> dict[str, object]:
-    out = {
+def _configs(large: bool) -> dict[str, Selector]:
+    out: dict[str, Selector] = {
         "auto": AutoJointSelector(time_limit_s=None),
         "bnc": BranchAndCutJointSelector(time_limit_s=None, work_limit=None),
         "bnc_plain": BranchAndCutJointSelector(time_limit_s=None, work_limit=None,
@@ -43,13 +43,13 @@ def _configs(large: bool) -> dict[str, object]:
                                                     probing=False),
     }
     if large:  # no unlimited search: only work-limited ones
-        out = {}
+        out.clear()
     out["bnc_w2000"] = BranchAndCutJointSelector(time_limit_s=None, work_limit=2_000)
     out["bnc_w20000"] = BranchAndCutJointSelector(time_limit_s=None, work_limit=20_000)
     return out
 
 
-def instances() -> list[tuple[str, object, bool]]:
+def instances() -> list[tuple[str, JointProblem, bool]]:
     """(name, problem, large) for every seeded instance."""
     out = []
     for n in (12, 20, 40, 80):

@@ -150,12 +150,12 @@ def run_fault(checkout: Path, fault: str, after: int, limit: float) -> dict:
         os.killpg(proc.pid, signal.SIGKILL)  # a server or worker left behind
     lines = stderr_path.read_text(errors="replace").splitlines()
     meta_path = warehouse / "runs" / f"{run_id}.json"
-    status = json.loads(meta_path.read_text()).get("status") if meta_path.exists() else "-"
+    run_status = json.loads(meta_path.read_text()).get("status") if meta_path.exists() else "-"
     written = len(list(traces.rglob("*.parquet")))
     tmp = len(list(warehouse.rglob("*.tmp")))
     return {"fault": fault, "seconds": elapsed, "rc": proc.returncode,
             "stderr_lines": len(lines), "last": (lines[-1] if lines else "")[:90],
-            "status": status, "units_written": written,
+            "status": run_status, "units_written": written,
             "after_signal": "-" if at_signal is None else f"+{written - at_signal}",
             "tmp_left": tmp,
             "left": "yes" if left else "no"}

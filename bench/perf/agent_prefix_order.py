@@ -40,8 +40,7 @@ from junction.agent.llm import LlamaAgent, kept_prefix  # noqa: E402
 from junction.agent.prompt import BFCL_LAYOUT, fit_prompt  # noqa: E402
 from junction.evaluate import scale_budget  # noqa: E402
 from junction.models import file_sha256, resolve_model_path  # noqa: E402
-from junction.strategies import make_strategy  # noqa: E402
-from junction.strategies.catalog import strategy_info  # noqa: E402
+from junction.strategies import make_strategy, reads_task  # noqa: E402
 
 STRATEGIES = ("exact", "adaptive_split", "gold_tools_only", "gold_tools_documents")
 BLOCK = 512
@@ -93,12 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     ids: dict[tuple[str, str], list[int]] = {}
     for name in strategies:
         strategy = make_strategy(name)
-        reads_task = strategy_info(name).reads_task  # a reference reads the task itself
         for task in tasks:
             scaled = scale_budget(task, args.scale)
             view = scaled.router_view()
-            sel = strategy.select(scaled if reads_task else view,
-                                  SUITES["tau2-banking"].pool_limit).selection
+            limit = SUITES["tau2-banking"].pool_limit
+            # a reference reads the task itself
+            sel = (strategy.select(scaled, limit) if reads_task(strategy, name)
+                   else strategy.select(view, limit)).selection
             prompt, _ = fit_prompt(view, sel.context_ids, sel.tool_ids,
                                    agent.count_prompt_tokens, agent.prompt_limit, layout)
             ids[(name, task.task_id)] = agent.prompt_token_ids(prompt) or []

@@ -35,7 +35,7 @@ from junction.agent.llm import AgentConfig, LlamaAgent  # noqa: E402
 from junction.agent.prompt import BFCL_LAYOUT, fit_prompt  # noqa: E402
 from junction.evaluate import scale_budget  # noqa: E402
 from junction.models import file_sha256, resolve_model_path  # noqa: E402
-from junction.strategies import make_strategy  # noqa: E402
+from junction.strategies import make_strategy, reads_task  # noqa: E402
 
 BFCL_SUITES = ("bfcl-multiple", "bfcl-live-multiple", "bfcl-irrelevance", "bfcl-memory")
 BATCH = 512
@@ -49,6 +49,7 @@ def exposed_views(suite: str, tasks: list) -> list[tuple]:
     out = []
     for task in tasks:
         view = scale_budget(task, 1.0).router_view()
+        assert not reads_task(strategy, "exact")
         sel = strategy.select(view, SUITES[suite].pool_limit).selection
         out.append((view, list(sel.context_ids), list(sel.tool_ids)))
     return out

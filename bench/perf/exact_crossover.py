@@ -21,7 +21,9 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -34,6 +36,7 @@ from junction.select import (  # noqa: E402
     BranchAndCutJointSelector,
     CombinatorialJointSelector,
     EnumerationJointSelector,
+    Selector,
 )
 from junction.select.instances import random_problem  # noqa: E402
 
@@ -50,12 +53,13 @@ def _best_of(selector, problem, repeats: int):
 
 
 def row(n: int, tightness: float, instances: int, repeats: int) -> dict:
-    selectors = {"bc": lambda: BranchAndCutJointSelector(time_limit_s=None),
-                 "comb": CombinatorialJointSelector}
+    selectors: dict[str, Callable[[], Selector]] = {
+        "bc": lambda: BranchAndCutJointSelector(time_limit_s=None),
+        "comb": CombinatorialJointSelector}
     if n <= ENUMERATION_MAX:
         selectors = {"enum": EnumerationJointSelector, **selectors}
-    times = {k: [] for k in selectors}
-    nodes = {k: [] for k in ("bc", "comb")}
+    times: dict[str, list[float]] = {k: [] for k in selectors}
+    nodes: dict[str, list[int]] = {k: [] for k in ("bc", "comb")}
     same = True
     for seed in range(instances):
         problem = random_problem(n, seed, tightness=tightness)
@@ -67,12 +71,12 @@ def row(n: int, tightness: float, instances: int, repeats: int) -> dict:
                 nodes[key].append(selection.subsets_examined)
             dumps.append(selection.model_dump(exclude=SOLVER_FIELDS))
         same &= all(d == dumps[0] for d in dumps)
-    out = {"n": n, "tightness": tightness, "same_selection": same}
+    out: dict[str, Any] = {"n": n, "tightness": tightness, "same_selection": same}
     for key, values in times.items():
         out[f"{key}_ms"] = round(statistics.median(values) * 1e3, 3)
-    for key, values in nodes.items():
-        out[f"{key}_nodes_median"] = statistics.median(values)
-        out[f"{key}_nodes_max"] = max(values)
+    for key, counts in nodes.items():
+        out[f"{key}_nodes_median"] = statistics.median(counts)
+        out[f"{key}_nodes_max"] = max(counts)
     return out
 
 

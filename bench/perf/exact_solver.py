@@ -65,6 +65,7 @@ import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
@@ -76,6 +77,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.
 from qkp_bounds import root_bounds
 from results import write_results
 
+from junction.resources import ContextResource, ToolResource
 from junction.select import (
     AutoJointSelector,
     BranchAndCutJointSelector,
@@ -103,7 +105,9 @@ def versus_enumeration(sizes, instances: int, tightness: float) -> list[dict]:
                "milp": lambda: MilpJointSelector(time_limit_s=None)}
     rows = []
     for n in sizes:
-        enum_times, times, same = [], {k: [] for k in solvers}, True
+        enum_times: list[float] = []
+        times: dict[str, list[float]] = {k: [] for k in solvers}
+        same = True
         for seed in range(instances):
             problem = random_problem(n, seed, tightness=tightness)
             te, expected = _timed(EnumerationJointSelector(), problem)
@@ -135,7 +139,7 @@ class PlainMilp:
         self.time_limit_s = time_limit_s
 
     def select(self, problem: JointProblem) -> SimpleNamespace:
-        items = [*problem.contexts, *problem.tools]
+        items: list[ContextResource | ToolResource] = [*problem.contexts, *problem.tools]
         n, n_ctx = len(items), len(problem.contexts)
         pairs = [(i, n_ctx + j, w) for i, c in enumerate(problem.contexts)
                  for j, t in enumerate(problem.tools) if (w := problem.pair(c.id, t.id))]
@@ -143,7 +147,11 @@ class PlainMilp:
         c = np.zeros(nvar)
         c[:n] = [problem.u(r.id) for r in items]
         c[n:] = [w for *_, w in pairs]
-        rows, cols, vals, lo, hi = [], [], [], [], []
+        rows: list[int] = []
+        cols: list[int] = []
+        vals: list[float] = []
+        lo: list[float] = []
+        hi: list[float] = []
 
         def row(entries, low, high):
             for k, v in entries:
@@ -158,8 +166,8 @@ class PlainMilp:
         for limit, entries in (
             (b.max_tokens, [(k, r.token_cost) for k, r in enumerate(items)]),
             (b.max_tools, [(k, 1.0) for k in tools]),
-            (b.max_latency_ms, [(k, items[k].estimated_latency_ms) for k in tools]),
-            (b.max_cost_usd, [(k, items[k].estimated_cost_usd) for k in tools]),
+            (b.max_latency_ms, [(k, problem.tools[k - n_ctx].estimated_latency_ms) for k in tools]),
+            (b.max_cost_usd, [(k, problem.tools[k - n_ctx].estimated_cost_usd) for k in tools]),
             (problem.max_size, [(k, 1.0) for k in range(n)]),
         ):
             if limit is not None:
@@ -227,7 +235,8 @@ def family_cell(family: str, n: int, density: float, instances: int, time_limit:
     for seed in range(instances):
         problem = family_problem(family, n, seed, density, tightness)
         b = problem.budget
-        row = {"seed": seed, "contexts": len(problem.contexts), "tools": len(problem.tools),
+        row: dict[str, Any] = {
+               "seed": seed, "contexts": len(problem.contexts), "tools": len(problem.tools),
                "pairs": len(problem.interactions), "max_tokens": b.max_tokens,
                "max_tools": b.max_tools, "max_latency_ms": b.max_latency_ms,
                "max_cost_usd": b.max_cost_usd}
@@ -251,7 +260,7 @@ def family_cell(family: str, n: int, density: float, instances: int, time_limit:
         print(f"  {family} n={n} density={density} seed={seed}: {row['time_s']}s "
               f"{row['status']}", file=sys.stderr, flush=True)
     times = [r["time_s"] for r in rows]
-    cell = {"family": family, "n": n, "density": density, "instances": instances,
+    cell: dict[str, Any] = {"family": family, "n": n, "density": density, "instances": instances,
             "tightness": tightness if family == "mixed" else None,
             "median_s": round(statistics.median(times), 3), "max_s": round(max(times), 3),
             "optimal": sum(r["status"] == "optimal" for r in rows)}
@@ -282,7 +291,8 @@ def scaling(sizes, instances: int, time_limit: float, tightness: float, density:
         solver = _runs(AutoJointSelector, n, instances, time_limit, tightness, density)
         row = {"n": n, "tightness": tightness, "density": density, "instances": instances,
                **solver}
-        others = {"milp": MilpJointSelector} if milp else {}
+        others: dict[str, type[MilpJointSelector] | type[PlainMilp]] = (
+            {"milp": MilpJointSelector} if milp else {})
         if plain:
             others["plain_milp"] = PlainMilp
         for name, factory in others.items():

@@ -28,6 +28,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -53,7 +54,7 @@ def _inputs(n: int) -> tuple[str, list[str]]:
     return query, texts[:n]
 
 
-def _best(fn, repeats: int) -> tuple[float, object]:
+def _best(fn, repeats: int) -> tuple[float, Any]:
     best, out = float("inf"), None
     for _ in range(repeats):
         start = time.perf_counter()
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         t_raw, _ = _best(lambda: judge.decode_raw(raw_tokens), 1)
         judge.score(query, docs[:1])  # restore the prefix after the naive/raw paths
         rows.append((t_batch, t_naive, t_raw))
+    assert batch is not None and naive is not None  # --repeats is at least 1
 
     cand_tokens = sum(batch.candidate_tokens)
     med = statistics.median

@@ -72,7 +72,7 @@ _ROWS: list[dict] = []
 try:
     import pytest
 except ImportError:  # the plugin's hooks are only used inside pytest
-    pytest = None
+    pytest = None  # type: ignore[assignment]
 
 if pytest is not None:
     @pytest.hookimpl(hookwrapper=True)

@@ -75,9 +75,9 @@ def run_order(order: str, work: Path) -> dict:
     con = duckdb.connect()
     timings = f"read_parquet('{work / 'warehouse' / 'timings'}/**/*.parquet', union_by_name=true)"
     gen = con.execute(f"select count(*), coalesce(sum(agent_ms), 0) / 1000 from {timings} "
-                      "where agent_ms > 0 and not agent_cached").fetchone()
+                      "where agent_ms > 0 and not agent_cached").fetchall()[0]
     judge = con.execute(f"select coalesce(sum(select_ms), 0) / 1000 from {timings} "
-                        "where strategy = 'judge_admission'").fetchone()[0]
+                        "where strategy = 'judge_admission'").fetchall()[0][0]
     last: dict[str, float] = {}
     for path in (work / "warehouse" / "traces").rglob("*.parquet"):
         strategy = next(p.split("=", 1)[1] for p in path.parts if p.startswith("strategy="))

@@ -144,6 +144,7 @@ def _reuse_pair(agent: LlamaAgent, scenario: str, limit: int) -> dict:
     agent.forget_prefix()
     alone = agent.generate(b)
     ta, tb = agent.prompt_token_ids(a), agent.prompt_token_ids(b)
+    assert ta is not None and tb is not None  # an embedded agent reads its prompt's tokens
     return {"tasks": [first.task_id, second.task_id], "prompt_tokens": len(tb),
             "shared_prefix_tokens": _common(ta, tb),
             "second_alone_s": round(alone.wall_ms / 1000, 2),
@@ -217,6 +218,7 @@ def main() -> None:
                 prompt, _ = fit_prompt(view, record.exposed_context_ids,
                                        record.exposed_tool_ids, agent.count_prompt_tokens,
                                        agent.prompt_limit)
+                assert record.agent_prompt_tokens is not None  # the agent acted on it
                 asked.append({
                     "strategy": name, "cached": timing["agent_cached"],
                     "tokens": agent.prompt_token_ids(prompt), "ms": timing["agent_ms"],

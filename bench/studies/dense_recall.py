@@ -40,7 +40,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _recall(runs: dict[str, list[str]], gold: dict[str, list[str]]) -> dict[str, float]:
+def _recall(runs: dict[str, list[str]],
+            gold: dict[str, list[str]]) -> dict[str, float | None]:
     """Mean R@10 and R@50 over the queries with gold (ir-measures), and n."""
     qrels = [ir_measures.Qrel(q, g, 1) for q, ids in gold.items() for g in ids]
     run = [ir_measures.ScoredDoc(q, rid, float(-rank)) for q, ids in runs.items()
@@ -65,7 +66,7 @@ def _first_passage_lane(query: str, texts: list[str], ids: list[str]) -> list[st
             if scores[i] > 0]
 
 
-def measure(tasks) -> dict[tuple[str, str], dict[str, float]]:
+def measure(tasks) -> dict[tuple[str, str], dict[str, float | None]]:
     """(rule, lane) -> recall over ``tasks``."""
     from junction.candidates import POOL_RULES, candidate_pools, context_text
 

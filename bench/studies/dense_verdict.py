@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
           "holds | n |")
     print("|---|---|---|---|---|---|---|---|---|")
     for rule, rows in runs.items():
-        for v in cross_fitted_verdicts(rows, set()):
+        for v in cross_fitted_verdicts(rows, {}):
             print(f"| {rule} | {v['a']} − {v['b']} (cross-fitted, {v['repetitions']} reps) | "
                   f"{v['rate_a']:.3f} | {v['rate_b']:.3f} | {_points(v['difference'])} | "
                   f"[{_points(v['ci_low'])}, {_points(v['ci_high'])}] | {v['p_value']:.3f} | "

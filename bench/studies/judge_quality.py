@@ -46,7 +46,7 @@ import json
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +98,15 @@ def auc(scores: list[float], labels: list[bool]) -> float | None:
     return float(u / (len(pos) * len(neg)))
 
 
-def _mean(xs: list[float]) -> float | None:
+def _scored(scores: list[float | None]) -> list[float]:
+    """The judge's scores of ``scores``' texts, every one non-empty (an empty text has no
+    score: ``ValueError``)."""
+    if any(s is None for s in scores):
+        raise ValueError("an empty candidate text has no judge score")
+    return [s for s in scores if s is not None]
+
+
+def _mean(xs: Sequence[float]) -> float | None:
     return round(sum(xs) / len(xs), 4) if xs else None
 
 
@@ -156,9 +164,9 @@ def evaluate_suite(judge, cache, tasks, pool: int, render: Callable = candidate_
             uncut_tokens.append(n)
             judged_tokens.append(len(toks))
             cut += n > judge.config.max_document_tokens
-        j = cached_scores(judge, cache, view.objective, texts)
+        j = _scored(cached_scores(judge, cache, view.objective, texts))
         # BM25 lanes are scored separately; max-normalise per lane so one ranking covers both.
-        b = []
+        b: list[float] = []
         for lane in lanes:
             best = max((c.score for c in lane), default=0.0) or 1.0
             b.extend(c.score / best for c in lane)
@@ -168,7 +176,7 @@ def evaluate_suite(judge, cache, tasks, pool: int, render: Callable = candidate_
         all_b += b
         all_y += y
         aj, ab = auc(j, y), auc(b, y)
-        if aj is not None:
+        if aj is not None and ab is not None:  # both or neither: the same labels
             per_judge.append(aj)
             per_bm25.append(ab)
     def pooled(s):
@@ -215,7 +223,7 @@ def evaluate_pairs(judge, cache, pairs: list[dict]) -> dict:
     gaps_j, gaps_b, ids = [], [], []
     by_kind: dict[str, list[float]] = {}
     for p in pairs:
-        sj, rj = cached_scores(judge, cache, p["query"], [p["support"], p["refute"]])
+        sj, rj = _scored(cached_scores(judge, cache, p["query"], [p["support"], p["refute"]]))
         sb, rb = bm25_scores(p["query"], [p["support"], p["refute"]])
         gaps_j.append(sj - rj)
         gaps_b.append(sb - rb)

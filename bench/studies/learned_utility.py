@@ -49,7 +49,13 @@ from sklearn.metrics import brier_score_loss, roc_auc_score  # noqa: E402
 from junction.agent.execution import execute  # noqa: E402
 from junction.evidence.verdicts import paired_comparison  # noqa: E402
 from junction.learned.features import candidate_labels  # noqa: E402
-from junction.strategies import candidate_pools, make_strategy  # noqa: E402
+from junction.strategies import (  # noqa: E402
+    Strategy,
+    candidate_pools,
+    make_strategy,
+    reads_task,
+)
+from junction.strategies.learned import LearnedStrategy  # noqa: E402
 from junction.verifiers import verify  # noqa: E402
 
 SUITES = ("bfcl-multiple", "bfcl-live-multiple", "bfcl-parallel-multiple", "bfcl-irrelevance",
@@ -97,7 +103,9 @@ def _judge_scores(tasks, pools) -> list[dict[str, float]]:
         cands = [*pool.contexts, *pool.tools]
         texts = [candidate_text(view, c) for c in cands]
         batch = judge_documents(judge, cache, view.objective, texts, RETRIEVAL_INSTRUCTION)
-        out.append({c.resource_id: float(s) for c, s in zip(cands, batch.scores, strict=False)})
+        assert None not in batch.scores  # every candidate text is non-empty
+        out.append({c.resource_id: float(s) for c, s in zip(cands, batch.scores, strict=False)
+                    if s is not None})
     return out
 
 
@@ -113,13 +121,20 @@ def main() -> None:
     # the benchmark's own strategies and training source (both learned strategies share
     # the process's fitted model)
     source = training_source()
-    strategies = {n: make_strategy(n, training=source) for n in STRATEGIES}
+    strategies: dict[str, Strategy] = {}
+    for n in STRATEGIES:
+        built = make_strategy(n, training=source)
+        assert not reads_task(built, n)  # none of them is a reference
+        strategies[n] = built
     fits, families = {}, {}
     for suite in SUITES:
         family = suite_family(suite)
+        assert family is not None  # every suite studied here has a training part
         if family not in fits:
             t0 = time.perf_counter()
-            fits[family] = strategies["learned_exact"].model(family, get_suite(suite).pool_limit)
+            learned_exact = strategies["learned_exact"]
+            assert isinstance(learned_exact, LearnedStrategy)
+            fits[family] = learned_exact.model(family, get_suite(suite).pool_limit)
             families[family] = {"training_tasks": fits[family].training["n_tasks"],
                                 "build_and_fit_s": round(time.perf_counter() - t0, 2)}
 
@@ -129,6 +144,7 @@ def main() -> None:
     tops: list[tuple[int, float, float, float | None]] = []
     for suite in SUITES:
         info = get_suite(suite)
+        assert info.family is not None
         tasks = build_suite(suite, seed=0, size=args.size).tasks
         model = fits[info.family]
         y, bm25, learned = [], [], []
@@ -152,7 +168,7 @@ def main() -> None:
             view = task.router_view()
             for name, fn in strategies.items():
                 t0 = time.perf_counter()
-                result = fn(view, info.pool_limit)
+                result = fn.select(view, info.pool_limit)
                 if name == "learned_exact":
                     times.append((time.perf_counter() - t0) * 1000)
                     pairs += result.extra.get("learned_pairs", 0)
@@ -198,7 +214,7 @@ def main() -> None:
             "tasks": len(judged),
             "bm25": _auc([t[0] for t in judged], [t[1] for t in judged]),
             "learned": _auc([t[0] for t in judged], [t[2] for t in judged]),
-            "judge": _auc([t[0] for t in judged], [t[3] for t in judged])},
+            "judge": _auc([t[0] for t in judged], [t[3] for t in judged if t[3] is not None])},
     }
     for family, model in fits.items():
         rec = model.record()

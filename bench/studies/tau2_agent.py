@@ -76,7 +76,8 @@ def main() -> None:
     suite = SUITES.get_record("tau2-banking")
     for model, layout in [(m, x) for m in args.models for x in args.layouts]:
         # the layout is the suite record's (SuiteInfo.prompt_layout): swap it per condition
-        SUITES.register(suite.name, replace(suite, prompt_layout=LAYOUTS[layout]),
+        # (the layout itself, not its "module:attribute": junction.registry.load takes both)
+        SUITES.register(suite.name, replace(suite, prompt_layout=LAYOUTS[layout]),  # type: ignore[arg-type]
                         replace=True)
         path = resolve_model_path(model)
         t0 = time.perf_counter()

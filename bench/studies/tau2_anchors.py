@@ -163,7 +163,7 @@ def breakdown(tasks, model) -> dict[tuple[str, str, float], tuple[float, float, 
     return out
 
 
-def data_arguments(description: str, argv: list[str] | None,
+def data_arguments(description: str | None, argv: list[str] | None,
                    parser: argparse.ArgumentParser | None = None) -> argparse.Namespace | None:
     """Parse ``--tau2-data PATH`` (it sets ``$JUNCTION_TAU2_DATA``) and the options of
     ``parser``, if given; None, after printing why on stderr, when the suite's data is

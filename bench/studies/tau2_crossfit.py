@@ -38,6 +38,7 @@ import time
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 from junction_datasets import tau2_banking as tb
 
@@ -91,7 +92,7 @@ GRID_EXTENDED = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 
 def _grids() -> dict[str, tuple[float, ...]]:
     """The two τ grids compared; the one ``utility.TAU_GRID`` is today is marked."""
-    out = {}
+    out: dict[str, tuple[float, ...]] = {}
     for name, grid in (("0.02-0.2", GRID_BEFORE), ("0.005-0.2", GRID_EXTENDED)):
         out[name + (" (default)" if tuple(utility.TAU_GRID) == grid else "")] = grid
     return out
@@ -102,7 +103,8 @@ def run_configuration(tasks, repetitions: int, folds: int, label: str):
     and the fits' (seconds, λ, τ)."""
     source = TrainingSource(family=lambda suite: tb.SUITE, tasks=lambda family: [],
                             all_tasks=lambda family: tasks, cross_fitted=lambda family: True)
-    rows, fits = [], []
+    rows: list[dict[str, Any]] = []
+    fits: list[tuple[float, float, float]] = []
     ids = [t.task_id for t in tasks]
     for rep in range(repetitions):
         assignment = fold_assignment(ids, folds, rep)

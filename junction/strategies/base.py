@@ -61,7 +61,8 @@ def joint_problem(view: RouterView, pools: CandidatePools) -> JointProblem:
     )
 
 
-def run_selector(selector: Selector, view: RouterView, pool: PoolRequest) -> StrategyResult:
+def run_selector(selector: Selector, view: RouterView,
+                 pool: PoolRequest | PoolLimit) -> StrategyResult:
     """Candidate lanes, then ``selector`` over the joint problem."""
     pools = candidate_pools(view, pool)
     return StrategyResult(selection=selector.select(joint_problem(view, pools)), pools=pools)
