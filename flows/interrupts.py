@@ -41,11 +41,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from flows.process_exit import EXIT_STATUS
-from flows.stopper import RunStopper
+from flows.stopper import RunStopper, mark_interrupted
 from junction.errors import JunctionError
 
 __all__ = [
@@ -57,6 +56,7 @@ __all__ = [
     "armed",
     "disarm",
     "exit_now",
+    "fail_now",
     "mark_interrupted",
     "on_exit",
     "reinstall",
@@ -163,9 +163,19 @@ def exit_now(drain_s: float = 0.0, failed: str | None = None, line: str | None =
         stopper.exit_now(drain_s=drain_s, failed=failed, line=line)
 
 
-def mark_interrupted(meta: dict[str, Any], done: int, total: int | None) -> dict[str, Any]:
-    """``meta`` (a run.json dict) marked ``interrupted`` at this time, with the units done."""
-    meta.update(finished_at=datetime.now(UTC).isoformat(), status="interrupted",
-                error=None, units_done=done, units_total=total)
-    meta.pop("suites", None)
-    return meta
+def fail_now(error: JunctionError) -> None:
+    """End the process now as a failed run when a unit failed while other units are inside
+    ``abandonable`` (learned fits, minutes each: the run would otherwise wait for them
+    behind a frozen progress bar): the run is marked failed with ``error``'s line, its
+    traceback goes to the run's log, and the one line names the resume command and the log
+    (``RunStopper.exit_now`` with ``failed``). No-op when not armed or when no such work
+    runs: the caller then raises ``error`` as before."""
+    stopper = RunStopper.current()
+    if stopper is None or not stopper.dropping_work():
+        return
+    from flows import run_log
+
+    run_log.log_exception(str(error), error)
+    stopper.exit_now(drain_s=1.0, failed=str(error), line=(
+        f"error: {error}; resume with `{stopper.resume}`; full traceback in "
+        f"{run_log.log_path(stopper.run_id)}"))

@@ -6,7 +6,7 @@ It holds everything a stop needs: the stop flag and the signal wakeup pipe that 
 from any thread, the grace timer, the gate that lets unit writes finish and refuses new
 ones (``unit_write``), the count of threads in work a stop may drop (``abandonable``), the
 run's progress (``track``) and a duplicate of the terminal's file descriptor. ``exit_now``
-ends the process: the run's record (``flows.interrupts.mark_interrupted``) and temporary
+ends the process: the run's record (``mark_interrupted``) and temporary
 files, the report being written (``junction.evidence.reports.remove_unfinished_report``),
 then ``flows.process_exit``.
 
@@ -22,12 +22,13 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
 from flows.process_exit import EXIT_STATUS, briefly, end_descendants, finish, quiet_stderr
 
-__all__ = ["SIGNALS", "WRITE_GRACE_S", "RunStopper"]
+__all__ = ["SIGNALS", "WRITE_GRACE_S", "RunStopper", "mark_interrupted"]
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """The signals a run handles."""
@@ -264,6 +265,11 @@ class RunStopper:
             with self._writes:
                 self._abandonable -= 1
 
+    def dropping_work(self) -> bool:
+        """Whether some thread is inside ``abandonable`` now (a learned unit's fit)."""
+        with self._writes:
+            return self._abandonable > 0
+
     def message(self) -> str:
         """The one line for the user: how far the run got and the command that resumes
         it."""
@@ -308,7 +314,6 @@ class RunStopper:
         ended."""
         if self.root is None or self.meta is None or self.meta.get("status") != "running":
             return
-        from flows.interrupts import mark_interrupted
         from junction.evidence.store import TraceStore
 
         meta = mark_interrupted(dict(self.meta), self.done, self.total)
@@ -346,3 +351,11 @@ class RunStopper:
 
         with contextlib.suppress(Exception):  # exiting: a failure must not stop the exit
             remove_unfinished_report(Path(self.reports) / self.run_id)
+
+
+def mark_interrupted(meta: dict[str, Any], done: int, total: int | None) -> dict[str, Any]:
+    """``meta`` (a run.json dict) marked ``interrupted`` at this time, with the units done."""
+    meta.update(finished_at=datetime.now(UTC).isoformat(), status="interrupted",
+                error=None, units_done=done, units_total=total)
+    meta.pop("suites", None)
+    return meta
