@@ -4,6 +4,7 @@ no leakage (gold, verifier and evaluation tasks never reach a model or a score).
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +23,10 @@ from junction.learned.ranking import (
     summarise,
 )
 from junction.learned.relevance import (
+    DEFAULT_CONFIG,
     FEATURE_GROUPS,
     PROPAGATION_FEATURES,
+    TODAY_CONFIG,
     LaneScores,
     RelevanceConfig,
     RelevanceModel,
@@ -89,7 +92,7 @@ def test_summary_quantiles_count_never_last():
 
 # -- the model ---------------------------------------------------------------------------
 
-CONFIGS = [RelevanceConfig(), RelevanceConfig(propagate="fixed", iterations=2),
+CONFIGS = [TODAY_CONFIG, RelevanceConfig(propagate="fixed", iterations=2),
            RelevanceConfig(features=("prior", "knn"), learner="plain", propagate="stacked",
                            target="needed"),
            RelevanceConfig(features=("link", "prior"), learner="boosted", propagate="stacked"),
@@ -133,7 +136,7 @@ def test_today_is_the_learned_utility_lane_model():
 
     tasks = _fixture_tasks()
     utility = fit_learned_utility("fixture", tasks[1:], LIMIT, rule=RULE)
-    model = _model(RelevanceConfig())
+    model = _model(TODAY_CONFIG)
     view = tasks[0].router_view()
     pools = candidate_pools(view, LIMIT, RULE)
     assert model.score(view, pools).as_dict() == utility.probabilities(view, pools)
@@ -142,7 +145,7 @@ def test_today_is_the_learned_utility_lane_model():
 
 def test_score_refuses_a_task_and_options_are_checked():
     task = _fixture_tasks()[0]
-    model = _model(RelevanceConfig())
+    model = _model(TODAY_CONFIG)
     pools = candidate_pools(task.router_view(), LIMIT, RULE)
     with pytest.raises(TypeError, match="RouterView"):
         model.score(task, pools)
@@ -173,7 +176,9 @@ def test_needed_labels_by_hand():
 
 def test_options_are_the_config_fields():
     a = fit_relevance(_fixture_tasks()[1:], RULE, pool_limit=LIMIT, propagate="fixed")
-    assert a.config == RelevanceConfig(propagate="fixed")
+    assert a.config == replace(DEFAULT_CONFIG, propagate="fixed")
+    b = fit_relevance(_fixture_tasks()[1:], RULE, pool_limit=LIMIT)
+    assert b.config == DEFAULT_CONFIG
 
 
 def test_link_rows_by_hand_and_zero_where_nothing_is_named():

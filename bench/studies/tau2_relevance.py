@@ -37,7 +37,7 @@ from junction_datasets import tau2_banking as tb
 
 from junction.learned.crossfit import DEFAULT_FOLDS, fold_assignment
 from junction.learned.ranking import depth_all, depth_cover, ranks, recall_at, summarise
-from junction.learned.relevance import RelevanceConfig, fit_relevance
+from junction.learned.relevance import TODAY_CONFIG, RelevanceConfig, fit_relevance
 from junction.learned.utility import _training_view
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -50,7 +50,7 @@ C = RelevanceConfig
 P = "plain"
 CONFIGS: dict[str, RelevanceConfig | None] = {
     "bm25": None,
-    "today": C(),
+    "today": TODAY_CONFIG,
     "plain": C(learner=P),
     "fixed": C(propagate="fixed"),
     "fixed x2": C(propagate="fixed", iterations=2),
@@ -71,6 +71,7 @@ CONFIGS: dict[str, RelevanceConfig | None] = {
     "boosted prior+knn": C(features=("prior", "knn"), learner="boosted"),
     "boosted prior+knn stacked needed": C(features=("prior", "knn"), learner="boosted",
                                           propagate="stacked", target="needed"),
+    "dense+prior+knn": C(features=("dense", "prior", "knn"), learner=P),
     "dense+prior+knn stacked needed": C(features=("dense", "prior", "knn"), learner=P,
                                         propagate="stacked", target="needed"),
     "boosted dense+prior+knn": C(features=("dense", "prior", "knn"), learner="boosted"),
@@ -93,6 +94,12 @@ def task_measures(task, pools, p_context: dict, p_tool: dict) -> dict:
         groups[pair.tool_id].add(pair.context_id)
     if groups:
         out["doc_depth"] = depth_cover(rc, groups)
+    needed = {p.context_id for p in task.gold_pairs} or set(task.gold_context_ids)
+    out["sum_p_tool"] = sum(p_tool.values())
+    out["gold_tool_pooled"] = sum(t in p_tool for t in gold_t)
+    out["sum_p_context"] = sum(p_context.values())
+    out["gold_context_pooled"] = sum(c in p_context for c in task.gold_context_ids)
+    out["needed_context_pooled"] = sum(c in p_context for c in needed)
     if task.gold_context_ids:
         recall = recall_at(sorted(rc, key=rc.get), list(task.gold_context_ids), KS)
         key = "doc" if gold_t else "nogold_doc"
@@ -137,6 +144,15 @@ def summary(rows: list[dict]) -> dict:
         if got:
             s = summarise(got)
             out[key] = {"n": s.n, "never": s.never, "median": s.median, "p75": s.p75}
+    total = {k: sum(r[k] for r in rows) for k in ("sum_p_tool", "gold_tool_pooled",
+                                                    "sum_p_context", "gold_context_pooled",
+                                                    "needed_context_pooled")}
+    # calibration in the large: expected positives (sum of p) over actual ones, pooled
+    out["calibration"] = {
+        "tool": round(total["sum_p_tool"] / max(1, total["gold_tool_pooled"]), 3),
+        "context_gold": round(total["sum_p_context"] / max(1, total["gold_context_pooled"]), 3),
+        "context_needed": round(total["sum_p_context"]
+                                / max(1, total["needed_context_pooled"]), 3)}
     for key in [f"{lane}_R@{k}" for lane in ("tool", "doc", "nogold_doc") for k in KS]:
         got = [r[key] for r in rows if key in r]
         if got:
@@ -153,12 +169,17 @@ def _cell(d: dict | None) -> str:
 
 def choose(figures: dict, names: list[str], group: str) -> str:
     """The configuration with the smallest sum of both depths' median and p75 on
-    ``group`` (never counted as the pool's size + 1: 200), ties by name."""
+    ``group`` (never counted as 200, beyond any pool here); ties to fewer feature groups
+    (a group, the dense embedder above all, must earn its place), then by name."""
     def cost(name: str) -> float:
         s = figures[name][group]
         return sum(200 if s[k][q] is None else s[k][q]
                    for k in ("tool_depth", "doc_depth") for q in ("median", "p75"))
-    return min((n for n in names if CONFIGS[n] is not None), key=lambda n: (cost(n), n))
+    def groups(name: str) -> int:
+        config = CONFIGS[name]
+        return len(config.features) if config is not None else 0
+    return min((n for n in names if CONFIGS[n] is not None),
+               key=lambda n: (cost(n), groups(n), n))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,11 +229,18 @@ def main(argv: list[str] | None = None) -> int:
                   + " ".join(f"{s.get(f'doc_R@{k}', 0):5.3f}" for k in KS)
                   + f" {s.get('nogold_doc_R@20', 0):5.3f} {figures[name]['fit_s_mean']:6.2f}",
                   flush=True)
+    print("calibration in the large (sum of p / pooled positives; 1 = calibrated): "
+          "tool, context (gold), context (needed)")
+    for name in names:
+        if CONFIGS[name] is not None:
+            cal = figures[name][next(iter(g for g, ds in groups.items() if ds))]["calibration"]
+            print(f"  {name:40s} {cal['tool']:6.3f} {cal['context_gold']:6.3f} "
+                  f"{cal['context_needed']:6.3f}")
     if groups["choose"] and len(names) > 1:
         best = choose(figures, names, "choose")
         figures["chosen"] = best
-        print(f"chosen on draws {args.choose} (smallest sum of both depths' median and p75): "
-              f"{best}")
+        print(f"chosen on draws {args.choose} (smallest sum of both depths' median and p75; "
+              f"ties to fewer feature groups): {best}")
     wall = time.perf_counter() - wall0
     print(f"wall {wall:.0f} s")
     write_results(__file__, {"configs": figures, "draws": draws, "pool": args.pool,

@@ -123,6 +123,7 @@ __all__ = [
     "PROPAGATION_FEATURES",
     "STACK_FOLDS",
     "TARGETS",
+    "TODAY_CONFIG",
     "LaneScores",
     "RelevanceConfig",
     "RelevanceModel",
@@ -213,8 +214,15 @@ class RelevanceConfig:
         return (*UNARY_FEATURES, *(c for g in self.features for c in FEATURE_GROUPS[g]))
 
 
-DEFAULT_CONFIG = RelevanceConfig()
-"""``fit_relevance``'s configuration when no option is given."""
+TODAY_CONFIG = RelevanceConfig()
+"""The learned strategies' lane models alone (``logistic`` on ``UNARY_FEATURES``, no
+propagation, target ``gold``): their p(gold), as a relevance model."""
+
+DEFAULT_CONFIG = RelevanceConfig(features=("prior", "knn"), learner="plain",
+                                 propagate="stacked", target="needed")
+"""``fit_relevance``'s configuration when no option is given (an option given replaces
+its field only): the one ``bench/studies/tau2_relevance.py`` chose on fold draws 0-2
+(the smallest sum of both depths' median and p75; ties to fewer feature groups)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -301,7 +309,7 @@ class _Memory:
     gold_count: dict[str, int]     # resource id -> training tasks where it was gold
     vocabulary: dict[str, int]
     idf: np.ndarray
-    matrix: np.ndarray             # (n_tasks, vocabulary) unit rows
+    matrix: Any                    # scipy.sparse CSR (n_tasks, vocabulary), unit rows
 
     @classmethod
     def build(cls, tasks: Sequence[BenchmarkTask]) -> _Memory:
@@ -321,10 +329,20 @@ class _Memory:
                 df[vocabulary[w]] += 1
         n = len(docs)
         idf = np.log((1 + n) / (1 + df)) + 1.0  # scikit-learn's smooth idf
-        memory = cls(tuple(t.task_id for t in tasks), gold, held, count, vocabulary, idf,
-                     np.zeros((n, len(vocabulary))))
-        matrix = np.vstack([memory.vector(t.objective) for t in tasks]) if n else \
-            np.zeros((0, len(vocabulary)))
+        from scipy.sparse import csr_matrix
+
+        memory = cls(tuple(t.task_id for t in tasks), gold, held, count, vocabulary, idf, None)
+        data: list[float] = []
+        indices: list[int] = []
+        indptr = [0]
+        for t in tasks:
+            v = memory.vector(t.objective)
+            nz = np.flatnonzero(v)
+            indices += nz.tolist()
+            data += v[nz].tolist()
+            indptr.append(len(indices))
+        matrix = csr_matrix((np.asarray(data, dtype=float), np.asarray(indices, dtype=np.int64),
+                             np.asarray(indptr, dtype=np.int64)), shape=(n, len(vocabulary)))
         object.__setattr__(memory, "matrix", matrix)
         return memory
 
@@ -348,7 +366,8 @@ class _Memory:
             h.update(b"\0")
             h.update("\0".join(sorted(g)).encode())
             h.update(b"\1")
-        h.update(self.matrix.tobytes())
+        for part in (self.matrix.data, self.matrix.indices, self.matrix.indptr):
+            h.update(np.ascontiguousarray(part).tobytes())
         return h.hexdigest()
 
     def prior_rows(self, ids: Sequence[str], exclude: int | None) -> np.ndarray:
@@ -367,10 +386,11 @@ class _Memory:
         cosine only; ties by index), the ``exclude``-th left out."""
         if not len(self.task_ids):
             return []
-        sims = self.matrix @ self.vector(objective)
-        order = sorted((i for i in range(len(sims)) if i != exclude and sims[i] > 0),
-                       key=lambda i: (-sims[i], i))
-        return [(i, float(sims[i])) for i in order[:k]]
+        sims = np.asarray(self.matrix @ self.vector(objective), dtype=float).ravel()
+        if exclude is not None:
+            sims[exclude] = 0.0
+        order = [int(i) for i in np.lexsort((np.arange(len(sims)), -sims))[:k]]
+        return [(i, float(sims[i])) for i in order if sims[i] > 0]
 
     def knn_rows(self, ids: Sequence[str], near: Sequence[tuple[int, float]]) -> np.ndarray:
         out = np.zeros((len(ids), len(KNN_FEATURES)))
