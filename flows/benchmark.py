@@ -399,8 +399,10 @@ def _submit(plan: RunPlan, units: list[PlannedUnit]) -> list[dict[str, Any]]:
         in_flight -= 1
         try:
             result = _unit_result(future, unit)
-        except UnitFailedError:
+        except UnitFailedError as exc:
             if not interrupts.stop_requested():
+                if in_flight:  # learned fits still running: the command line ends now
+                    interrupts.fail_now(exc)
                 raise
             continue  # a unit the interrupt ended (a Dask worker got the Ctrl-C too)
         if not result.get("cancelled"):
