@@ -29,10 +29,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from junction.agent.execution import ExecutionResult
 from junction.agent.grade import AgentGrade, Measure
 from junction.agent.prompt import PromptLayout
 from junction.registry import PLUGINS, Catalog, load
 from junction.suites import SUITES
+from junction.tasks import BenchmarkTask
 
 __all__ = [
     "AGENT_GRADERS",
@@ -87,7 +89,7 @@ class GraderInfo:
     name: str
     kinds: tuple[str, ...]
     applies: str | Callable[..., bool]
-    check: str | Callable[..., Any]
+    check: str | Callable[..., AgentGrade]
     outcomes: dict[str, str]
     decode: str | Decoder = DEFAULT_DECODER
     measures: tuple[Measure, ...] = ()
@@ -99,12 +101,12 @@ class GraderInfo:
         if len(set(names)) != len(names):
             raise ValueError(f"grader {self.name!r}: measures {names} repeat a name")
 
-    def grades(self, task: Any) -> bool:
+    def grades(self, task: BenchmarkTask) -> bool:
         """Whether this grader grades ``task`` (its kind is one of ``kinds`` and
         ``applies`` accepts it)."""
         return task.verifier.kind in self.kinds and bool(load(self.applies)(task))
 
-    def grader(self) -> Callable[..., Any]:
+    def grader(self) -> Callable[..., AgentGrade]:
         """The grading function (``check``, imported when it is a ``"module:function"``)."""
         return load(self.check)
 
@@ -112,7 +114,7 @@ class GraderInfo:
         """The answer decoder (``decode``, imported when it is a ``"module:function"``)."""
         return load(self.decode)
 
-    def grade(self, task: Any, result: Any) -> AgentGrade:
+    def grade(self, task: BenchmarkTask, result: ExecutionResult) -> AgentGrade:
         """Grade ``result`` on ``task`` with ``check``. Raises ``ValueError`` naming the
         grader and the task when the grade's measures are not exactly the declared ones,
         and what ``check`` raises."""
@@ -142,7 +144,7 @@ def grader_info(name: str) -> GraderInfo:
     return AGENT_GRADERS.get_record(name)
 
 
-def grader_for(task: Any) -> GraderInfo | None:
+def grader_for(task: BenchmarkTask) -> GraderInfo | None:
     """The grader of ``task`` (module docstring), or None when no grader grades it."""
     for info in AGENT_GRADERS.values():
         if info.grades(task):
@@ -150,12 +152,12 @@ def grader_for(task: Any) -> GraderInfo | None:
     return None
 
 
-def gradable(task: Any) -> bool:
+def gradable(task: BenchmarkTask) -> bool:
     """Whether some grader of the catalog grades ``task`` (the agent acts only there)."""
     return grader_for(task) is not None
 
 
-def grade_agent(task: Any, result: Any) -> Any:
+def grade_agent(task: BenchmarkTask, result: ExecutionResult) -> AgentGrade:
     """Grade a model executor's ``result`` on ``task`` with the task's grader
     (``grader_for``); returns its ``AgentGrade``. Raises ``ValueError`` naming the task when
     no grader grades it, and what the grader raises (a result without model output)."""
@@ -166,7 +168,7 @@ def grade_agent(task: Any, result: Any) -> Any:
     return info.grade(task, result)
 
 
-def decoder_for(task: Any) -> Decoder:
+def decoder_for(task: BenchmarkTask) -> Decoder:
     """The answer decoder of ``task``'s grader (``grader_for``); BFCL's where no grader
     grades it."""
     info = grader_for(task)

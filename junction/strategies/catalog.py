@@ -22,12 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from typing_extensions import TypeIs
 
 from junction.registry import PLUGINS, Catalog, load
 from junction.strategies.base import AnyStrategy, TaskStrategy
+
+if TYPE_CHECKING:  # the learned strategies' module is built from the catalog's records
+    from junction.strategies.learned import TrainingSource
 from junction.tasks import BenchmarkTask
 
 __all__ = [
@@ -120,7 +123,7 @@ class StrategyInfo:
         return None
 
     def build(self, calibration_tasks: Sequence[BenchmarkTask] = (),
-              training: Any = None) -> AnyStrategy:
+              training: TrainingSource | None = None) -> AnyStrategy:
         """A ready ``Strategy`` (a ``TaskStrategy`` when ``reads_task``; see the class
         docstring for what the factory is given)."""
         factory = load(self.factory)
@@ -197,7 +200,7 @@ def learned_strategies() -> tuple[str, ...]:
 
 
 def make_strategy(name: str, calibration_tasks: Sequence[BenchmarkTask] = (),
-                  training: Any = None) -> AnyStrategy:
+                  training: TrainingSource | None = None) -> AnyStrategy:
     """A ready ``Strategy`` (or ``TaskStrategy``) for ``name`` (``StrategyInfo.build``).
 
     ``training``: a ``junction.strategies.learned.TrainingSource`` or None
