@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from junction.tasks import BenchmarkTask
 from junction.verifiers import cheapest_success_set
 
 __all__ = ["LOSS_CAUSES", "loss_breakdown", "loss_cause", "loss_document", "loss_lines"]
@@ -41,7 +42,7 @@ LOSS_CAUSES: dict[str, str] = {
 """Cause -> what it means, in the order the first that holds is taken (module docstring)."""
 
 
-def loss_cause(task: Any, context_pool: Iterable[str], tool_pool: Iterable[str],
+def loss_cause(task: BenchmarkTask, context_pool: Iterable[str], tool_pool: Iterable[str],
                exposed_contexts: Iterable[str], exposed_tools: Iterable[str],
                success: bool) -> str | None:
     """The first of ``LOSS_CAUSES`` that holds for a failed selection on ``task`` (a
