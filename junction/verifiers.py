@@ -9,9 +9,9 @@ catalogued kinds, ``verify`` (below) calls the kind's function and the toy execu
 (``junction.agent.execution``) plays a spec's steps only for a kind that grades calls.
 
 Every verifying function takes ``(task, result)``: a ``junction.tasks.BenchmarkTask`` and a
-``junction.agent.execution.ExecutionResult`` (annotated ``Any``: this module sits below
-the tasks and the executors it grades, ``tests/test_layout.py`` LAYERS, and reads only
-their attributes), and returns an ``Outcome``.
+``junction.agent.execution.ExecutionResult`` (annotated with the protocols ``VerifiedTask``
+and ``VerifiedResult``, what it reads of them: this module sits below the tasks and the
+executors it grades, ``tests/test_layout.py`` LAYERS), and returns an ``Outcome``.
 
 Adding a kind is one ``register_verifier(VerifierInfo(...))`` record plus one such
 function, here or named ``"module:function"`` (imported on first use).
@@ -22,16 +22,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from junction.registry import PLUGINS, Catalog, load
+from junction.resources import ContextResource
 
 __all__ = [
     "VERIFIERS",
     "Grades",
     "Outcome",
+    "VerifiedResult",
+    "VerifiedTask",
     "VerifierInfo",
     "cheapest_success_set",
     "normalise_answer",
@@ -54,6 +57,54 @@ no call); ``calls``: the verifier grades the tool calls an executor made (the to
 plays the spec's ``params.steps``)."""
 
 
+class _Spec(Protocol):
+    @property
+    def kind(self) -> str: ...
+    @property
+    def params(self) -> dict[str, Any]: ...
+
+
+class _Pair(Protocol):
+    @property
+    def context_id(self) -> str: ...
+    @property
+    def tool_id(self) -> str: ...
+
+
+class _Call(Protocol):
+    @property
+    def tool_id(self) -> str: ...
+    @property
+    def arguments(self) -> dict[str, Any]: ...
+
+
+class VerifiedTask(Protocol):
+    """What a verifier reads of a ``junction.tasks.BenchmarkTask``: its ``VerifierSpec``
+    (``kind``, ``params``), its gold ids and pairs, and its contexts by id."""
+
+    @property
+    def verifier(self) -> _Spec: ...
+    @property
+    def gold_context_ids(self) -> tuple[str, ...]: ...
+    @property
+    def gold_tool_ids(self) -> tuple[str, ...]: ...
+    @property
+    def gold_pairs(self) -> tuple[_Pair, ...]: ...
+    def context(self, resource_id: str) -> ContextResource: ...
+
+
+class VerifiedResult(Protocol):
+    """What a verifier reads of a ``junction.agent.execution.ExecutionResult``: the
+    exposed ids and the tool calls made."""
+
+    @property
+    def context_ids(self) -> tuple[str, ...]: ...
+    @property
+    def tool_ids(self) -> tuple[str, ...]: ...
+    @property
+    def tool_calls(self) -> tuple[_Call, ...]: ...
+
+
 @dataclass(frozen=True)
 class VerifierInfo:
     """One verifier kind: its name, what success means, and the function that grades it.
@@ -67,10 +118,10 @@ class VerifierInfo:
 
     name: str
     meaning: str
-    check: str | Callable[..., Any]
+    check: str | Callable[..., Outcome]
     grades: Grades = "exposure"
 
-    def grader(self) -> Callable[..., Any]:
+    def grader(self) -> Callable[..., Outcome]:
         """The grading function (``check``, imported when it is a ``"module:function"``)."""
         return load(self.check)
 
@@ -113,7 +164,7 @@ class Outcome(BaseModel):
     reason: str = ""
 
 
-def verify_toy(task: Any, result: Any) -> Outcome:
+def verify_toy(task: VerifiedTask, result: VerifiedResult) -> Outcome:
     """``toy_calls``: each of ``params.steps`` (``{"tool", "requires", "fallback"}``) had its
     tool called, informed, in order, and no call more."""
     steps = task.verifier.params.get("steps", [])
@@ -138,7 +189,7 @@ def verify_toy(task: Any, result: Any) -> Outcome:
     return Outcome(success=True)
 
 
-def verify_tools_exposed(task: Any, result: Any) -> Outcome:
+def verify_tools_exposed(task: VerifiedTask, result: VerifiedResult) -> Outcome:
     """``tools_exposed``: every gold tool is exposed (no ``params``)."""
     missing = sorted(set(task.gold_tool_ids) - set(result.tool_ids))
     if missing:
@@ -146,7 +197,7 @@ def verify_tools_exposed(task: Any, result: Any) -> Outcome:
     return Outcome(success=True)
 
 
-def verify_tools_with_documents(task: Any, result: Any) -> Outcome:
+def verify_tools_with_documents(task: VerifiedTask, result: VerifiedResult) -> Outcome:
     """``tools_with_documents``: every gold tool is exposed and, for the tool of each of the
     task's ``gold_pairs``, some exposed document of those pairs names it (reads no
     ``params``; τ's ``params["actions"]`` are the agent grader's, ``junction.agent.
@@ -169,7 +220,7 @@ def verify_tools_with_documents(task: Any, result: Any) -> Outcome:
     return Outcome(success=True)
 
 
-def cheapest_success_set(task: Any) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+def cheapest_success_set(task: VerifiedTask) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """The exposed set of fewest visible tokens that the task's verifier accepts, as
     (sorted context ids, sorted tool ids), for the kinds graded on gold exposure alone:
     ``tools_exposed`` (the gold tools), ``tools_with_documents`` (the gold tools and the
@@ -207,7 +258,7 @@ def cheapest_success_set(task: Any) -> tuple[tuple[str, ...], tuple[str, ...]] |
     return best[(1 << len(paired)) - 1][1], tools
 
 
-def verify_no_tools(task: Any, result: Any) -> Outcome:
+def verify_no_tools(task: VerifiedTask, result: VerifiedResult) -> Outcome:
     """``no_tools``: no tool is exposed, abstention (no ``params``)."""
     if result.tool_ids:
         return Outcome(
@@ -221,7 +272,7 @@ def normalise_answer(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
-def verify_context_answer(task: Any, result: Any) -> Outcome:
+def verify_context_answer(task: VerifiedTask, result: VerifiedResult) -> Outcome:
     """``context_answer``: an exposed context contains one of ``params.answers``
     (``normalise_answer`` on both sides)."""
     answers = [normalise_answer(a) for a in task.verifier.params.get("answers", [])]
@@ -232,7 +283,7 @@ def verify_context_answer(task: Any, result: Any) -> Outcome:
     return Outcome(success=False, reason="no exposed context contains an accepted answer")
 
 
-def verify_contexts_exact(task: Any, result: Any) -> Outcome:
+def verify_contexts_exact(task: VerifiedTask, result: VerifiedResult) -> Outcome:
     """``contexts_exact``: the exposed contexts are exactly the gold contexts (no
     ``params``)."""
     extra = sorted(set(result.context_ids) - set(task.gold_context_ids))
@@ -243,7 +294,7 @@ def verify_contexts_exact(task: Any, result: Any) -> Outcome:
     return Outcome(success=True)
 
 
-def verify(task: Any, result: Any) -> Outcome:
+def verify(task: VerifiedTask, result: VerifiedResult) -> Outcome:
     """Verify a result against ``task.verifier``: the grading function of its kind in the
     verifier catalog (``junction.verifiers``; ``VerifierSpec`` accepts catalogued kinds
     only)."""
