@@ -17,7 +17,7 @@ import platform
 import subprocess
 from datetime import UTC, datetime
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flows import interrupts
 from flows.plan import (
@@ -32,6 +32,9 @@ from flows.sampling import LoadedSuite, suite_summary
 from junction.environment import PROJECT_ROOT
 from junction.evidence.store import TraceStore
 from junction.registry import load_plugins
+
+if TYPE_CHECKING:  # the diff module (duckdb, scipy) loads only when two runs are compared
+    from junction.evidence.diff import ParamChange
 
 __all__ = ["compared_params", "finish_run", "option_name", "recorded_params",
            "resume_differences", "start_run"]
@@ -154,7 +157,7 @@ def recorded_params(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def compared_params(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+def compared_params(before: dict[str, Any], after: dict[str, Any]) -> list[ParamChange]:
     """The parameters that differ between two runs' records (run.json dicts), as
     ``junction.evidence.diff.param_changes`` rows: every field that can change a result
     (the result-neutral ones left out), the fields only a learned strategy reads

@@ -20,8 +20,8 @@ after (run B), the change (B − A) and a paired 95% interval of the change:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, TypedDict
 
 import duckdb
 import numpy as np
@@ -36,6 +36,7 @@ from junction.evidence.store import TraceStore
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "NothingComparableError",
+    "ParamChange",
     "changed_verdicts",
     "check_comparable",
     "diff_page",
@@ -98,18 +99,27 @@ def resolve_run(store: TraceStore, ref: str) -> str:
     raise UnknownNameError(f"no run or commit matches {ref!r}; recent runs: {known}")
 
 
-def param_changes(before: dict[str, Any], after: dict[str, Any],
-                  leave_out: Collection[str] = ()) -> list[dict[str, Any]]:
+class ParamChange(TypedDict):
+    """One run parameter that differs: its name and its value in each run (a JSON value of
+    run.json's ``params``; None where a run lacks it)."""
+
+    param: str
+    before: object
+    after: object
+
+
+def param_changes(before: Mapping[str, object], after: Mapping[str, object],
+                  leave_out: Collection[str] = ()) -> list[ParamChange]:
     """The parameters whose values differ between two runs' ``params`` (run.json), sorted
     by name, as {param, before, after}: a name one run lacks has the value None there (the
     caller fills in the defaults a run leaves out first). ``leave_out``: names not
     compared (the result-neutral ones, say)."""
     names = sorted((set(before) | set(after)) - set(leave_out))
-    return [{"param": n, "before": before.get(n), "after": after.get(n)} for n in names
+    return [ParamChange(param=n, before=before.get(n), after=after.get(n)) for n in names
             if before.get(n) != after.get(n)]
 
 
-def param_text(value: Any) -> str:
+def param_text(value: object) -> str:
     """A parameter's value in one short line: a list as ``a,b``, a dict as ``k=v k=v``,
     None as ``none``, a number as ``%g``, a bool as ``yes`` / ``no``."""
     if value is None:
@@ -125,7 +135,7 @@ def param_text(value: Any) -> str:
     return str(value)
 
 
-def param_lines(changes: list[dict[str, Any]]) -> list[str]:
+def param_lines(changes: list[ParamChange]) -> list[str]:
     """``param_changes`` as lines: one per parameter, ``fit_search: optimal → hybrid``, after
     a line that says whether any differ."""
     if not changes:
@@ -136,7 +146,7 @@ def param_lines(changes: list[dict[str, Any]]) -> list[str]:
 _SAME_PARAMS = "run parameters: the same (those that can change a result)"
 
 
-def _change_text(change: dict[str, Any]) -> str:
+def _change_text(change: ParamChange) -> str:
     return (f"{change['param']}: {param_text(change['before'])} → "
             f"{param_text(change['after'])}")
 
@@ -304,7 +314,7 @@ def changed_verdicts(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def diff_page(run_a: str, run_b: str, scope: dict[str, Any], rows: list[dict[str, Any]],
-              params: list[dict[str, Any]] | None = None) -> str:
+              params: list[ParamChange] | None = None) -> str:
     """The diff as a self-contained HTML page. First screen: one line per changed verdict
     (``changed_verdicts``, inside ``<div id="verdicts">``) and one sentence on the rest;
     then the scope, the run parameters that differ (``params``: ``param_changes``, when
