@@ -106,8 +106,9 @@ def _case(kind: str) -> int:
             os.killpg(os.getpgrp(), signal.SIGINT)
 
         threading.Thread(target=interrupt, daemon=True).start()
-        try:
-            grid.solve_all(jobs, 2)
+        try:  # on a loaded machine the first search may end before the thread sees the
+            for _ in range(100):  # workers: search again until the signal lands in one
+                grid.solve_all(jobs, 2)
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr, flush=True)
         if sent:
