@@ -43,7 +43,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -55,6 +55,7 @@ from junction.agent.prompt import AgentError, AgentPrompt, prompt_limit
 from junction.tokens import DEFAULT_TOKEN_COUNTER
 
 if TYPE_CHECKING:
+    import openai
     from openai.types.chat import ChatCompletionMessageParam
 
 __all__ = [
@@ -167,7 +168,7 @@ REMOTE_GENERATIONS = GenerationTable("remote_generations", "model_id", ("remote"
 """The remote executor's table in the agent cache: keyed by the server's model id."""
 
 
-def _said(exc: Any) -> str:
+def _said(exc: openai.APIStatusError) -> str:
     """What the server said with an error status (its JSON ``error.message``, ``message`` or
     ``detail``, else the body's text), on one line, at most 300 characters."""
     body = getattr(exc, "body", None)
@@ -382,7 +383,7 @@ class RemoteAgent:
         ``wall_ms`` counts from when a request slot is free."""
         return self._complete(prompt.messages, self.config.max_tokens)
 
-    def _complete(self, messages: Any, max_tokens: int) -> Generation:
+    def _complete(self, messages: Sequence[Mapping[str, str]], max_tokens: int) -> Generation:
         cfg = self.config
         with self._slots:
             t0 = time.perf_counter()
