@@ -219,7 +219,7 @@ TODAY_CONFIG = RelevanceConfig()
 propagation, target ``gold``): their p(gold), as a relevance model."""
 
 DEFAULT_CONFIG = RelevanceConfig(features=("prior", "knn"), learner="plain",
-                                 propagate="stacked", target="needed")
+                                 propagate="stacked", iterations=2, target="needed")
 """``fit_relevance``'s configuration when no option is given (an option given replaces
 its field only): the one ``bench/studies/tau2_relevance.py`` chose on fold draws 0-2
 (the smallest sum of both depths' median and p75; ties to fewer feature groups)."""
