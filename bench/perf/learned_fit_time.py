@@ -65,18 +65,20 @@ import time
 import types
 from pathlib import Path
 
+from junction_datasets import SUITES, build_suite, family_training_tasks
+from junction_datasets import tau2_banking as tb
+
 import junction
 from junction import candidates
 from junction.learned import features as learned_features
 from junction.learned import grid, utility
 from junction.learned.crossfit import DEFAULT_FOLDS, fold_assignment
-from junction_datasets import SUITES, build_suite, family_training_tasks
-from junction_datasets import tau2_banking as tb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
-from tau2_anchors import data_arguments  # noqa: E402
+from tau2_anchors import data_arguments
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import commit, write_results  # noqa: E402
+from results import commit, write_results
 
 ROOT = Path(__file__).resolve().parents[2]
 FITS: list[dict] = []
@@ -150,7 +152,8 @@ def profile_parts(tasks) -> None:
     start = time.perf_counter()
     profiler.runcall(utility.fit_learned_utility, tb.SUITE, tasks, tb.POOL_LIMIT, 0, workers=1)
     total = time.perf_counter() - start
-    stats = pstats.Stats(profiler).stats  # (file, line, name) -> (cc, nc, tt, ct, callers)
+    # (file, line, name) -> (cc, nc, tt, ct, callers): pstats' own table, not in its stubs
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     print(f"profile of the cold fit ({total:.1f} s under cProfile):")
     for label, pattern in PARTS.items():
         rx = re.compile(pattern)
@@ -191,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.family == tb.SUITE:
         tasks = build_suite(tb.SUITE, seed=0, size=None, split="all").tasks
         training = fold_training(tasks, args.folds)
-        pool_limit = tb.POOL_LIMIT
+        pool_limit: candidates.PoolLimit = tb.POOL_LIMIT
         print(f"{tb.SUITE}: {len(tasks)} tasks, pool limit {pool_limit}, {args.folds} folds; "
               f"fold 0 trains on {len(training[0])}; τ grid {utility.TAU_GRID}; "
               f"{workers} workers")

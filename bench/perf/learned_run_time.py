@@ -39,10 +39,10 @@ from junction_datasets import tau2_banking as tb
 from junction.learned.grid import OPTIMAL_SEARCH, SEARCHES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
-from tau2_anchors import data_arguments  # noqa: E402
+from tau2_anchors import data_arguments
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 JUNCTION = Path(sys.executable).with_name("junction")
 COMMON = ("bench", "--suite", "tau2-banking", "--full", "--budget-scale", "1",

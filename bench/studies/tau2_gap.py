@@ -41,8 +41,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from junction_datasets import tau2_banking as tb
+
 from junction.evaluate import evaluate_batch
-from junction.units import UnitSpec
 from junction.evidence.verdicts import compare_strategies
 from junction.learned.crossfit import DEFAULT_FOLDS, CrossFitFold, fold_assignment
 from junction.learned.grid import OPTIMAL_SEARCH, SEARCHES
@@ -53,12 +54,13 @@ from junction.strategies.catalog import (
     strategy_info,
 )
 from junction.strategies.learned import LearnedStrategy, TrainingSource
-from junction_datasets import tau2_banking as tb
+from junction.units import UnitSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tau2_anchors import data_arguments  # noqa: E402
+from tau2_anchors import data_arguments
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import write_results
 
 SCALES = (0.5, 1.0, 2.0)
 WEIGHT_GRIDS = (("lambdas", (0.0, 0.25, 1.0)), ("taus", (0.005, 0.01, 0.02, 0.05)),
@@ -103,11 +105,14 @@ def run_column(tasks, column: str, draws: list[int], folds: int) -> tuple[list[d
     (seconds, λ, τ)."""
     name, pool = column.split("@")
     name, *flags = name.split("+")
-    rows, fits = [], []
+    rows: list[dict] = []
+    fits: list[tuple[float, Any]] = []
     if strategy_info(name).role != "learned":
         strategy = make_strategy(name)
         for scale in SCALES:
-            records, _ = evaluate_batch(tasks, strategy, UnitSpec(strategy=name, run_id="gap", seed=0, scale=scale, pool_limit=tb.POOL_LIMIT, pool=pool))
+            records, _ = evaluate_batch(tasks, strategy, UnitSpec(
+                strategy=name, run_id="gap", seed=0, scale=scale, pool_limit=tb.POOL_LIMIT,
+                pool=pool))
             rows += _rows(records, column, 0, None)
         return rows, fits
     search = next((f for f in flags if f in SEARCHES), OPTIMAL_SEARCH)
@@ -133,7 +138,9 @@ def run_column(tasks, column: str, draws: list[int], folds: int) -> tuple[list[d
             model = strategy.model(tb.SUITE, tb.POOL_LIMIT, pool)
             fits.append((time.perf_counter() - t0, _chosen(model)))
             for scale in SCALES:
-                records, _ = evaluate_batch(part, strategy, UnitSpec(strategy=name, run_id="gap", seed=draw, scale=scale, pool_limit=tb.POOL_LIMIT, repetition=draw, fold=fold, pool=pool))
+                records, _ = evaluate_batch(part, strategy, UnitSpec(
+                    strategy=name, run_id="gap", seed=draw, scale=scale,
+                    pool_limit=tb.POOL_LIMIT, repetition=draw, fold=fold, pool=pool))
                 rows += _rows(records, column, draw, fold)
         print(f"  {column}: draw {draw} done", file=sys.stderr, flush=True)
     return rows, fits
@@ -203,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         fit_lines.append(line)
     ceiling = make_strategy("gold_minimal")
     for scale in SCALES:
-        records, _ = evaluate_batch(tasks, ceiling, UnitSpec(strategy="gold_minimal", run_id="gap", seed=0, scale=scale, pool_limit=tb.POOL_LIMIT))
+        records, _ = evaluate_batch(tasks, ceiling, UnitSpec(
+            strategy="gold_minimal", run_id="gap", seed=0, scale=scale,
+            pool_limit=tb.POOL_LIMIT))
         rows += _rows(records, "gold_minimal@-", 0, None)
     blind = [c for c in columns
              if c.split("@")[0].split("+")[0] in interaction_blind_strategies()]
@@ -217,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict = {"rates": {}, "verdicts": [], "fits": fit_lines}
     for column in [*columns, "gold_minimal@-"]:
         rates = [_rate(rows, column, s) for s in SCALES]
-        figures["rates"][column] = dict(zip(map(str, SCALES), rates))
+        figures["rates"][column] = dict(zip(map(str, SCALES), rates, strict=True))
         lost = Counter(r["loss_cause"] for r in rows
                        if r["strategy"] == column and r["budget_scale"] == 1.0
                        and not r["success"])

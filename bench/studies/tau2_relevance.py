@@ -88,7 +88,7 @@ def task_measures(task, pools, p_context: dict, p_tool: dict) -> dict:
     if gold_t:
         out["tool_depth"] = depth_all(rt, gold_t)
         out.update({f"tool_R@{k}": v for k, v in
-                    recall_at(sorted(rt, key=rt.get), gold_t, KS).items()})
+                    recall_at(sorted(rt, key=lambda t: rt[t]), gold_t, KS).items()})
     groups: dict[str, set[str]] = defaultdict(set)
     for pair in task.gold_pairs:
         groups[pair.tool_id].add(pair.context_id)
@@ -101,7 +101,7 @@ def task_measures(task, pools, p_context: dict, p_tool: dict) -> dict:
     out["gold_context_pooled"] = sum(c in p_context for c in task.gold_context_ids)
     out["needed_context_pooled"] = sum(c in p_context for c in needed)
     if task.gold_context_ids:
-        recall = recall_at(sorted(rc, key=rc.get), list(task.gold_context_ids), KS)
+        recall = recall_at(sorted(rc, key=lambda c: rc[c]), list(task.gold_context_ids), KS)
         key = "doc" if gold_t else "nogold_doc"
         out.update({f"{key}_R@{k}": v for k, v in recall.items()})
     return out

@@ -101,7 +101,7 @@ LAMBDA_GRID = (0.0, 0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 """Token prices tried on training (unitless: utility per budget's worth of tokens). At 1.0 a
 schema that costs a fifth of the budget must have p(gold) > 0.2 to be exposed."""
 
-TAU_GRID = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+TAU_GRID: tuple[float, ...] = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 """Interaction thresholds |w| tried on training when a pair model exists, smallest first (a
 tie keeps the smaller, i.e. more pairs). The grid reaches below 0.02 to 0.005, so that a
 fit choosing its smallest value would show that a smaller threshold does better."""
