@@ -85,10 +85,16 @@ def _rows(records, column: str, seed: int, fold: int | None) -> list[dict]:
 COVERAGE_FLAGS = {
     "expected": ("objective", "expected_usable"), "any": ("explain", "any"),
     "likely": ("explain", "likely"), "lanes": ("relevance", "lanes"),
-    "plain": ("relevance_options", ()),
+    "plain": ("relevance_options", (("features", ()), ("learner", "logistic"),
+                                    ("propagate", "none"), ("iterations", 1),
+                                    ("target", "gold"))),
     "stacked": ("relevance_options", (("features", ("prior", "knn")),
-                                      ("propagate", "stacked"))),
-    "link": ("relevance_options", (("features", ("prior", "knn", "link")),)),
+                                      ("learner", "logistic"), ("propagate", "stacked"),
+                                      ("iterations", 1), ("target", "gold"))),
+    "link": ("relevance_options", (("features", ("prior", "knn", "link")),
+                                   ("learner", "logistic"), ("propagate", "none"),
+                                   ("iterations", 1), ("target", "gold"))),
+    "relevance": ("relevance_options", ()),
     "floors": ("floors", (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)),
 }
 """``learned_coverage+flag@...`` (``junction.strategies.coverage``): ``+expected`` values a
@@ -96,8 +102,8 @@ usable tool p (the expected number of usable needed tools) instead of âˆ’log(1 â
 / ``+likely`` which naming document explains a tool (default ``learned``); ``+lanes``
 p(gold) from today's lane models alone, ``+plain`` from ``fit_relevance`` without
 features, ``+stacked`` with the prior and knn features and stacked propagation, ``+link``
-with the link features too (default: prior and knn); ``+floors`` the floor chosen on
-training among eight."""
+with the link features too (default: prior and knn), ``+relevance`` with
+``fit_relevance``'s own default; ``+floors`` the floor chosen on training among eight."""
 
 
 def run_column(tasks, column: str, draws: list[int], folds: int) -> tuple[list[dict], list]:

@@ -169,10 +169,14 @@ equal training success wins: more exposure)."""
 DEFAULT_FLOORS = (0.01,)
 """The strategy's floor: one value, so the fit solves no selection on training."""
 
-DEFAULT_RELEVANCE_OPTIONS: tuple[tuple[str, Any], ...] = (("features", ("prior", "knn")),)
-"""``fit_relevance``'s options by default: the lane models plus how often a resource was
+DEFAULT_RELEVANCE_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("features", ("prior", "knn")), ("learner", "logistic"), ("propagate", "none"),
+    ("iterations", 1), ("knn_neighbours", 10), ("target", "gold"))
+"""``fit_relevance``'s options by default, every field given (so a change of that module's
+own default does not change this strategy): the lane models plus how often a resource was
 gold in training (``prior``) and in the training tasks whose objectives are nearest
-(``knn``), ``junction.learned.relevance``."""
+(``knn``), logistic, no propagation (``junction.learned.relevance``); the configuration
+measured in docs/strategies.md, "Coverage"."""
 
 P_CLIP = 1e-6
 """p(gold) is clipped to [P_CLIP, 1 − P_CLIP] before any logarithm."""
