@@ -33,8 +33,10 @@ implementation (and its dependencies) up front.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.metadata
+import inspect
 import threading
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
@@ -208,6 +210,34 @@ def _load_group(group: str) -> list[Plugin]:
     return loaded
 
 
+def _definition(value: Any) -> Any:
+    """What identifies ``value`` across two runs of its module: a function or class by its
+    source file and qualified name (the module name may differ), anything else itself."""
+    if callable(value) and hasattr(value, "__qualname__"):
+        try:
+            source = inspect.getsourcefile(value)
+        except TypeError:
+            source = None
+        return ("callable", source, value.__qualname__)
+    return value
+
+
+def _same_definition(held: Any, record: Any) -> bool:
+    """Whether ``record`` is ``held`` made again by the same source: the same record type
+    and, field by field, equal values or functions of the same file and qualified name.
+    That is a module executed twice under two names (the suite builders' folder,
+    ``datasets/``, imported as ``datasets`` as well as ``junction_datasets`` when the
+    checkout is first on ``sys.path`` and a library asks for Hugging Face's ``datasets``),
+    not a second registration."""
+    if type(held) is not type(record) or not dataclasses.is_dataclass(record):
+        return False
+    try:
+        return all(_definition(getattr(held, f.name)) == _definition(getattr(record, f.name))
+                   for f in dataclasses.fields(record))
+    except Exception:  # a field whose values cannot be compared: not the same
+        return False
+
+
 class Catalog(MutableMapping[str, R], Generic[R]):
     """Name -> record for one kind of record (module docstring).
 
@@ -249,6 +279,8 @@ class Catalog(MutableMapping[str, R], Generic[R]):
         plugin = _current_plugin()
         held = self._records.get(name)
         if name in self._records and held is not record:
+            if not replace and _same_definition(held, record):
+                return  # one module run twice under two names (module docstring)
             if not replace:
                 if plugin is not None:
                     raise self._refuse(plugin, name, "tried to take")
