@@ -376,8 +376,11 @@ def test_bench_server_down_mid_run_fails_in_one_line_and_a_rerun_resumes(server,
         assert first.returncode == 1, first.stderr[-2000:]
         assert len(errors) == 1 and proxy.url in errors[0], first.stderr[-2000:]
         # the line says how to go on (before: no resume command)
-        resume = shlex.join(["junction", "bench", "--run-id", "down",
-                             *[a for a in args[2:] if a not in ("--run-id", "down")]])
+        from flows.cli_run import invoked_as  # the program as started (on PATH or not)
+
+        resume = " ".join([invoked_as(junction), shlex.join([
+            "bench", "--run-id", "down",
+            *[a for a in args[2:] if a not in ("--run-id", "down")]])])
         assert f"; resume with `{resume}`; " in errors[0], errors[0]
         assert "Traceback" not in first.stderr
         meta = json.loads((tmp_path / "wh" / "runs" / "down.json").read_text())
