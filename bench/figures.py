@@ -15,11 +15,12 @@ the record's ``figures`` as ``bench/compare.py`` names it (``rows[2].max_nodes``
 record is ``bench/records/<machine>/<script>/<commit>.json``: a result file of
 ``bench/results.py`` (the same layout, keyed per machine × commit as asv keys its
 results, with each machine's ``machine.json``), copied there by ``--record`` and committed,
-because ``bench/results/`` is not. An entry's ``text`` (optional) is the sentence the
-index shows, with ``{name}`` (and a format spec, ``{name:,}``) where a figure's value
-goes (a name holding ``.`` or ``[`` cannot be named there); without it the index shows
-``name value; ...``. One entry's figures may come from several records (a run with other
-arguments at another commit: one record per machine × script × commit).
+because the results folder beside ``bench/results.py`` is not. An entry's ``text``
+(optional) is the sentence the index shows, with ``{name}`` (and a format spec,
+``{name:,}``) where a figure's value goes (a name holding ``.`` or ``[`` cannot be
+named there); without it the index shows ``name value; ...``. One entry's figures may
+come from several records (a run with other arguments at another commit: one record per
+machine × script × commit).
 
 A figure whose source is ``"hand"`` was typed by hand: its ``value`` is the sentence as
 measured then, with ``note`` saying where it came from (and ``commit``, ``date`` where
