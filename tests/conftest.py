@@ -13,11 +13,21 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+import os  # noqa: E402
+
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
 
 from flows.environment import configure_prefect_env  # noqa: E402
 
 configure_prefect_env(logging_level="WARNING")
+
+# Property tests draw the same examples on every run (``derandomize``), so ``make test`` on
+# a fresh clone passes or fails the same way twice; HYPOTHESIS_PROFILE=explore draws new
+# ones (each test's own @settings still sets its example count), to look for new faults.
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("explore")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 _MODEL_FIXTURES = {"judge", "agent_model", "default_tokenizer"}
 _FLOW_FIXTURES = {"prefect_harness", "cli_env", "installed"}

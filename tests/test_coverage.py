@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from junction.budget import Budget
@@ -163,6 +163,9 @@ def problems(draw):
 
 @settings(max_examples=150, deadline=None)
 @given(problem=problems())
+@example(problem=CoverageProblem(  # 3 × 0.1 USD sums to 0.30000000000000004 > 0.3 USD
+    (_ctx("c0", 0),), tuple(_tool(f"t{i}", 0, cost=0.1) for i in range(3)),
+    Budget(max_cost_usd=0.3), explained_value={("c0", f"t{i}"): 0.25 for i in range(3)}))
 def test_the_selector_matches_enumeration(problem):
     """Property: on small problems (up to 8 candidates, every limit, values with ties) the
     MILP's set is the enumeration's, ties included, and it is proven optimal."""

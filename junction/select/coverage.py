@@ -172,6 +172,10 @@ class _Model:
         tools = sorted(problem.tools, key=lambda r: r.id)
         self.items: list[ContextResource | ToolResource] = [*contexts, *tools]
         self.n_ctx = len(contexts)
+        self.budget = problem.budget
+        self.max_size = max_size
+        self.cuts: list[tuple[np.ndarray, float, float]] = []
+        self.nodes = 0
         nx = len(self.items)
         self.nx = nx
         index = {r.id: i for i, r in enumerate(self.items)}
@@ -252,7 +256,37 @@ class _Model:
         """Minimise ``c @ v`` over the model plus ``extra`` rows (dense coefficient rows,
         low, high), z and x binary; HiGHS's ``MipResult``. ``heuristics=False``: HiGHS's
         primal heuristics off (``NO_HEURISTICS``), for the passes after the first, whose
-        start is near their answer or which are infeasibility proofs."""
+        start is near their answer or which are infeasibility proofs.
+
+        HiGHS accepts a row within its feasibility tolerance (1e-7, scaled), so a point
+        can break a limit by a rounding error (three tools of 0.1 USD under 0.3 USD sum
+        to 0.30000000000000004). Each point is re-checked with the budget's own
+        arithmetic (``exceeded_limit``); one that breaks a limit adds a cover cut (no set
+        holding its part of that limit: the tools for tool count, latency and cost, all
+        of it for tokens and size) kept for every later solve, and the solve runs again,
+        as ``junction.select.exact.milp_search`` does. ``self.nodes`` counts every
+        solve's branch-and-bound nodes."""
+        start = time.perf_counter()
+        while True:
+            left = None if time_limit is None else time_limit - (time.perf_counter() - start)
+            res = self._solve_once(c, [*self.cuts, *extra], lb, ub, left, heuristics)
+            self.nodes += int(res.mip_node_count or 0)
+            if res.x is None:
+                return res
+            on = [i for i in range(self.nx) if res.x[i] > 0.5]
+            broken = exceeded_limit(self.budget, [self.items[i] for i in on],
+                                    self.max_size)
+            if broken is None:
+                return res
+            part = ([i for i in on if i >= self.n_ctx]
+                    if broken in ("max_tools", "max_latency_ms", "max_cost_usd") else on)
+            coef = np.zeros(self.ncol)
+            coef[part] = 1.0
+            self.cuts.append((coef, -np.inf, len(part) - 1.0))
+
+    def _solve_once(self, c: np.ndarray, extra: Sequence[tuple[np.ndarray, float, float]],
+                    lb: np.ndarray, ub: np.ndarray, time_limit: float | None,
+                    heuristics: bool):
         A, lo, hi = self.A, self.lo, self.hi
         if extra:
             from scipy.sparse import vstack
@@ -301,7 +335,6 @@ class CoverageSelector:
         max_size = self.max_size if self.max_size is not None else problem.max_size
         model = _Model(problem, max_size)
         deadline = None if self.time_limit_s is None else start + self.time_limit_s
-        nodes = 0
         status = "optimal"
 
         def left() -> float | None:
@@ -314,7 +347,6 @@ class CoverageSelector:
         if model.ub.any():
             # pass 1: the best value
             first = model.solve(-model.obj, (), lb, ub, left())
-            nodes += first.mip_node_count
             if first.x is None:
                 raise SelectionError(f"HiGHS found no point ({first.message}): the empty "
                                      "set always fits")
@@ -327,14 +359,12 @@ class CoverageSelector:
                              np.inf)
                 # pass 2: fewest tokens, then fewest resources, among the best
                 second = model.solve(model.key, [value_row], lb, ub, left(), False)
-                nodes += second.mip_node_count
                 if second.status == 0 and second.x is not None:
                     cs2, ts2 = model.chosen(second.x)
                     if coverage_value(problem, cs2, ts2) >= best - OBJECTIVE_TOLERANCE:
                         cs, ts = cs2, ts2
-                    cs, ts, n3, done = self._tie_pass(problem, model, value_row, cs, ts,
+                    cs, ts, done = self._tie_pass(problem, model, value_row, cs, ts,
                                                       lb, ub, left)
-                    nodes += n3
                     if not done:
                         status = "time_limit"
                 else:
@@ -348,7 +378,7 @@ class CoverageSelector:
             strategy=self.name, context_ids=tuple(sorted(cs)), tool_ids=tuple(sorted(ts)),
             tokens_used=sum(by_id[r].token_cost for r in (*cs, *ts)),
             unary=bare, interaction=extra, objective=bare + extra,
-            subsets_examined=nodes, status=status,
+            subsets_examined=model.nodes, status=status,
             gap=0.0 if status == "optimal" else None,
             solve_time_ms=round((time.perf_counter() - start) * 1000, 3))
 
@@ -362,11 +392,10 @@ class CoverageSelector:
     def _tie_pass(problem: CoverageProblem, model: _Model,
                   value_row: tuple[np.ndarray, float, float],
                   cs: tuple[str, ...], ts: tuple[str, ...], lb: np.ndarray, ub: np.ndarray,
-                  left) -> tuple[tuple[str, ...], tuple[str, ...], int, bool]:
-        """Pass 3: (contexts, tools, nodes, finished). Whether another set ties with
+                  left) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+        """Pass 3: (contexts, tools, finished). Whether another set ties with
         (cs, ts) on value and key; if one does, the greedy over candidates in sorted id
         order (module docstring)."""
-        nodes = 0
         chosen = {*cs, *ts}
         v = np.zeros(model.ncol)
         for i, r in enumerate(model.items):
@@ -379,11 +408,10 @@ class CoverageSelector:
         other = model.solve(np.zeros(model.ncol),
                             [value_row, key_row, (nogood, 1.0 - v[:model.nx].sum(), np.inf)],
                             lb, ub, left(), False)
-        nodes += other.mip_node_count
         if other.status == 2:
-            return cs, ts, nodes, True
+            return cs, ts, True
         if other.status != 0:
-            return cs, ts, nodes, False
+            return cs, ts, False
         lb, ub = lb.copy(), ub.copy()
         for i in range(model.nx):
             if not ub[i]:
@@ -391,11 +419,10 @@ class CoverageSelector:
             lb[i] = 1.0
             trial = model.solve(np.zeros(model.ncol), [value_row, key_row], lb, ub, left(),
                                 False)
-            nodes += trial.mip_node_count
             if trial.status == 2:
                 lb[i], ub[i] = 0.0, 0.0
             elif trial.status != 0:
-                return cs, ts, nodes, False
+                return cs, ts, False
         out = {model.items[i].id for i in range(model.nx) if lb[i]}
         return (tuple(sorted(out & {c.id for c in problem.contexts})),
-                tuple(sorted(out & {t.id for t in problem.tools})), nodes, True)
+                tuple(sorted(out & {t.id for t in problem.tools})), True)
