@@ -20,7 +20,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export DO_NOT_TRACK := 1
 
-.PHONY: setup bench bench-agent bench-nightly bench-tau2 bench-tau2-agent lint test test-fast clean
+.PHONY: setup bench bench-agent bench-nightly bench-tau2 bench-tau2-learned bench-tau2-agent lint test test-fast clean
 
 setup: $(VENV)/.installed
 
@@ -75,24 +75,35 @@ bench-nightly: setup
 		--strategy bfcl_listed --strategy exact --strategy fixed_split --strategy judge_admission \
 		--strategy learned_exact --strategy learned_split
 
-# the τ-Knowledge study: the learned strategies (learned_named: learned_exact on pools widened
-# by the documents that name a pooled tool), the lexical joint one and every split (the
-# headline compares the best joint with the best split at each scale), and the ceiling
-# reference gold_minimal, every task, budget scales 0.5/1/2, the learned ones
+# the τ-Knowledge study: learned_coverage (relevance along the naming links, the coverage
+# objective solved exactly; docs/strategies.md, "Coverage"), the lexical joint one and every
+# split (the headline compares the best joint with the best split at each scale), and the
+# ceiling reference gold_minimal, every task, budget scales 0.5/1/2, learned_coverage
 # cross-fitted (5 folds) in TAU2_REPETITIONS fold draws (seeds 0..R-1; the others have no
 # refit and run once). Data: TAU2_DATA or $$JUNCTION_TAU2_DATA (a tau2-bench checkout). The
-# fixed run id lets a stopped run resume. TAU2_FIT_SEARCH=hybrid fits the learned strategies
-# by the approximate λ × τ search, about 4x faster a fit, for iterating; the exact search
+# fixed run id lets a stopped run resume.
+TAU2_REPETITIONS ?= 3
+TAU2_RUN_ID ?= tau2-coverage-$(TAU2_REPETITIONS)
+bench-tau2: setup
+	$(VENV)/bin/junction bench --suite tau2-banking --strategy learned_coverage \
+		--strategy exact --strategy adaptive_split --strategy fixed_split \
+		--strategy gold_minimal --full --repetitions $(TAU2_REPETITIONS) \
+		--run-id $(TAU2_RUN_ID) --agent-size 0 $(if $(TAU2_DATA),--tau2-data $(TAU2_DATA),)
+
+# the earlier τ study: the learned utilities fitted by the λ × τ grid (learned_named:
+# learned_exact on pools widened by the documents that name a pooled tool, learned_exact,
+# learned_split) beside the same lexical and split strategies and gold_minimal; about 33
+# minutes (docs/measurement.md, "Make targets"). TAU2_FIT_SEARCH=hybrid fits them by the
+# approximate λ × τ search, about 4x faster a fit, for iterating; the exact search
 # (optimal, the default) for a verdict (both measured: docs/measurement.md, "Learned fit
 # time"); such a run gets its own id.
-TAU2_REPETITIONS ?= 3
 TAU2_FIT_SEARCH ?= optimal
-TAU2_RUN_ID ?= tau2-study-$(TAU2_REPETITIONS)$(if $(filter-out optimal,$(TAU2_FIT_SEARCH)),-$(TAU2_FIT_SEARCH),)
-bench-tau2: setup
+TAU2_LEARNED_RUN_ID ?= tau2-study-$(TAU2_REPETITIONS)$(if $(filter-out optimal,$(TAU2_FIT_SEARCH)),-$(TAU2_FIT_SEARCH),)
+bench-tau2-learned: setup
 	$(VENV)/bin/junction bench --suite tau2-banking --strategy learned_named \
 		--strategy learned_exact --strategy learned_split --strategy exact \
 		--strategy adaptive_split --strategy fixed_split --strategy gold_minimal --full \
-		--repetitions $(TAU2_REPETITIONS) --run-id $(TAU2_RUN_ID) --agent-size 0 \
+		--repetitions $(TAU2_REPETITIONS) --run-id $(TAU2_LEARNED_RUN_ID) --agent-size 0 \
 		--fit-search $(TAU2_FIT_SEARCH) $(if $(TAU2_DATA),--tau2-data $(TAU2_DATA),)
 
 # the agent on τ-Knowledge: the first BENCH_TAU2_AGENT_TASKS tasks (id order), the

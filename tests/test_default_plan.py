@@ -30,29 +30,33 @@ run only when asked for."""
 # (given parameters, strategy -> (scales it runs, task cap per suite; None = the sample))
 PLANS = [
     ({}, {"adaptive_split": (GRID, None), "exact": (GRID, None), "fixed_split": (GRID, None),
-          "judge_admission": ((1.0,), 4), **REFS}),
+          "judge_admission": ((1.0,), 4), "learned_coverage": (GRID, None), **REFS}),
     # an explicit size, full or scale keeps its meaning for every strategy
     ({"size": 5}, {"adaptive_split": (GRID, None), "exact": (GRID, None),
-                   "fixed_split": (GRID, None), "judge_admission": ((1.0,), None), **REFS}),
+                   "fixed_split": (GRID, None), "judge_admission": ((1.0,), None),
+                   "learned_coverage": (GRID, None), **REFS}),
     ({"full": True}, {"adaptive_split": (GRID, None), "exact": (GRID, None),
                       "fixed_split": (GRID, None), "judge_admission": ((1.0,), None),
-                      **REFS}),
+                      "learned_coverage": (GRID, None), **REFS}),
     ({"budget_scales": [1.0, 3.0]}, {"adaptive_split": ((1.0, 3.0), None),
                                      "exact": ((1.0, 3.0), None),
                                      "fixed_split": ((1.0, 3.0), None),
                                      "judge_admission": ((1.0, 3.0), 4),
+                                     "learned_coverage": ((1.0, 3.0), None),
                                      "bfcl_listed": ((1.0, 3.0), None)}),
     ({"size": 5, "budget_scales": [2.0]}, {"adaptive_split": ((2.0,), None),
                                            "exact": ((2.0,), None),
                                            "fixed_split": ((2.0,), None),
                                            "judge_admission": ((2.0,), None),
+                                           "learned_coverage": ((2.0,), None),
                                            "bfcl_listed": ((2.0,), None)}),
     ({"strategies": FAST}, {"adaptive_split": (GRID, None), "exact": (GRID, None),
                             "fixed_split": (GRID, None)}),
     # explicit per-strategy limits, and {} for none
     ({"strategy_size": {}, "strategy_scales": {}},
      {"adaptive_split": (GRID, None), "exact": (GRID, None), "fixed_split": (GRID, None),
-      "judge_admission": (GRID, None), "bfcl_listed": (GRID, None)}),
+      "judge_admission": (GRID, None), "learned_coverage": (GRID, None),
+      "bfcl_listed": (GRID, None)}),
     ({"strategies": ["exact"], "strategy_size": {"exact": 3},
       "strategy_scales": {"exact": [2.0, 0.5]}}, {"exact": ((0.5, 2.0), 3)}),
 ]
@@ -184,7 +188,8 @@ def test_report_states_the_default_plan():
     assert plan_line(md) == {"bfcl_listed": {"tasks": None, "scales": [1.0]},
                              "judge_admission": {"tasks": 4, "scales": [1.0]},
                              **{s: {"tasks": None, "scales": None}
-                                for s in ("adaptive_split", "exact", "fixed_split")}}
+                                for s in ("adaptive_split", "exact", "fixed_split",
+                                          "learned_coverage")}}
     assert agent_line(md)["sample"] == 1 == params["agent_size"]
     suites = {"bfcl-memory": {"tasks": 40, "strategy_tasks": {"judge_admission": 8}}}
     md = render_markdown(ReportSections({"run_id": "r", "params": RunPlan.build().params()},
@@ -219,7 +224,8 @@ def test_agent_sample_is_the_suites_own_sample_and_bfcl_only():
 
 
 @pytest.mark.parametrize(("given", "acted", "recorded"), [
-    ({}, ["adaptive_split", "exact", "fixed_split", "judge_admission"], True),
+    ({}, ["adaptive_split", "exact", "fixed_split", "judge_admission", "learned_coverage"],
+     True),
     ({"agent_size": 1}, None, False), ({"full": True}, None, False),
     ({"size": 5, "agent_size": 2}, None, False),
     ({"agent_strategies": ["fixed_split", "exact"]}, ["exact", "fixed_split"], True),
@@ -295,7 +301,7 @@ def test_the_report_says_whom_the_default_agent_left_out_and_how_to_decide():
     md = render_markdown(ReportSections({"run_id": "r", "params": RunPlan.build().params()}))
     assert agent_line(md) == {"sample": 1, "scale": 1.0, "left_out": ["bfcl_listed"],
                               "acted": ["adaptive_split", "exact", "fixed_split",
-                                        "judge_admission"]}
+                                        "judge_admission", "learned_coverage"]}
     md = render_markdown(ReportSections(
         {"run_id": "r", "params": RunPlan.build(agent_size=1).params()}))
     assert agent_line(md) == {"sample": 1, "scale": 1.0, "left_out": [], "acted": None}

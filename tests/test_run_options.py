@@ -25,9 +25,10 @@ from junction.errors import JunctionError
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
-DEFAULT_PLAN_HASH = "d2ad0b5b6079962050855119f9f2b8926a021bb670393a1144156fa39a9e1d3d"
-"""``RunPlan.build().params_hash()`` without τ data: what the default plan's runs have
-recorded since before the options were read off the fields (a resumed run repeats it)."""
+DEFAULT_PLAN_HASH = "d89bdb2d86cb5b7a384f1d42501ebccde1be65ab5579d0d0ffb5cc38c1217a5a"
+"""``RunPlan.build().params_hash()`` without τ data: what the default plan's
+runs record (a resumed run repeats it). It was d2ad0b5b6079… from before the options were
+read off the fields until learned_coverage joined the default strategies."""
 
 
 def _options(command) -> dict[str, object]:

@@ -288,12 +288,14 @@ for _info in (
                  sees_interactions=True, claims_optimal=True, needs_training=True,
                  options=(("joint", True), ("pool", "bm25_named")),
                  colour="magenta", marker="X"),
+    # In the default run: its relevance fit takes seconds, not the λ × τ grid's minutes
+    # (docs/measurement.md, "The default benchmark (`make bench`)").
     StrategyInfo("learned_coverage", _M + "coverage:make_coverage_strategy", "learned",
                  "each likely tool exposed with a document naming it, on learned p(gold): "
                  "the log-probability that no needed tool is left unusable, solved exactly "
                  "(HiGHS), over its own pools (pool rule bm25_named, whatever the run's)",
                  sees_interactions=True, claims_optimal=True, needs_training=True,
-                 options=(("pool", "bm25_named"),),
+                 options=(("pool", "bm25_named"),), in_default_run=True,
                  colour="teal", marker="P"),
     StrategyInfo("learned_split", _M + "learned:make_learned_strategy", "learned",
                  "the adaptive split on the same learned unaries",
