@@ -51,10 +51,11 @@ from scipy.sparse import csr_array
 from junction.budget import Budget
 from junction.errors import SelectionError
 from junction.resources import ContextResource, ToolResource
-from junction.select.exact.highs import NO_HEURISTICS, highs_milp
+from junction.select.exact.highs import NO_HEURISTICS, SparseRows, highs_milp
 from junction.select.problem import (
     OBJECTIVE_TOLERANCE,
     Selection,
+    check_pool,
     check_selector_options,
     exceeded_limit,
 )
@@ -94,12 +95,7 @@ class CoverageProblem:
     max_size: int | None = None
 
     def __post_init__(self) -> None:
-        seen: set[str] = set()
-        pool: tuple[Resource, ...] = (*self.contexts, *self.tools)
-        for r in pool:
-            if r.id in seen:
-                raise SelectionError(f"duplicate resource id {r.id!r} in candidate pool")
-            seen.add(r.id)
+        check_pool(self.contexts, self.tools, self.max_size)
         for name, values in (("context_value", self.context_value),
                              ("tool_value", self.tool_value),
                              ("explained_value", self.explained_value)):
@@ -113,8 +109,6 @@ class CoverageProblem:
             if c not in context_ids or t not in tool_ids:
                 raise SelectionError(f"explained_value[{(c, t)!r}] names no pooled "
                                      "context and tool")
-        if self.max_size is not None and self.max_size < 0:
-            raise SelectionError(f"max_size must be >= 0, got {self.max_size}")
 
 
 def coverage_terms(problem: CoverageProblem, context_ids: Iterable[str],
@@ -200,20 +194,8 @@ class _Model:
         obj = np.zeros(ncol)
         for i in range(self.n_ctx):
             obj[i] = bare[i]
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
-        lo: list[float] = []
-        hi: list[float] = []
-
-        def add(entries: Sequence[tuple[int, float]], low: float, high: float) -> None:
-            r = len(lo)
-            for col, v in entries:
-                rows.append(r)
-                cols.append(col)
-                vals.append(v)
-            lo.append(low)
-            hi.append(high)
+        built = SparseRows()
+        add = built.add
 
         uses: dict[int, list[int]] = {}
         for k, t in enumerate(self.bare_cols):
@@ -243,9 +225,7 @@ class _Model:
         if max_size is not None and max_size < nx:
             add([(i, 1.0) for i in range(nx)], -np.inf, float(max_size))
         self.obj = obj
-        self.A = csr_array((vals, (rows, cols)), shape=(len(lo), ncol))
-        self.lo = np.array(lo, dtype=float)
-        self.hi = np.array(hi, dtype=float)
+        self.A, self.lo, self.hi = built.matrix(ncol)
         tokens = np.array([r.token_cost for r in self.items], dtype=float)
         self.key = np.zeros(ncol)
         self.key[:nx] = tokens * (nx + 1) + 1.0

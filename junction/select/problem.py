@@ -37,6 +37,7 @@ __all__ = [
     "JointProblem",
     "Selection",
     "Selector",
+    "check_pool",
     "check_selector_options",
     "exceeded_limit",
     "make_selection",
@@ -48,6 +49,22 @@ Resource = ContextResource | ToolResource
 
 OBJECTIVE_TOLERANCE = 1e-9
 """Objectives closer than this are ties (absolute, unitless)."""
+
+
+def check_pool(contexts: Sequence[ContextResource], tools: Sequence[ToolResource],
+               max_size: int | None) -> None:
+    """A problem's candidate pool and size cap, as every problem type checks them.
+
+    Raises ``SelectionError`` for an id used twice across ``contexts`` and ``tools`` or a
+    ``max_size`` below 0."""
+    seen: set[str] = set()
+    pool: tuple[Resource, ...] = (*contexts, *tools)
+    for r in pool:
+        if r.id in seen:
+            raise SelectionError(f"duplicate resource id {r.id!r} in candidate pool")
+        seen.add(r.id)
+    if max_size is not None and max_size < 0:
+        raise SelectionError(f"max_size must be >= 0, got {max_size}")
 
 
 @dataclass(frozen=True)
@@ -70,20 +87,13 @@ class JointProblem:
     max_size: int | None = None
 
     def __post_init__(self) -> None:
-        seen: set[str] = set()
-        pool: tuple[Resource, ...] = (*self.contexts, *self.tools)
-        for r in pool:
-            if r.id in seen:
-                raise SelectionError(f"duplicate resource id {r.id!r} in candidate pool")
-            seen.add(r.id)
+        check_pool(self.contexts, self.tools, self.max_size)
         for rid, value in self.unary.items():
             if not math.isfinite(value):
                 raise SelectionError(f"unary[{rid!r}] must be finite, got {value!r}")
         for pair, value in self.interactions.items():
             if not math.isfinite(value):
                 raise SelectionError(f"interactions[{pair!r}] must be finite, got {value!r}")
-        if self.max_size is not None and self.max_size < 0:
-            raise SelectionError(f"max_size must be >= 0, got {self.max_size}")
 
     def u(self, resource_id: str) -> float:
         return self.unary.get(resource_id, 0.0)

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -80,7 +79,7 @@ from junction.learned.model import (
 from junction.select import AutoJointSelector
 from junction.select.coverage import CoverageProblem, CoverageSelector, coverage_value
 from junction.strategies.base import StrategyResult, joint_problem
-from junction.strategies.learned import CrossFitError, TrainingSource
+from junction.strategies.learned import FoldFitted, TrainingSource
 from junction.tasks import BenchmarkTask, RouterView
 from junction.verifiers import verify
 
@@ -449,12 +448,7 @@ ABSTAIN_SHARE = 0.5
 """A family whose ``CoverageModel.abstention`` is above this grades abstention."""
 
 
-_FITTED: dict[tuple[Any, ...], CoverageModel] = {}
-_FITTED_LOCK = threading.Lock()
-_ALL_TASKS: dict[tuple[Any, str], list[BenchmarkTask]] = {}
-
-
-class CoverageStrategy:
+class CoverageStrategy(FoldFitted[CoverageModel]):
     """A ``Strategy`` on the coverage objective (module docstring); its artifacts are the
     models it used."""
 
@@ -488,20 +482,6 @@ class CoverageStrategy:
                                 self.explain, self.relevance, self.floors,
                                 self.relevance_options, self._used)
 
-    def _training_tasks(self, family: str) -> list[BenchmarkTask]:
-        assert self.training is not None
-        if not self.training.is_cross_fitted(family):
-            return self.training.tasks(family)
-        if self.fold is None or self.training.all_tasks is None:
-            raise CrossFitError(f"family {family!r} is cross-fitted: a learned strategy "
-                                "must be bound to a fold (for_fold)")
-        key = (self.training, family)
-        if key not in _ALL_TASKS:
-            _ALL_TASKS[key] = self.training.all_tasks(family)
-        every = _ALL_TASKS[key]
-        out = self.fold.held_out([t.task_id for t in every])
-        return [t for t in every if t.task_id not in out]
-
     def model(self, family: str, pool_limit: PoolLimit,
               run_rule: str = DEFAULT_POOL_RULE) -> CoverageModel:
         """The family's fitted model (once per process and key; thread-safe)."""
@@ -511,19 +491,10 @@ class CoverageStrategy:
         rule = self.pool or run_rule
         key = (self.training, family, pool_limit, self.seed, fold, rule, self.objective,
                self.explain, self.relevance, self.floors, self.relevance_options)
-        with _FITTED_LOCK:
-            if key not in _FITTED:
-                _FITTED[key] = fit_coverage_model(
-                    family, self._training_tasks(family), pool_limit, self.seed, rule,
-                    self.objective, self.explain, self.relevance, self.floors,
-                    self.relevance_options)
-            self._used[key] = _FITTED[key]
-            return _FITTED[key]
-
-    def artifacts(self) -> list[CoverageModel]:
-        """Every model this strategy has used, in first-use order."""
-        with _FITTED_LOCK:
-            return list(self._used.values())
+        return self._fitted(key, lambda: fit_coverage_model(
+            family, self._training_tasks(family)[0], pool_limit, self.seed, rule,
+            self.objective, self.explain, self.relevance, self.floors,
+            self.relevance_options))
 
     def select(self, view: RouterView, pool: PoolRequest | PoolLimit) -> StrategyResult:
         """The coverage selection on the family's relevance (module docstring)."""
@@ -536,15 +507,7 @@ class CoverageStrategy:
             return StrategyResult(AutoJointSelector().select(joint_problem(view, pools)),
                                   pools, {"learned_fallback": reason})
         model = self.model(family, pool.limit, pool.rule)
-        extra: dict[str, Any] = {}
-        if self.training is not None and self.training.is_cross_fitted(family):
-            assert self.fold is not None
-            if view.task_id in set(model.training.get("task_ids", ())):
-                raise CrossFitError(
-                    f"task {view.task_id} is not in fold {self.fold.fold} of repetition "
-                    f"{self.fold.repetition}: the fold's model trained on it")
-            extra.update(learned_fold=self.fold.fold, learned_repetition=self.fold.repetition,
-                         learned_training_tasks=model.training.get("n_tasks"))
+        extra = self._fold_extra(view, family, model.training)
         scores = model.scores(view, pools)
         problem = model.problem(view, pools, scores)
         selection = self.selector.select(problem)

@@ -31,9 +31,9 @@ raises ``CrossFitError`` (its model may have trained on it). Such traces add
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from junction.candidates import (
     DEFAULT_POOL_RULE,
@@ -50,7 +50,8 @@ from junction.select import AdaptiveSplitBaseline, AutoJointSelector, JointProbl
 from junction.strategies.base import StrategyResult, joint_problem
 from junction.tasks import BenchmarkTask, RouterView
 
-__all__ = ["CrossFitError", "LearnedStrategy", "TrainingSource", "make_learned_strategy"]
+__all__ = ["CrossFitError", "FoldFitted", "LearnedStrategy", "TrainingSource",
+           "make_learned_strategy"]
 
 
 class CrossFitError(JunctionError):
@@ -82,15 +83,72 @@ class TrainingSource:
         return self.cross_fitted is not None and self.cross_fitted(family)
 
 
-_FITTED: dict[tuple[Any, ...], LearnedUtility] = {}
+_FITTED: dict[tuple[Any, ...], Any] = {}
 _FITTED_LOCK = threading.Lock()
+
+M = TypeVar("M")
+
+
+class FoldFitted(Generic[M]):
+    """What every strategy with a fitted model shares: its ``training`` source, its
+    cross-fitting ``fold`` (None: unbound), the process-wide cache of fitted models (one
+    fit per key, thread-safe) and the record of the models it used (``artifacts``, shared
+    with the strategies ``for_fold`` binds)."""
+
+    training: TrainingSource | None
+    fold: CrossFitFold | None
+    _used: dict[tuple[Any, ...], M]
+
+    def _training_tasks(self, family: str) -> tuple[list[BenchmarkTask], frozenset[str]]:
+        """(training tasks, held-out task ids) for ``family`` and this strategy's fold:
+        the family's training part, or for a cross-fitted family every task outside the
+        fold. Raises ``CrossFitError`` for a cross-fitted family and no fold."""
+        assert self.training is not None
+        if not self.training.is_cross_fitted(family):
+            return self.training.tasks(family), frozenset()
+        if self.fold is None or self.training.all_tasks is None:
+            raise CrossFitError(f"family {family!r} is cross-fitted: a learned strategy "
+                                f"must be bound to a fold ({type(self).__name__}.for_fold)")
+        every = _family_tasks(self.training, family)
+        out = self.fold.held_out([t.task_id for t in every])
+        return [t for t in every if t.task_id not in out], out
+
+    def _fitted(self, key: tuple[Any, ...], fit: Callable[[], M]) -> M:
+        """The model cached under ``key`` (this class's name is part of it), fitted by
+        ``fit`` on first use in the process; recorded as used."""
+        key = (type(self).__name__, *key)
+        with _FITTED_LOCK:
+            if key not in _FITTED:
+                _FITTED[key] = fit()
+            self._used[key] = _FITTED[key]
+            return _FITTED[key]
+
+    def artifacts(self) -> list[M]:
+        """Every model this strategy has used, in first-use order."""
+        with _FITTED_LOCK:
+            return list(self._used.values())
+
+    def _fold_extra(self, view: RouterView, family: str,
+                    training: Mapping[str, Any]) -> dict[str, Any]:
+        """The trace fields of a cross-fitted family's fold (empty otherwise), given the
+        model's ``training`` record. Raises ``CrossFitError`` when the model trained on
+        the viewed task."""
+        if self.training is None or not self.training.is_cross_fitted(family):
+            return {}
+        assert self.fold is not None  # _training_tasks refused an unbound strategy
+        if view.task_id in set(training.get("task_ids", ())):
+            raise CrossFitError(
+                f"task {view.task_id} is not in fold {self.fold.fold} of repetition "
+                f"{self.fold.repetition}: the fold's model trained on it")
+        return {"learned_fold": self.fold.fold, "learned_repetition": self.fold.repetition,
+                "learned_training_tasks": training.get("n_tasks")}
 
 
 GRID_NAMES = ("lambdas", "taus", "pair_weights")
 """The grids a ``LearnedStrategy`` may set (``fit_learned_utility``'s arguments)."""
 
 
-class LearnedStrategy:
+class LearnedStrategy(FoldFitted[LearnedUtility]):
     """A ``Strategy`` on learned utilities; its artifacts are the models it used (module
     docstring)."""
 
@@ -123,18 +181,6 @@ class LearnedStrategy:
         """The pool rule this strategy ranks and fits by: its own, else the run's."""
         return self.pool or run_rule
 
-    def _training_tasks(self, family: str) -> tuple[list[BenchmarkTask], frozenset[str]]:
-        """(training tasks, held-out task ids) for ``family`` and this strategy's fold."""
-        assert self.training is not None
-        if not self.training.is_cross_fitted(family):
-            return self.training.tasks(family), frozenset()
-        if self.fold is None or self.training.all_tasks is None:
-            raise CrossFitError(f"family {family!r} is cross-fitted: a learned strategy "
-                                "must be bound to a fold (LearnedStrategy.for_fold)")
-        every = _family_tasks(self.training, family)
-        out = self.fold.held_out([t.task_id for t in every])
-        return [t for t in every if t.task_id not in out], out
-
     def model(self, family: str, pool_limit: PoolLimit,
               run_rule: str = DEFAULT_POOL_RULE) -> LearnedUtility:
         """The family's fitted model (fitted on first call in the process; thread-safe):
@@ -148,22 +194,18 @@ class LearnedStrategy:
         rule = self._rule(run_rule)
         key = (self.training, family, pool_limit, self.seed, fold, rule, self.link,
                self.grids)
-        with _FITTED_LOCK:
-            if key not in _FITTED:
-                tasks, _ = self._training_tasks(family)
-                grid = dict(self.grids)
-                _FITTED[key] = fit_learned_utility(
-                    family, tasks, pool_limit, self.seed, link=self.link,
-                    lambdas=grid.get("lambdas"), taus=grid.get("taus"),
-                    pair_weights=grid.get("pair_weights", (1.0,)), rule=rule,
-                    search=self.training.fit_search)
-            self._used[key] = _FITTED[key]
-            return _FITTED[key]
+        training = self.training
 
-    def artifacts(self) -> list[LearnedUtility]:
-        """Every model this strategy has used, in first-use order."""
-        with _FITTED_LOCK:
-            return list(self._used.values())
+        def fit() -> LearnedUtility:
+            tasks, _ = self._training_tasks(family)
+            grid = dict(self.grids)
+            return fit_learned_utility(
+                family, tasks, pool_limit, self.seed, link=self.link,
+                lambdas=grid.get("lambdas"), taus=grid.get("taus"),
+                pair_weights=grid.get("pair_weights", (1.0,)), rule=rule,
+                search=training.fit_search)
+
+        return self._fitted(key, fit)
 
     def select(self, view: RouterView, pool: PoolRequest | PoolLimit) -> StrategyResult:
         """The selection on the family's learned utilities (module docstring)."""
@@ -180,15 +222,7 @@ class LearnedStrategy:
             return StrategyResult(self.selector.select(problem), pools,
                                   {"learned_fallback": reason})
         model = self.model(family, pool.limit, pool.rule)
-        extra: dict[str, Any] = {}
-        if self.training is not None and self.training.is_cross_fitted(family):
-            assert self.fold is not None  # model() refused an unbound strategy
-            if view.task_id in set(model.training.get("task_ids", ())):
-                raise CrossFitError(
-                    f"task {view.task_id} is not in fold {self.fold.fold} of repetition "
-                    f"{self.fold.repetition}: the fold's model trained on it")
-            extra.update(learned_fold=self.fold.fold, learned_repetition=self.fold.repetition,
-                         learned_training_tasks=model.training.get("n_tasks"))
+        extra = self._fold_extra(view, family, model.training)
         problem, p = model.problem(view, pools, pairs=self.joint)
         extra.update({
             "learned_model": model.sha256, "learned_family": family,

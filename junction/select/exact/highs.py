@@ -19,6 +19,7 @@ from scipy.sparse import csr_array
 __all__ = [
     "NO_HEURISTICS",
     "MipResult",
+    "SparseRows",
     "highs_lp",
     "highs_milp",
     "new_highs",
@@ -215,3 +216,31 @@ def rows_to_csr(coefs: Sequence[np.ndarray], ncols: int) -> csr_array:
     indices = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
     data = np.concatenate([c[i] for c, i in zip(coefs, cols, strict=True)]) if cols else np.zeros(0)
     return csr_array((data, indices, indptr), shape=(len(coefs), ncols))
+
+
+class SparseRows:
+    """Rows ``lo <= A v <= hi`` built one at a time from (column, coefficient) entries, as
+    the exact and coverage models write their constraints; ``matrix(ncols)`` gives
+    (A as a ``csr_array`` of shape (rows, ncols), lo, hi), bounds as float arrays."""
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.cols: list[int] = []
+        self.vals: list[float] = []
+        self.lo: list[float] = []
+        self.hi: list[float] = []
+
+    def add(self, entries: Sequence[tuple[int, float]], low: float, high: float) -> None:
+        """One row: ``low <= Σ coefficient · v[column] <= high`` (±inf: no bound)."""
+        r = len(self.lo)
+        for col, v in entries:
+            self.rows.append(r)
+            self.cols.append(col)
+            self.vals.append(v)
+        self.lo.append(low)
+        self.hi.append(high)
+
+    def matrix(self, ncols: int) -> tuple[csr_array, np.ndarray, np.ndarray]:
+        """(A, lo, hi) of every row added so far."""
+        return (csr_array((self.vals, (self.rows, self.cols)), shape=(len(self.lo), ncols)),
+                np.array(self.lo, dtype=float), np.array(self.hi, dtype=float))

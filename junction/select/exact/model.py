@@ -41,7 +41,13 @@ from scipy.sparse import coo_array, csr_array, vstack
 from scipy.sparse.csgraph import dijkstra
 
 from junction.resources import ToolResource
-from junction.select.exact.highs import NO_HEURISTICS, MipResult, highs_milp, rows_to_csr
+from junction.select.exact.highs import (
+    NO_HEURISTICS,
+    MipResult,
+    SparseRows,
+    highs_milp,
+    rows_to_csr,
+)
 from junction.select.exact.reduction import BudgetArrays, Reduced
 from junction.select.problem import JointProblem
 
@@ -69,20 +75,8 @@ class Model:
         tokens = np.array([r.token_cost for r in red.items], dtype=float)
         self.key = np.zeros(self.nvar)
         self.key[:nx] = tokens * (nx + 1) + 1.0
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
-        lo: list[float] = []
-        hi: list[float] = []
-
-        def add(entries: list[tuple[int, float]], low: float, high: float) -> None:
-            r = len(lo)
-            for col, v in entries:
-                rows.append(r)
-                cols.append(col)
-                vals.append(v)
-            lo.append(low)
-            hi.append(high)
+        built = SparseRows()
+        add = built.add
 
         b = problem.budget
         tool_cols = range(red.n_ctx, nx)
@@ -108,9 +102,7 @@ class Model:
                 add([(y, 1.0), (t, -1.0)], -np.inf, 0.0)
             else:
                 add([(y, 1.0), (c, -1.0), (t, -1.0)], -1.0, np.inf)
-        self.A = csr_array((vals, (rows, cols)), shape=(len(lo), self.nvar))
-        self.lo = np.array(lo, dtype=float)
-        self.hi = np.array(hi, dtype=float)
+        self.A, self.lo, self.hi = built.matrix(self.nvar)
         self.integrality = np.zeros(self.nvar)
         self.integrality[:nx] = 1
         self.cuts: list[tuple[np.ndarray, float, float]] = []
