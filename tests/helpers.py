@@ -118,3 +118,20 @@ def with_listed_tools(task, keep):
     return task.model_copy(update={
         "tools": tuple(t for t in task.tools if t.id in keep),
         "metadata": {**task.metadata, "listed_tool_ids": list(keep)}})
+
+
+def with_gold_redrawn(task, data):
+    """``task`` with its gold tools, documents, pairs, verifier and metadata redrawn by
+    Hypothesis's ``data`` (st.data()) from its own candidates: what a no-leak property
+    compares a task with (nothing a strategy reads may change)."""
+    from hypothesis import strategies as st
+
+    from junction.tasks import GoldPair, VerifierSpec
+
+    docs, tools = [c.id for c in task.contexts], [t.id for t in task.tools]
+    gold_t = tuple(data.draw(st.lists(st.sampled_from(tools), max_size=3, unique=True)))
+    gold_c = tuple(data.draw(st.lists(st.sampled_from(docs), max_size=3, unique=True)))
+    return task.model_copy(update={
+        "gold_tool_ids": gold_t, "gold_context_ids": gold_c,
+        "gold_pairs": tuple(GoldPair(context_id=c, tool_id=t) for c in gold_c for t in gold_t),
+        "verifier": VerifierSpec(kind="tools_exposed"), "metadata": {"x": data.draw(st.text())}})

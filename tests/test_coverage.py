@@ -42,6 +42,7 @@ from junction.strategies.coverage import (
 )
 from junction.strategies.learned import CrossFitError, TrainingSource
 from junction.tasks import GoldPair, RouterView
+from tests.helpers import with_gold_redrawn
 
 _TAU2_FIXTURE = Path(__file__).resolve().parent / "data" / "tau2_fixture"
 
@@ -345,18 +346,10 @@ def test_gold_never_reaches_what_the_strategy_reads(data):
     """Property: on the τ fixture, redrawing a task's gold tools, documents, pairs,
     verifier and metadata changes neither its pools, nor p(gold), nor its coverage
     problem, nor the selection."""
-    from junction.tasks import VerifierSpec
-
     tasks = _fixture_tasks()
     model = _fixture_model()
     task = data.draw(st.sampled_from(tasks))
-    docs, tools = [c.id for c in task.contexts], [t.id for t in task.tools]
-    gold_t = tuple(data.draw(st.lists(st.sampled_from(tools), max_size=3, unique=True)))
-    gold_c = tuple(data.draw(st.lists(st.sampled_from(docs), max_size=3, unique=True)))
-    other = task.model_copy(update={
-        "gold_tool_ids": gold_t, "gold_context_ids": gold_c,
-        "gold_pairs": tuple(GoldPair(context_id=c, tool_id=t) for c in gold_c for t in gold_t),
-        "verifier": VerifierSpec(kind="tools_exposed"), "metadata": {"x": data.draw(st.text())}})
+    other = with_gold_redrawn(task, data)
     views = [t.router_view() for t in (task, other)]
     pools = [candidate_pools(v, (3, None), "bm25_named") for v in views]
     assert pools[0] == pools[1]

@@ -49,11 +49,11 @@ from junction.learned.model import LearnedModelError, canonical_sha256
 from junction.learned.utility import clear_pool_cache
 from junction.select import AutoJointSelector
 from junction.strategies import candidate_pools, make_strategy
-from junction.tasks import GoldPair, VerifierSpec
+from junction.tasks import VerifierSpec
 from junction.text import lexical_tokens
 from junction.units import UnitSpec
 from junction.verifiers import verify
-from tests.helpers import needs_data
+from tests.helpers import needs_data, with_gold_redrawn
 
 
 def _ids(suite: str, split: str, seed: int = 0) -> set[str]:
@@ -539,13 +539,7 @@ def test_gold_never_reaches_a_link_feature_or_a_named_pool(data):
     tasks = _fixture_tasks()
     model = _linked_fixture_model()
     task = data.draw(st.sampled_from(tasks))
-    docs, tools = [c.id for c in task.contexts], [t.id for t in task.tools]
-    gold_t = tuple(data.draw(st.lists(st.sampled_from(tools), max_size=3, unique=True)))
-    gold_c = tuple(data.draw(st.lists(st.sampled_from(docs), max_size=3, unique=True)))
-    other = task.model_copy(update={
-        "gold_tool_ids": gold_t, "gold_context_ids": gold_c,
-        "gold_pairs": tuple(GoldPair(context_id=c, tool_id=t) for c in gold_c for t in gold_t),
-        "verifier": VerifierSpec(kind="tools_exposed"), "metadata": {"x": data.draw(st.text())}})
+    other = with_gold_redrawn(task, data)
     views = [t.router_view() for t in (task, other)]
     pools = [candidate_pools(v, (3, None), "bm25_named") for v in views]
     assert pools[0] == pools[1]

@@ -312,21 +312,17 @@ def _issue63_cases(base: Path) -> None:
     tau_fit = ("bench", "--suite", "tau2-banking", "--strategy", "learned_exact",
                "--budget-scale", "1", "--agent-size", "0", "--tau2-data", str(fixture))
 
-    # 1: a plug-in registers `exact` again
-    env = _on_path(_env(base / "p1"), _plugin(base, "shadow"))
-    s, code, lines = _timed(env, *coupling, "--run-id", "shadow")
-    run = base / "p1" / "wh" / "runs" / "shadow.json"
-    plugins = (json.loads(run.read_text()).get("plugins", "absent") if run.exists()
-               else "no run.json")
-    _row("63.1 plug-in registers exact again", s, code, lines,
-         f"{_metrics_rates(base / 'p1')}; run.json plugins: {str(plugins)[:60]}")
-    env = _on_path(_env(base / "p1b"), _plugin(base, "replacer"))
-    s, code, lines = _timed(env, *coupling, "--run-id", "replacer")
-    run = base / "p1b" / "wh" / "runs" / "replacer.json"
-    plugins = (json.loads(run.read_text()).get("plugins", "absent") if run.exists()
-               else "no run.json")
-    _row("63.1b the same with replace=True", s, code, lines,
-         f"{_metrics_rates(base / 'p1b')}; run.json plugins: {str(plugins)[:80]}")
+    # 1: a plug-in registers `exact` again; 1b: the same with replace=True
+    for case, sub, name, label, width in (
+            ("63.1", "p1", "shadow", "plug-in registers exact again", 60),
+            ("63.1b", "p1b", "replacer", "the same with replace=True", 80)):
+        env = _on_path(_env(base / sub), _plugin(base, name))
+        s, code, lines = _timed(env, *coupling, "--run-id", name)
+        run = base / sub / "wh" / "runs" / f"{name}.json"
+        plugins = (json.loads(run.read_text()).get("plugins", "absent") if run.exists()
+                   else "no run.json")
+        _row(f"{case} {label}", s, code, lines,
+             f"{_metrics_rates(base / sub)}; run.json plugins: {str(plugins)[:width]}")
 
     # 2: τ tasks with neither a gold action nor required documents
     folder = base / "tau2-empty"
