@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 from typing import Any, ClassVar
 
 from flows.process_exit import EXIT_STATUS, briefly, end_descendants, finish, quiet_stderr
@@ -166,7 +167,7 @@ class RunStopper:
         for sig in SIGNALS:
             signal.signal(sig, self._on_signal)
 
-    def _on_signal(self, signum: int, frame: Any) -> None:
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         """First signal: ask the run to stop and start the grace timer; second: exit now.
         The first exits now too while no unit is planned yet (``track``'s total) or a
         thread is inside ``abandonable``. The exit runs in a thread of its own, so no lock

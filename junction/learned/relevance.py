@@ -79,11 +79,12 @@ import math
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 from junction.candidates import (
     RRF_K,
@@ -309,7 +310,7 @@ class _Memory:
     gold_count: dict[str, int]     # resource id -> training tasks where it was gold
     vocabulary: dict[str, int]
     idf: np.ndarray
-    matrix: Any                    # scipy.sparse CSR (n_tasks, vocabulary), unit rows
+    matrix: csr_matrix             # (n_tasks, vocabulary), unit rows
 
     @classmethod
     def build(cls, tasks: Sequence[BenchmarkTask]) -> _Memory:
@@ -329,9 +330,9 @@ class _Memory:
                 df[vocabulary[w]] += 1
         n = len(docs)
         idf = np.log((1 + n) / (1 + df)) + 1.0  # scikit-learn's smooth idf
-        from scipy.sparse import csr_matrix
 
-        memory = cls(tuple(t.task_id for t in tasks), gold, held, count, vocabulary, idf, None)
+        memory = cls(tuple(t.task_id for t in tasks), gold, held, count, vocabulary, idf,
+                     csr_matrix((n, len(vocabulary))))  # filled below: vector() needs idf
         data: list[float] = []
         indices: list[int] = []
         indptr = [0]
@@ -660,18 +661,19 @@ def needed_labels(task: BenchmarkTask, pools: CandidatePools) -> dict[str, np.nd
             "tool": np.asarray([int(c.resource_id in tools) for c in pools.tools], dtype=int)}
 
 
-_MEMO: OrderedDict[tuple, Any] = OrderedDict()
+T = TypeVar("T")
+_MEMO: OrderedDict[tuple, object] = OrderedDict()
 _MEMO_LOCK = threading.Lock()
 _MEMO_SIZE = 256
 
 
-def _memo(key: tuple, make: Any) -> Any:
+def _memo(key: tuple, make: Callable[[], T]) -> T:
     """``make()`` once per ``key`` in the process (the ``_MEMO_SIZE`` most recent kept):
     a fit is a function of its key, so sharing it changes no result, only the time."""
     with _MEMO_LOCK:
         if key in _MEMO:
             _MEMO.move_to_end(key)
-            return _MEMO[key]
+            return cast(T, _MEMO[key])
     value = make()
     with _MEMO_LOCK:
         _MEMO[key] = value
@@ -723,8 +725,8 @@ def _fit_second(config: RelevanceConfig, memory: _Memory | None,
         inner = [i for i in every if assignment[ids[i]] != k]
         held = [i for i in every if assignment[ids[i]] == k]
         models = _memo((*first_key, "inner", folds, k),
-                       lambda inner=inner: _fit_first(config, memory, items, labels, inner,
-                                                      seed))
+                       functools.partial(_fit_first, config, memory, items, labels, inner,
+                                         seed))
         for i in held:
             rows = _first_rows(config, memory, items[i], i)
             oof[i] = {lane: models[lane].predict(rows[lane]) for lane in LANES}
@@ -782,13 +784,13 @@ def fit_relevance(training: Sequence[BenchmarkTask], pool_rule: str, *,
                  tuple(_task_key(t, it) for t, it in zip(training, items, strict=True)))
     every = list(range(len(items)))
     first = _memo((*first_key, "first"),
-                  lambda: _fit_first(config, memory, items, labels, every, seed))
+                  functools.partial(_fit_first, config, memory, items, labels, every, seed))
     second: dict[str, _Fitted] | None = None
     ids = [t.task_id for t in training]
     if config.propagate == "stacked" and len(set(ids)) >= 2 and len(ids) == len(set(ids)):
         second = _memo((*first_key, "second", STACK_FOLDS),
-                       lambda: _fit_second(config, memory, items, labels, ids, seed,
-                                           first_key))
+                       functools.partial(_fit_second, config, memory, items, labels, ids,
+                                         seed, first_key))
     elif config.propagate == "stacked":
         config = replace(config, propagate="none", iterations=1)
     return RelevanceModel(config, rule, pool_limit, seed, first, second, memory, tuple(ids))

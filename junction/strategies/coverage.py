@@ -76,6 +76,7 @@ from junction.learned.model import (
     canonical_sha256,
     fit_probability_model,
 )
+from junction.learned.relevance import LaneScores
 from junction.select import AutoJointSelector
 from junction.select.coverage import CoverageProblem, CoverageSelector, coverage_value
 from junction.strategies.base import StrategyResult, joint_problem
@@ -181,19 +182,14 @@ P_CLIP = 1e-6
 """p(gold) is clipped to [P_CLIP, 1 − P_CLIP] before any logarithm."""
 
 
-@dataclass(frozen=True)
-class LaneScores:
-    """p(gold) per pooled candidate: ``context_p`` (context id -> p), ``tool_p``
-    (tool id -> p), each in [0, 1]."""
-
-    context_p: Mapping[str, float]
-    tool_p: Mapping[str, float]
-
 
 class RelevanceModel(Protocol):
-    """What the coverage strategy reads of a relevance model."""
+    """What the coverage strategy reads of a relevance model: its scores and its record
+    (JSON values, part of the model's sha256)."""
 
     def score(self, view: RouterView, pools: CandidatePools) -> LaneScores: ...
+
+    def describe(self) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -211,7 +207,7 @@ class LaneRelevance:
             out.append({rid: float(p) for rid, p in zip(ids, predicted, strict=True)})
         return LaneScores(out[0], out[1])
 
-    def record(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, Any]:
         return {"kind": "lanes", "context_model": self.lanes["context"].describe(),
                 "tool_model": self.lanes["tool"].describe()}
 
@@ -240,7 +236,7 @@ def _fit_lanes(prepared: Sequence[tuple[BenchmarkTask, RouterView, CandidatePool
 
 def _fit_relevance(tasks: Sequence[BenchmarkTask], prepared, rule: str, pool_limit: PoolLimit,
                    seed: int, relevance: str,
-                   options: tuple[tuple[str, Any], ...] = ()) -> Any:
+                   options: tuple[tuple[str, Any], ...] = ()) -> RelevanceModel:
     """The relevance model: ``junction.learned.relevance.fit_relevance`` with ``options``
     (``relevance == "model"``) or the lane models (``"lanes"``)."""
     if relevance == "lanes":
@@ -326,7 +322,7 @@ class CoverageModel:
     family: str
     pool_limit: PoolLimit
     seed: int
-    relevance: Any
+    relevance: RelevanceModel
     objective: str
     explain: str
     pool_rule: str = DEFAULT_POOL_RULE
@@ -351,8 +347,7 @@ class CoverageModel:
 
     def record(self) -> dict[str, Any]:
         """The stored model as JSON values."""
-        relevance = (self.relevance.describe() if hasattr(self.relevance, "describe")
-                     else self.relevance.record())
+        relevance = self.relevance.describe()
         return {"family": self.family, "pool_limit": self.pool_limit, "seed": self.seed,
                 "strategy_kind": "coverage", "objective": self.objective,
                 "explain": self.explain, "pool_rule": self.pool_rule, "floor": self.floor,
