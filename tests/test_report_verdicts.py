@@ -491,3 +491,17 @@ def test_agent_pairs_compare_each_joint_with_each_blind_strategy_and_count_ident
     assert float(row["McNemar p"]) == pytest.approx(fixed["p_value"], rel=0.01)
     assert row["identical sets"] == "10 of 20"
     assert json.loads(paths["metrics.json"].read_text())["agent_pairs"][1]["b"] == "fixed_split"
+
+
+def test_a_row_against_a_strategy_tied_for_best_names_the_one_compared():
+    """Where two joint strategies tie for best, the Full comparison's row against the
+    second names the first alone (not "exact = learned_coverage" against
+    learned_coverage); the rows against the others name the tie."""
+    records = _traces({"exact": [True, True, False], "learned_coverage": [True, False, True],
+                       "fixed_split": [False, False, False]})
+    (h,) = headline_rows(records_to_table(records))
+    assert h["best"] == ["exact", "learned_coverage"]
+    rows = table_rows("\n".join(verdict_text.comparison_lines([h])), "suite", "budget scale")
+    assert [(r["best (rate)"], r["compared with (rate)"]) for r in rows] == [
+        ("exact = learned_coverage (67%)", "fixed_split (best interaction-blind) (0%)"),
+        ("exact (67%)", "learned_coverage (67%)")]

@@ -220,8 +220,10 @@ def comparison_lines(headline: list[dict[str, Any]]) -> list[str]:
                 verdict += f"; {verdicts.too_few(cmp.n)}"
             test = (f"corrected_cv, {cmp.repetitions} × {cmp.folds}"
                     if cmp.test == "corrected_cv" else cmp.test)
+            # against a strategy it ties with, the row names the one that compares
+            shown = h["best"][0] if c["other"] in h["best"] else best
             lines.append(
-                f"| {h['suite']} | {h['budget_scale']:g} | {h['outcome']} | {best} "
+                f"| {h['suite']} | {h['budget_scale']:g} | {h['outcome']} | {shown} "
                 f"({percent_text(cmp.rate_a)}) | {c['other']}{tag} ({percent_text(cmp.rate_b)}) | "
                 f"{cmp.n} | {points_text(cmp.difference)} | "
                 f"[{points_text(cmp.ci_low)}, {points_text(cmp.ci_high)}] "
