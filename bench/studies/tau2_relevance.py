@@ -38,7 +38,7 @@ from junction_datasets import tau2_banking as tb
 from junction.learned.crossfit import DEFAULT_FOLDS, fold_assignment
 from junction.learned.ranking import depth_all, depth_cover, ranks, recall_at, summarise
 from junction.learned.relevance import TODAY_CONFIG, RelevanceConfig, fit_relevance
-from junction.learned.utility import _training_view
+from junction.learned.utility import training_view
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tau2_anchors import data_arguments
@@ -123,7 +123,7 @@ def run_config(tasks, name: str, config, draws, folds: int, pool: str) -> tuple[
                                       config=config)
                 fit_s.append(time.perf_counter() - t0)
             for task in held:
-                view, pools, _ = _training_view(task, tb.POOL_LIMIT, pool)
+                view, pools, _ = training_view(task, tb.POOL_LIMIT, pool)
                 if model is None:
                     pc = {c.resource_id: c.score for c in pools.contexts}
                     pt = {c.resource_id: c.score for c in pools.tools}

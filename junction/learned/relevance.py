@@ -642,9 +642,9 @@ def _propagate(config: RelevanceConfig, second: Mapping[str, _Fitted] | None,
 
 
 def _prepare(task: BenchmarkTask, pool_limit: PoolLimit, rule: str) -> _Prepared:
-    from junction.learned.utility import _training_view  # the fit's shared pool cache
+    from junction.learned.utility import training_view  # the fit's shared pool cache
 
-    view, pools, features = _training_view(task, pool_limit, rule)
+    view, pools, features = training_view(task, pool_limit, rule)
     return _Prepared(view, pools, features)
 
 

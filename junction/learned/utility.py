@@ -95,6 +95,7 @@ __all__ = [
     "LearnedUtility",
     "clear_pool_cache",
     "fit_learned_utility",
+    "training_view",
 ]
 
 LAMBDA_GRID = (0.0, 0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
@@ -269,11 +270,12 @@ def _limit_key(pool_limit: int | tuple[int | None, int | None] | None) -> Any:
     return tuple(pool_limit) if isinstance(pool_limit, (tuple, list)) else pool_limit
 
 
-def _training_view(task: BenchmarkTask, pool_limit: Any,
+def training_view(task: BenchmarkTask, pool_limit: PoolLimit,
                    rule: str) -> tuple[RouterView, CandidatePools, ViewFeatures]:
-    """The task's router view, its pools by pool rule ``rule`` and model-free features, from
-    the process caches when an equal view (``view_fingerprint``) was seen with this pool
-    limit and rule."""
+    """(router view, candidate pools by pool rule ``rule``, model-free features) of one
+    training task, from the process caches when an equal view (``view_fingerprint``) was
+    seen with this pool limit and rule: what the fits (and ``bench/studies``) read of a
+    training row."""
     view = task.router_view()
     fingerprint = view_fingerprint(view)
     key = (fingerprint, _limit_key(pool_limit), rule)
@@ -338,7 +340,7 @@ def fit_learned_utility(family: str, tasks: Sequence[BenchmarkTask], pool_limit:
     check_search(search)
     if not tasks:
         raise LearnedModelError(f"family {family!r}: no training tasks")
-    prepared = [_training_view(t, pool_limit, rule) for t in tasks]
+    prepared = [training_view(t, pool_limit, rule) for t in tasks]
     views = [v for v, _, _ in prepared]
     pools = [p for _, p, _ in prepared]
     features = [f for _, _, f in prepared]
