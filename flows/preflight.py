@@ -107,6 +107,36 @@ def check_resume(plan: RunPlan, run_id: str) -> None:
         raise JunctionError(f"run {run_id} was started with different parameters"
                             f"{f': {changed}' if changed else ''}; use a new run id or the "
                             "same parameters")
+    if existing and "plugins" in existing:
+        changed = plugin_differences(existing["plugins"])
+        if changed:
+            raise JunctionError(f"run {run_id} was started with other plug-ins: {changed}; "
+                                "use a new run id or the plug-ins it started with")
+
+
+def plugin_differences(recorded: list[dict]) -> str:
+    """How the plug-ins loaded now differ from ``recorded`` (a run's ``run.json``
+    ``plugins``, ``junction.registry.Plugin.record``): ``"X 0.1 → 0.2"``, ``"X 0.1 → not
+    installed"``, ``"not installed → X 0.1"``, joined by ``"; "``; empty when they agree.
+    A resumed run's units would otherwise mix two plug-ins' code under one run id."""
+    from junction.registry import load_plugins
+
+    def key(p: dict) -> tuple[str, str]:
+        return (str(p.get("entry_point")), str(p.get("distribution")))
+
+    before = {key(p): p for p in recorded}
+    now = {key(p.record()): p.record() for p in load_plugins()}
+    out = []
+    for k in sorted(before.keys() | now.keys()):
+        a, b = before.get(k), now.get(k)
+        label = f"{k[0]} ({k[1]})"
+        if a is None or b is None:
+            out.append(f"{label} {'not installed' if a is None else a['version']} → "
+                       f"{'not installed' if b is None else b['version']}")
+        elif a != b:
+            out.append(f"{label} {a['version']} → {b['version']}"
+                       + ("" if a["version"] != b["version"] else " (other records)"))
+    return "; ".join(out)
 
 
 def check_folds(plan: RunPlan) -> None:

@@ -139,6 +139,20 @@ def test_a_plugin_that_says_replace_runs_and_the_run_records_it(base_env, finish
             "replaces strategy 'exact')") in run_section.splitlines()
 
 
+def test_resuming_without_the_plugin_a_run_started_with_is_one_line(base_env, finished_run,
+                                                                    tmp_path):
+    """The run's units would otherwise mix the plug-in's ``exact`` with the built-in one
+    under one run id; with it installed again, the same command resumes (nothing left)."""
+    before = files_under(base_env["JUNCTION_WAREHOUSE"], base_env["JUNCTION_REPORTS"])
+    one_line(run(base_env, tmp_path / "nothing-installed", "bench", "--suite", "coupling",
+                 "--strategy", "exact", "--budget-scale", "1", "--agent-size", "0",
+                 "--run-id", finished_run),
+             f"error: run {finished_run} was started with other plug-ins: shadow "
+             "(shadow-plugin) 0.1 → not installed; use a new run id or the plug-ins it "
+             "started with")
+    assert files_under(base_env["JUNCTION_WAREHOUSE"], base_env["JUNCTION_REPORTS"]) == before
+
+
 # ------------------------------------------------------------ a plug-in that cannot load
 
 BROKEN = {
