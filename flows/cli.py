@@ -204,9 +204,18 @@ def report(
 
     wh = Warehouse(root)
     run_id = resolve_run(wh.store, run)
+    data = wh.run_data(run_id)
+    recorded = data.run.get("plugins")
+    if recorded is not None:
+        from flows.preflight import plugin_differences
+
+        changed = plugin_differences(recorded)
+        if changed:  # a plug-in's strategies and suites are then read without their records
+            typer.echo(f"warning: run {run_id} was made with other plug-ins ({changed}): "
+                       "their strategies and suites are reported without their catalog "
+                       "records", err=True)
     try:
-        paths = write_report(folder / run_id, wh.run_data(run_id),
-                             params_left_out=REPORT_LEFT_OUT)
+        paths = write_report(folder / run_id, data, params_left_out=REPORT_LEFT_OUT)
     except OSError as exc:  # a folder that became unwritable, a full disk
         raise JunctionError(f"cannot write the report of run {run_id} under {folder}: "
                             f"{exc.strerror or exc}") from None

@@ -133,6 +133,15 @@ def test_the_docs_run_block_runs_the_installed_plugin(site, prefect_harness, tmp
                             text=True, timeout=300)
     assert listed.returncode == 0, listed.stderr[-3000:]
     assert "policy-desk" in listed.stdout and "$POLICY_DESK_DATA: not set" in listed.stdout
+    # the report written again once the plug-in is gone says so, in one warning line
+    gone = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    again = subprocess.run([junction, "report", "policy-desk"], cwd=ROOT, env=gone,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stderr == ("warning: run policy-desk was made with other plug-ins "
+                            "(policy_desk (policy-desk) 0.1.0 → not installed): their "
+                            "strategies and suites are reported without their catalog "
+                            "records\n")
 
 
 def test_a_suite_file_without_token_costs_is_priced_by_the_counter(tmp_path):
