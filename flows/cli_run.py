@@ -41,6 +41,7 @@ from typing import (
 
 import typer
 from typer.core import TyperCommand, TyperGroup
+from typer.models import OptionInfo
 
 from flows import interrupts, run_log, server
 from flows.cli_text import echo
@@ -92,7 +93,7 @@ def _root(given: str | None, option: str, variable: str, default: str,
 WAREHOUSE_OPTION = typer.Option(None, "--warehouse", help="Traces root: a folder or an fsspec "
                                 "URL (default: $JUNCTION_WAREHOUSE or ./warehouse).")
 
-PLAN_ALIASES: dict[str, tuple[Any, Any]] = {
+PLAN_ALIASES: dict[str, tuple[object, object]] = {
     "repetitions": (int | None, typer.Option(
         None, "--repetitions", min=1, metavar="R",
         help="Seeds 0..R-1: R repetitions of the cross-fitting fold draw (not with --seed).")),
@@ -105,7 +106,7 @@ PLAN_ALIASES: dict[str, tuple[Any, Any]] = {
 give one: name -> (type, typer option)."""
 
 
-def _cli_type(annotation: Any) -> Any:
+def _cli_type(annotation: object) -> object:
     """The command-line type of a ``RunPlan`` field's annotation: constraints and None
     dropped, a list of its items' type, a dict as ``KEY=VALUE`` texts, a ``Literal`` as a
     choice (an enum of its values)."""
@@ -121,7 +122,7 @@ def _cli_type(annotation: Any) -> Any:
     return StrEnum("Choice", {v: v for v in args}) if origin is Literal else annotation
 
 
-def plan_option(name: str) -> Any:
+def plan_option(name: str) -> OptionInfo:
     """The typer option of ``RunPlan`` field ``name``, all read off the field: its flag and
     value name (``flows.plan.Cli``), help (the field's description) and default
     (``flows.plan.cli_default``)."""
@@ -147,7 +148,7 @@ def plan_options(command: Callable[..., None]) -> Callable[..., None]:
              *((n, kind, option) for n, (kind, option) in PLAN_ALIASES.items())]
 
     @functools.wraps(command)
-    def wrapper(**values: Any) -> None:
+    def wrapper(**values: object) -> None:
         options = {n: values.pop(n) for n, _, _ in added}
         command(options, **values)
 

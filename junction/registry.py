@@ -210,7 +210,7 @@ def _load_group(group: str) -> list[Plugin]:
     return loaded
 
 
-def _definition(value: Any) -> Any:
+def _definition(value: object) -> object:
     """What identifies ``value`` across two runs of its module: a function or class by its
     source file and qualified name (the module name may differ), anything else itself."""
     if callable(value) and hasattr(value, "__qualname__"):
@@ -222,7 +222,7 @@ def _definition(value: Any) -> Any:
     return value
 
 
-def _same_definition(held: Any, record: Any) -> bool:
+def _same_definition(held: object, record: object) -> bool:
     """Whether ``record`` is ``held`` made again by the same source: the same record type
     and, field by field, equal values or functions of the same file and qualified name.
     That is a module executed twice under two names (the suite builders' folder,

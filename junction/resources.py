@@ -39,7 +39,7 @@ class SourceKind(StrEnum):
     OTHER = "other"
 
 
-def check_finite(value: Any, path: str) -> None:
+def check_finite(value: object, path: str) -> None:
     """Raise ``ValueError`` naming ``path`` if ``value`` holds a NaN or infinite float."""
     if isinstance(value, float):
         if not math.isfinite(value):

@@ -123,7 +123,7 @@ def _calibration_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: object) -> str:
     if value is None:
         return "–"
     if isinstance(value, float):

@@ -32,10 +32,13 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, wait
+from types import ModuleType
 from typing import Any
 
+from junction.budget import Budget
 from junction.environment import usable_cpus
 from junction.errors import JunctionError, UnknownNameError
+from junction.resources import ContextResource, ToolResource
 from junction.select.exact.auto import AutoJointSelector
 from junction.select.exact.bnb import COMBINATORIAL_MAX
 from junction.select.exact.local_search import local_search
@@ -52,7 +55,7 @@ Variant = tuple[dict[str, float], dict[tuple[str, str], float]]
 Picked = tuple[tuple[str, ...], tuple[str, ...]]
 """A selection: (context ids, tool ids)."""
 
-Job = tuple[Sequence[Any], Sequence[Any], Any, Sequence[Variant], str]
+Job = tuple[Sequence[ContextResource], Sequence[ToolResource], Budget, Sequence[Variant], str]
 """One task's work: (contexts, tools, budget, variants, search), ``solve_variants``'s
 arguments and the name of the search (``SEARCHES``)."""
 
@@ -117,7 +120,8 @@ class GridWorkerError(JunctionError):
     job's own error is raised as itself, not as this."""
 
 
-def solve_variants(contexts: Sequence[Any], tools: Sequence[Any], budget: Any,
+def solve_variants(contexts: Sequence[ContextResource], tools: Sequence[ToolResource],
+                   budget: Budget,
                    variants: Sequence[Variant], pick: Pick | None = None) -> list[Picked]:
     """(context ids, tool ids) that the exact joint selector selects for each of a task's
     grid-point problems (its pools ``contexts`` and ``tools``, ``budget``, and per variant
@@ -244,7 +248,7 @@ def _worker_start(parent: int) -> None:
     threading.Thread(target=watch, name="fit-parent-watch", daemon=True).start()
 
 
-def _loky() -> Any:
+def _loky() -> ModuleType:
     """joblib's loky (its ``backend`` loaded with it), imported when a pool is first needed,
     not for a fit in one process."""
     from joblib.externals import loky  # type: ignore[import-untyped]

@@ -133,6 +133,7 @@ __all__ = [
     "dense_features",
     "fit_relevance",
     "needed_labels",
+    "relevance_config",
 ]
 
 LANES = ("context", "tool")
@@ -471,7 +472,7 @@ def _fit_fitted(X: np.ndarray, y: np.ndarray, names: Sequence[str], learner: str
     if learner == "boosted":
         from sklearn.ensemble import HistGradientBoostingClassifier
 
-        model: Any = HistGradientBoostingClassifier(**BOOSTED_PARAMS, random_state=seed)
+        model = HistGradientBoostingClassifier(**BOOSTED_PARAMS, random_state=seed)
     else:
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
@@ -744,6 +745,20 @@ def _fit_second(config: RelevanceConfig, memory: _Memory | None,
     return second
 
 
+def relevance_config(options: Mapping[str, object]) -> RelevanceConfig:
+    """``DEFAULT_CONFIG`` with ``options`` (fields of ``RelevanceConfig``; ``features`` any
+    sequence of names) in place of its values. Raises ``ValueError`` for an unknown option
+    or value (``RelevanceConfig``'s own checks)."""
+    unknown = sorted(set(options) - set(RelevanceConfig.__dataclass_fields__))
+    if unknown:
+        raise ValueError(f"fit_relevance: unknown option {unknown[0]!r} (known: "
+                         f"{', '.join(RelevanceConfig.__dataclass_fields__)})")
+    given: dict[str, Any] = dict(options)
+    if "features" in given:
+        given["features"] = tuple(given["features"])
+    return RelevanceConfig(**{**asdict(DEFAULT_CONFIG), **given})
+
+
 def fit_relevance(training: Sequence[BenchmarkTask], pool_rule: str, *,
                   pool_limit: PoolLimit = None, seed: int = 0,
                   config: RelevanceConfig | None = None, **options: Any) -> RelevanceModel:
@@ -762,13 +777,7 @@ def fit_relevance(training: Sequence[BenchmarkTask], pool_rule: str, *,
     missing."""
     rule = check_pool_rule(pool_rule)
     if config is None:
-        unknown = sorted(set(options) - set(RelevanceConfig.__dataclass_fields__))
-        if unknown:
-            raise ValueError(f"fit_relevance: unknown option {unknown[0]!r} (known: "
-                             f"{', '.join(RelevanceConfig.__dataclass_fields__)})")
-        if "features" in options:
-            options["features"] = tuple(options["features"])
-        config = RelevanceConfig(**{**asdict(DEFAULT_CONFIG), **options})
+        config = relevance_config(options)
     elif options:
         raise ValueError("fit_relevance: give config or options, not both")
     if not training:

@@ -262,11 +262,11 @@ def lane_matrix(features: ViewFeatures, lane: str, link: bool) -> np.ndarray:
     return np.hstack([features.unary[lane], features.link[lane]])
 
 
-_POOLS: OrderedDict[tuple[str, Any, str], CandidatePools] = OrderedDict()
+_POOLS: OrderedDict[tuple[str, object, str], CandidatePools] = OrderedDict()
 _POOLS_LOCK = threading.Lock()
 
 
-def _limit_key(pool_limit: int | tuple[int | None, int | None] | None) -> Any:
+def _limit_key(pool_limit: int | tuple[int | None, int | None] | None) -> object:
     return tuple(pool_limit) if isinstance(pool_limit, (tuple, list)) else pool_limit
 
 

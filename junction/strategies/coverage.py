@@ -169,7 +169,11 @@ equal training success wins: more exposure)."""
 DEFAULT_FLOORS = (0.01,)
 """The strategy's floor: one value, so the fit solves no selection on training."""
 
-DEFAULT_RELEVANCE_OPTIONS: tuple[tuple[str, Any], ...] = (
+RelevanceOptions = tuple[tuple[str, str | int | tuple[str, ...]], ...]
+"""``fit_relevance``'s options as (field of ``RelevanceConfig``, value) pairs: hashable,
+so they key the fitted-model cache."""
+
+DEFAULT_RELEVANCE_OPTIONS: RelevanceOptions = (
     ("features", ("prior", "knn")), ("learner", "logistic"), ("propagate", "none"),
     ("iterations", 1), ("knn_neighbours", 10), ("target", "gold"))
 """``fit_relevance``'s options by default, every field given (so a change of that module's
@@ -236,14 +240,15 @@ def _fit_lanes(prepared: Sequence[tuple[BenchmarkTask, RouterView, CandidatePool
 
 def _fit_relevance(tasks: Sequence[BenchmarkTask], prepared, rule: str, pool_limit: PoolLimit,
                    seed: int, relevance: str,
-                   options: tuple[tuple[str, Any], ...] = ()) -> RelevanceModel:
+                   options: RelevanceOptions = ()) -> RelevanceModel:
     """The relevance model: ``junction.learned.relevance.fit_relevance`` with ``options``
     (``relevance == "model"``) or the lane models (``"lanes"``)."""
     if relevance == "lanes":
         return _fit_lanes(prepared, seed)
-    from junction.learned.relevance import fit_relevance
+    from junction.learned.relevance import fit_relevance, relevance_config
 
-    return fit_relevance(tasks, rule, seed=seed, pool_limit=pool_limit, **dict(options))
+    return fit_relevance(tasks, rule, seed=seed, pool_limit=pool_limit,
+                         config=relevance_config(dict(options)))
 
 
 def _clip(p: float) -> float:
@@ -368,7 +373,7 @@ def fit_coverage_model(family: str, tasks: Sequence[BenchmarkTask], pool_limit: 
                        objective: str = "log_success", explain: str = "learned",
                        relevance: str = "model",
                        floors: Sequence[float] = DEFAULT_FLOORS,
-                       relevance_options: tuple[tuple[str, Any], ...] = DEFAULT_RELEVANCE_OPTIONS,
+                       relevance_options: RelevanceOptions = DEFAULT_RELEVANCE_OPTIONS,
                        ) -> CoverageModel:
     """Fit the relevance model on training ``tasks`` (pools by ``rule``) and choose the
     floor among ``floors`` by training success of the coverage selection (per suite mean,
@@ -451,8 +456,8 @@ class CoverageStrategy(FoldFitted[CoverageModel]):
                  fold: CrossFitFold | None = None, pool: str | None = None,
                  objective: str = "log_success", explain: str = "learned",
                  relevance: str = "model", floors: tuple[float, ...] = DEFAULT_FLOORS,
-                 relevance_options: tuple[tuple[str, Any], ...] = DEFAULT_RELEVANCE_OPTIONS,
-                 _used: dict[tuple[Any, ...], CoverageModel] | None = None) -> None:
+                 relevance_options: RelevanceOptions = DEFAULT_RELEVANCE_OPTIONS,
+                 _used: dict[tuple[object, ...], CoverageModel] | None = None) -> None:
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, "
                              f"got {objective!r}")
@@ -468,7 +473,7 @@ class CoverageStrategy(FoldFitted[CoverageModel]):
         self.floors = tuple(floors)
         self.relevance_options = tuple(relevance_options)
         self.selector = CoverageSelector()
-        self._used: dict[tuple[Any, ...], CoverageModel] = {} if _used is None else _used
+        self._used: dict[tuple[object, ...], CoverageModel] = {} if _used is None else _used
 
     def for_fold(self, fold: CrossFitFold | None) -> CoverageStrategy:
         """This strategy bound to one cross-fitting ``fold`` (shares the record of models
@@ -532,7 +537,7 @@ def make_coverage_strategy(training: TrainingSource | None = None, pool: str | N
                            objective: str = "log_success", explain: str = "learned",
                            relevance: str = "model",
                            floors: tuple[float, ...] = DEFAULT_FLOORS,
-                           relevance_options: tuple[tuple[str, Any], ...] = (
+                           relevance_options: RelevanceOptions = (
                                DEFAULT_RELEVANCE_OPTIONS),
                            ) -> CoverageStrategy:
     """``learned_coverage`` (module docstring). ``pool``: a pool rule the strategy ranks

@@ -33,7 +33,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from junction.candidates import (
     DEFAULT_POOL_RULE,
@@ -83,7 +83,7 @@ class TrainingSource:
         return self.cross_fitted is not None and self.cross_fitted(family)
 
 
-_FITTED: dict[tuple[Any, ...], Any] = {}
+_FITTED: dict[tuple[object, ...], object] = {}
 _FITTED_LOCK = threading.Lock()
 
 M = TypeVar("M")
@@ -97,7 +97,7 @@ class FoldFitted(Generic[M]):
 
     training: TrainingSource | None
     fold: CrossFitFold | None
-    _used: dict[tuple[Any, ...], M]
+    _used: dict[tuple[object, ...], M]
 
     def _training_tasks(self, family: str) -> tuple[list[BenchmarkTask], frozenset[str]]:
         """(training tasks, held-out task ids) for ``family`` and this strategy's fold:
@@ -113,15 +113,16 @@ class FoldFitted(Generic[M]):
         out = self.fold.held_out([t.task_id for t in every])
         return [t for t in every if t.task_id not in out], out
 
-    def _fitted(self, key: tuple[Any, ...], fit: Callable[[], M]) -> M:
+    def _fitted(self, key: tuple[object, ...], fit: Callable[[], M]) -> M:
         """The model cached under ``key`` (this class's name is part of it), fitted by
         ``fit`` on first use in the process; recorded as used."""
         key = (type(self).__name__, *key)
         with _FITTED_LOCK:
             if key not in _FITTED:
                 _FITTED[key] = fit()
-            self._used[key] = _FITTED[key]
-            return _FITTED[key]
+            model = cast(M, _FITTED[key])  # the key holds the class: its own model type
+            self._used[key] = model
+            return model
 
     def artifacts(self) -> list[M]:
         """Every model this strategy has used, in first-use order."""
@@ -154,7 +155,7 @@ class LearnedStrategy(FoldFitted[LearnedUtility]):
 
     def __init__(self, joint: bool, training: TrainingSource | None = None,
                  seed: int = 0, fold: CrossFitFold | None = None,
-                 _used: dict[tuple[Any, ...], LearnedUtility] | None = None,
+                 _used: dict[tuple[object, ...], LearnedUtility] | None = None,
                  pool: str | None = None, link: bool = False,
                  grids: tuple[tuple[str, tuple[float, ...]], ...] = ()) -> None:
         self.joint = joint
@@ -169,7 +170,7 @@ class LearnedStrategy(FoldFitted[LearnedUtility]):
         self.fold = fold
         self.pool = None if pool is None else check_pool_rule(pool)
         self.selector: Selector = AutoJointSelector() if joint else AdaptiveSplitBaseline()
-        self._used: dict[tuple[Any, ...], LearnedUtility] = {} if _used is None else _used
+        self._used: dict[tuple[object, ...], LearnedUtility] = {} if _used is None else _used
 
     def for_fold(self, fold: CrossFitFold | None) -> LearnedStrategy:
         """This strategy bound to one cross-fitting ``fold`` (None: unbound); the bound one
@@ -235,7 +236,7 @@ class LearnedStrategy(FoldFitted[LearnedUtility]):
         return StrategyResult(self.selector.select(problem), pools, extra)
 
 
-_ALL_TASKS: dict[tuple[Any, str], list[BenchmarkTask]] = {}
+_ALL_TASKS: dict[tuple[object, str], list[BenchmarkTask]] = {}
 
 
 def _family_tasks(training: TrainingSource, family: str) -> list[BenchmarkTask]:
