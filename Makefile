@@ -93,7 +93,7 @@ bench-tau2: setup
 # the earlier τ study: the learned utilities fitted by the λ × τ grid (learned_named:
 # learned_exact on pools widened by the documents that name a pooled tool, learned_exact,
 # learned_split) beside the same lexical and split strategies and gold_minimal; about 33
-# minutes (docs/measurement.md, "Make targets"). TAU2_FIT_SEARCH=hybrid fits them by the
+# minutes (docs/measurement.md, "Running times of the make targets"). TAU2_FIT_SEARCH=hybrid fits them by the
 # approximate λ × τ search, about 4x faster a fit, for iterating; the exact search
 # (optimal, the default) for a verdict (both measured: docs/measurement.md, "Learned fit
 # time"); such a run gets its own id.

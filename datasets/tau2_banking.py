@@ -169,9 +169,10 @@ class Tau2Data:
 
 
 def data_folder(path: str | os.PathLike[str] | None = None) -> Path | None:
-    """The folder to read: ``path``, else ``$JUNCTION_TAU2_DATA``, else None (no data)."""
+    """The folder to read: ``path``, else ``$JUNCTION_TAU2_DATA``, else None (no data); a
+    leading ``~`` is the user's home (a shell that did not expand it, a quoted value)."""
     chosen = path if path is not None else os.environ.get(DATA_ENV) or None
-    return None if chosen is None else Path(chosen)
+    return None if chosen is None else Path(chosen).expanduser()
 
 
 def unavailable_reason(data: str | os.PathLike[str] | None = None) -> str | None:

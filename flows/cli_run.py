@@ -95,7 +95,7 @@ WAREHOUSE_OPTION = typer.Option(None, "--warehouse", help="Traces root: a folder
 
 PLAN_ALIASES: dict[str, tuple[object, object]] = {
     "repetitions": (int | None, typer.Option(
-        None, "--repetitions", min=1, metavar="R",
+        None, "--repetitions", metavar="R",
         help="Seeds 0..R-1: R repetitions of the cross-fitting fold draw (not with --seed).")),
     "tau2_data": (Path | None, typer.Option(
         None, "--tau2-data", metavar="PATH",
@@ -217,6 +217,9 @@ def plan_from_options(options: dict[str, Any]) -> RunPlan:
     data_folders = parse_data_folders(given["data_folders"], tau2_data)
     if repetitions is not None and given["seeds"]:
         raise JunctionError("--repetitions R means seeds 0..R-1; give it or --seed, not both")
+    if repetitions is not None and repetitions < 1:  # one line, as the plan's own checks
+        raise JunctionError(f"repetitions (--repetitions): Input should be greater than or "
+                            f"equal to 1 (got {repetitions})")
     url = given["agent_url"]
     return RunPlan.build(**{
         **given, "data_folders": data_folders,
@@ -279,7 +282,8 @@ def parse_data_folders(values: list[str] | None, tau2_data: Path | None = None
                                 f"suites that do: {readers}")
         given.append((name, str(Path(path).expanduser().resolve()), f"--data {text}"))
     if tau2_data is not None:
-        given.append((TAU2_SUITE, str(tau2_data.resolve()), f"--tau2-data {tau2_data}"))
+        given.append((TAU2_SUITE, str(tau2_data.expanduser().resolve()),
+                      f"--tau2-data {tau2_data}"))
     folders: dict[str, str] = {}
     named: dict[str, str] = {}
     for name, folder, option in given:

@@ -394,7 +394,8 @@ class RunPlan(BaseModel):
         "cross-fitted suite.")
     pool: Annotated[str, ParamPolicy(omit_default=True), Cli("--pool", "RULE")] = Field(
         DEFAULT_POOL_RULE, description="Candidate pools every strategy sees (one that owns "
-        "its rule, learned_named or bm25_top_k, keeps it): bm25, dense (all-MiniLM-L6-v2), "
+        "its rule, learned_named, learned_coverage or bm25_top_k, keeps it): bm25, dense "
+        "(all-MiniLM-L6-v2), "
         "hybrid (both, reciprocal rank fusion) or bm25_named (BM25, the documents naming a "
         "pooled tool added).")
     data_folders: Annotated[dict[str, str], ParamPolicy(machine_path=True, omit_default=True),

@@ -440,3 +440,33 @@ def test_an_unknown_objective_is_refused_naming_the_valid_ones():
         CoverageStrategy(objective="x")
     with pytest.raises(ValueError, match="explain must be one of any, likely"):
         CoverageStrategy(explain="x")
+
+
+_SHARED_TAU2 = (Path(__file__).resolve().parents[2] / "shared" / "data"
+                / "tau2-banking-knowledge")
+
+
+@pytest.mark.skipif(not (_SHARED_TAU2 / "tasks.json").exists(),
+                    reason=f"no tau2 data at {_SHARED_TAU2}")
+def test_a_highs_solve_error_on_a_tie_pass_is_solved_again_not_called_a_time_limit():
+    """τ-Knowledge task_057 at budget scale 2, its fold of repetition 0 (K = 5): one of the
+    tie pass's feasibility solves ended in HiGHS's "Solve error", and the selection was
+    labelled ``time_limit`` after 0.2 s (2 of run tau2-coverage-3's 873). With the retry
+    (presolve off) every pass finishes: ``optimal``, the set the value says."""
+    from junction_datasets import tau2_banking as tb
+
+    from junction.evaluate import scale_budget
+    from junction.learned.crossfit import fold_assignment
+
+    tasks = tb.banking_suite(split="all", path=_SHARED_TAU2).tasks
+    fold = fold_assignment([t.task_id for t in tasks], 5, 0)
+    target = "tau2-banking-task_057"
+    model = fit_coverage_model("tau2-banking", [t for t in tasks if fold[t.task_id]
+                                                != fold[target]],
+                               tb.POOL_LIMIT, 0, "bm25_named")
+    view = scale_budget(next(t for t in tasks if t.task_id == target), 2.0).router_view()
+    problem = model.problem(view, candidate_pools(view, tb.POOL_LIMIT, "bm25_named"))
+    sel = CoverageSelector().select(problem)
+    assert sel.status == "optimal"
+    assert sel.objective == pytest.approx(coverage_value(problem, sel.context_ids,
+                                                         sel.tool_ids), abs=1e-12)

@@ -505,3 +505,17 @@ def test_a_row_against_a_strategy_tied_for_best_names_the_one_compared():
     assert [(r["best (rate)"], r["compared with (rate)"]) for r in rows] == [
         ("exact = learned_coverage (67%)", "fixed_split (best interaction-blind) (0%)"),
         ("exact (67%)", "learned_coverage (67%)")]
+
+
+@pytest.mark.parametrize(("outcomes", "said"), [
+    ({"exact": [True, False], "learned_coverage": [True, True]},
+     "by the primary outcome, compared with every other strategy, on the tasks both ran"),
+    ({"exact": [True, False], "fixed_split": [True, True]},
+     "by the primary outcome, compared with the best strategy that ignores interactions "
+     "(fixed_split) and with every other strategy, on the tasks both ran"),
+])
+def test_the_full_comparison_names_what_the_best_is_compared_with(outcomes, said):
+    """Where no interaction-blind strategy ran, the sentence names none (it read
+    "compared with and with every other strategy")."""
+    headline = headline_rows(records_to_table(_traces(outcomes)))
+    assert said in " ".join(verdict_text.comparison_lines(headline))

@@ -187,7 +187,7 @@ def comparison_lines(headline: list[dict[str, Any]]) -> list[str]:
     lines.append(
         "Per suite and budget scale: the best joint strategy (one that sees context–tool "
         "interactions; the best of all where none ran) by the primary outcome, compared "
-        f"with {_blind_that_ran(headline)}and with every other "
+        f"with {_blind_that_ran(headline)}every other "
         "strategy, on the tasks both ran. The primary outcome is agent success where the "
         f"compared strategies share at least {verdicts.MIN_DECIDING_TASKS} tasks with an agent "
         "outcome, else verified success (see Definitions). Differences are in points "
@@ -241,11 +241,12 @@ def comparison_lines(headline: list[dict[str, Any]]) -> list[str]:
 
 
 def _blind_that_ran(headline: list[dict[str, Any]]) -> str:
-    """"the best strategy that ignores interactions (a, b) " naming the interaction-blind
-    strategies (catalog ``headline_side``) that ran in ``headline``; "" where none ran."""
+    """"the best strategy that ignores interactions (a, b) and with " naming the
+    interaction-blind strategies (catalog ``headline_side``) that ran in ``headline``; ""
+    where none ran."""
     ran = {s for h in headline for s in h["rates"]}
     blind = [s for s in interaction_blind_strategies() if s in ran]
-    return (f"the best strategy that ignores interactions ({', '.join(blind)}) "
+    return (f"the best strategy that ignores interactions ({', '.join(blind)}) and with "
             if blind else "")
 
 

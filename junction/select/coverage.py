@@ -34,8 +34,10 @@ Passes: (1) the best value V; (2) with value >= V − tolerance, the fewest toke
 resources (one key, tokens · (n + 1) + count); (3) a no-good row shows whether another set
 has the same key; only then the greedy of (3) above, one feasibility solve per candidate.
 Every chosen set is re-checked with the budget's own arithmetic and valued with
-``math.fsum`` (``coverage_value``). Status ``optimal`` when every pass finished,
-``time_limit`` when the clock (``time_limit_s``) stopped one: then the best set found.
+``math.fsum`` (``coverage_value``). A solve HiGHS ends with "Solve error" runs once more
+with presolve off. Status ``optimal`` when every pass finished, ``time_limit`` when the
+clock (``time_limit_s``) stopped one, ``heuristic`` when HiGHS failed one even so: then the
+best set found (its value is the best where pass 1 finished).
 """
 
 from __future__ import annotations
@@ -251,6 +253,13 @@ class _Model:
             left = None if time_limit is None else time_limit - (time.perf_counter() - start)
             res = self._solve_once(c, [*self.cuts, *extra], lb, ub, left, heuristics)
             self.nodes += int(res.mip_node_count or 0)
+            if res.status == 4 and res.x is None:
+                # HiGHS's "Solve error" (seen on a tie pass's feasibility solve, whose value
+                # row is within 1e-9 of the best): once more, presolve off
+                left = None if time_limit is None else time_limit - (time.perf_counter() - start)
+                res = self._solve_once(c, [*self.cuts, *extra], lb, ub, left, heuristics,
+                                       presolve=False)
+                self.nodes += int(res.mip_node_count or 0)
             if res.x is None:
                 return res
             on = [i for i in range(self.nx) if res.x[i] > 0.5]
@@ -266,7 +275,7 @@ class _Model:
 
     def _solve_once(self, c: np.ndarray, extra: Sequence[tuple[np.ndarray, float, float]],
                     lb: np.ndarray, ub: np.ndarray, time_limit: float | None,
-                    heuristics: bool):
+                    heuristics: bool, presolve: bool = True):
         A, lo, hi = self.A, self.lo, self.hi
         if extra:
             from scipy.sparse import vstack
@@ -274,8 +283,8 @@ class _Model:
             A = vstack([A, csr_array(np.vstack([r[0] for r in extra]))], format="csr")
             lo = np.concatenate([lo, [r[1] for r in extra]])
             hi = np.concatenate([hi, [r[2] for r in extra]])
-        options: dict[str, object] = {"presolve": "on", "mip_rel_gap": 0.0,
-                                      "mip_abs_gap": 0.0}
+        options: dict[str, object] = {"presolve": "on" if presolve else "off",
+                                      "mip_rel_gap": 0.0, "mip_abs_gap": 0.0}
         if not heuristics:
             options.update(NO_HEURISTICS)
         if time_limit is not None:
@@ -286,6 +295,13 @@ class _Model:
         on = [i for i in range(self.nx) if v[i] > 0.5]
         return (tuple(self.items[i].id for i in on if i < self.n_ctx),
                 tuple(self.items[i].id for i in on if i >= self.n_ctx))
+
+
+def _stopped(highs_status: int) -> str:
+    """A selection's status when a pass did not finish: ``time_limit`` when the clock
+    stopped HiGHS (status 1), ``heuristic`` (no optimality claim) when HiGHS failed
+    otherwise (status 4, a solve error that survived the retry without presolve)."""
+    return "time_limit" if highs_status == 1 else "heuristic"
 
 
 class CoverageSelector:
@@ -332,7 +348,7 @@ class CoverageSelector:
                                      "set always fits")
             cs, ts = model.chosen(first.x)
             if first.status != 0:
-                status = "time_limit"
+                status = _stopped(first.status)
             else:
                 best = coverage_value(problem, cs, ts)
                 value_row = (model.obj, best - max(OBJECTIVE_TOLERANCE, 1e-9 * abs(best)),
@@ -343,12 +359,12 @@ class CoverageSelector:
                     cs2, ts2 = model.chosen(second.x)
                     if coverage_value(problem, cs2, ts2) >= best - OBJECTIVE_TOLERANCE:
                         cs, ts = cs2, ts2
-                    cs, ts, done = self._tie_pass(problem, model, value_row, cs, ts,
+                    cs, ts, stop = self._tie_pass(problem, model, value_row, cs, ts,
                                                       lb, ub, left)
-                    if not done:
-                        status = "time_limit"
+                    if stop:
+                        status = _stopped(stop)
                 else:
-                    status = "time_limit"
+                    status = _stopped(second.status)
         if exceeded_limit(problem.budget, self._resources(problem, cs, ts), max_size):
             raise SelectionError("the coverage MILP returned a set over the budget: "
                                  f"{sorted((*cs, *ts))}")
@@ -372,8 +388,9 @@ class CoverageSelector:
     def _tie_pass(problem: CoverageProblem, model: _Model,
                   value_row: tuple[np.ndarray, float, float],
                   cs: tuple[str, ...], ts: tuple[str, ...], lb: np.ndarray, ub: np.ndarray,
-                  left) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
-        """Pass 3: (contexts, tools, finished). Whether another set ties with
+                  left) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+        """Pass 3: (contexts, tools, 0 when finished, else the HiGHS status that stopped it).
+        Whether another set ties with
         (cs, ts) on value and key; if one does, the greedy over candidates in sorted id
         order (module docstring)."""
         chosen = {*cs, *ts}
@@ -389,9 +406,9 @@ class CoverageSelector:
                             [value_row, key_row, (nogood, 1.0 - v[:model.nx].sum(), np.inf)],
                             lb, ub, left(), False)
         if other.status == 2:
-            return cs, ts, True
+            return cs, ts, 0
         if other.status != 0:
-            return cs, ts, False
+            return cs, ts, other.status
         lb, ub = lb.copy(), ub.copy()
         for i in range(model.nx):
             if not ub[i]:
@@ -402,7 +419,7 @@ class CoverageSelector:
             if trial.status == 2:
                 lb[i], ub[i] = 0.0, 0.0
             elif trial.status != 0:
-                return cs, ts, False
+                return cs, ts, trial.status
         out = {model.items[i].id for i in range(model.nx) if lb[i]}
         return (tuple(sorted(out & {c.id for c in problem.contexts})),
-                tuple(sorted(out & {t.id for t in problem.tools})), True)
+                tuple(sorted(out & {t.id for t in problem.tools})), 0)
