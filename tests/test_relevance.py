@@ -40,6 +40,7 @@ from junction.learned.relevance import (
 )
 from junction.resources import ContextResource, ToolResource
 from junction.tasks import BenchmarkTask, GoldPair, VerifierSpec
+from tests.helpers import with_gold_redrawn
 
 _TAU2_FIXTURE = Path(__file__).resolve().parent / "data" / "tau2_fixture"
 LIMIT = (3, None)
@@ -219,16 +220,6 @@ def test_where_no_document_names_a_tool_link_features_are_zero():
 
 # -- no leakage -------------------------------------------------------------------------
 
-def _redrawn(task: BenchmarkTask, data) -> BenchmarkTask:
-    docs, tools = [c.id for c in task.contexts], [t.id for t in task.tools]
-    gold_t = tuple(data.draw(st.lists(st.sampled_from(tools), max_size=3, unique=True)))
-    gold_c = tuple(data.draw(st.lists(st.sampled_from(docs), max_size=3, unique=True)))
-    return task.model_copy(update={
-        "gold_tool_ids": gold_t, "gold_context_ids": gold_c,
-        "gold_pairs": tuple(GoldPair(context_id=c, tool_id=t) for c in gold_c for t in gold_t),
-        "verifier": VerifierSpec(kind="tools_exposed"), "metadata": {"x": data.draw(st.text())}})
-
-
 @settings(max_examples=8, deadline=None)
 @given(data=st.data(), which=st.sampled_from(range(len(CONFIGS))))
 def test_gold_of_the_scored_task_never_reaches_a_score(data, which):
@@ -236,7 +227,7 @@ def test_gold_of_the_scored_task_never_reaches_a_score(data, which):
     and metadata changes neither its pools nor any score."""
     model = _model(CONFIGS[which])
     task = _fixture_tasks()[0]
-    other = _redrawn(task, data)
+    other = with_gold_redrawn(task, data)
     views = [t.router_view() for t in (task, other)]
     pools = [candidate_pools(v, LIMIT, RULE) for v in views]
     assert pools[0] == pools[1]
@@ -251,7 +242,7 @@ def test_an_evaluation_task_never_reaches_the_model(data, which):
     training task's gold is what can change it."""
     tasks = _fixture_tasks()
     training, evaluation = tasks[1:], tasks[0]
-    changed = _redrawn(evaluation, data)
+    changed = with_gold_redrawn(evaluation, data)
     model = _model(CONFIGS[which], training)
     again = fit_relevance([t for t in training if t.task_id != changed.task_id], RULE,
                           pool_limit=LIMIT, config=CONFIGS[which])
@@ -266,7 +257,7 @@ def test_a_training_rows_prior_and_knn_leave_its_own_gold_out(data):
     are the same whatever that task's gold is."""
     tasks = list(_fixture_tasks())
     i = data.draw(st.sampled_from(range(len(tasks))))
-    changed = [*tasks[:i], _redrawn(tasks[i], data), *tasks[i + 1:]]
+    changed = [*tasks[:i], with_gold_redrawn(tasks[i], data), *tasks[i + 1:]]
     config = RelevanceConfig(features=("prior", "knn"))
     rows = []
     for ts in (tasks, changed):
