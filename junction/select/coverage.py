@@ -33,7 +33,10 @@ under the budget rows. At any integer (z, x) the best u puts x_t on the largest 
 value (a fractional knapsack with unit weights), so the MILP's value is value(S) exactly.
 Passes: (1) the best value V; (2) with value >= V − tolerance, the fewest tokens, then
 resources (one key, tokens · (n + 1) + count); (3) a no-good row shows whether another set
-has the same key; only then the greedy of (3) above, one feasibility solve per candidate.
+has the same tokens and count (two rows of small integers); only then the greedy of (3)
+above, one feasibility solve per candidate. A greedy set not worth the best or not of the
+same key (a trial HiGHS misjudged at the edge of its 1e-7 tolerance) is never returned:
+pass 2's set stands, status ``heuristic``.
 Every chosen set is re-checked with the budget's own arithmetic and valued with
 ``math.fsum`` (``coverage_value``). A solve HiGHS ends with "Solve error" runs once more
 with presolve off. Status ``optimal`` when every pass finished, ``time_limit`` when the
@@ -255,17 +258,20 @@ class _Model:
         as ``junction.select.exact.milp_search`` does. ``self.nodes`` counts every
         solve's branch-and-bound nodes."""
         start = time.perf_counter()
-        while True:
+
+        def once(presolve: bool):
             left = None if time_limit is None else time_limit - (time.perf_counter() - start)
-            res = self._solve_once(c, [*self.cuts, *extra], lb, ub, left, heuristics)
+            res = self._solve_once(c, [*self.cuts, *extra], lb, ub, left, heuristics,
+                                   presolve)
             self.nodes += int(res.mip_node_count or 0)
+            return res
+
+        while True:
+            res = once(True)
             if res.status == 4 and res.x is None:
                 # HiGHS's "Solve error" (seen on a tie pass's feasibility solve, whose value
                 # row is within 1e-9 of the best): once more, presolve off
-                left = None if time_limit is None else time_limit - (time.perf_counter() - start)
-                res = self._solve_once(c, [*self.cuts, *extra], lb, ub, left, heuristics,
-                                       presolve=False)
-                self.nodes += int(res.mip_node_count or 0)
+                res = once(False)
             if res.x is None:
                 return res
             on = [i for i in range(self.nx) if res.x[i] > 0.5]
@@ -409,10 +415,9 @@ class CoverageSelector:
                   value_row: tuple[np.ndarray, float, float],
                   cs: tuple[str, ...], ts: tuple[str, ...], lb: np.ndarray, ub: np.ndarray,
                   left) -> tuple[tuple[str, ...], tuple[str, ...], int]:
-        """Pass 3: (contexts, tools, 0 when finished, else the HiGHS status that stopped it).
-        Whether another set ties with
-        (cs, ts) on value and key; if one does, the greedy over candidates in sorted id
-        order (module docstring)."""
+        """Pass 3: (contexts, tools, 0 when finished, else the HiGHS status that stopped
+        it). Whether another set ties with (cs, ts) on value and key; if one does, the
+        greedy over candidates in sorted id order (module docstring)."""
         chosen = {*cs, *ts}
         v = np.zeros(model.ncol)
         for i, r in enumerate(model.items):
