@@ -125,7 +125,7 @@ def plugin_differences(recorded: list[dict]) -> str:
         return (str(p.get("entry_point")), str(p.get("distribution")))
 
     before = {key(p): p for p in recorded}
-    now = {key(p.record()): p.record() for p in load_plugins()}
+    now = {key(r): r for r in (p.record() for p in load_plugins())}
     out = []
     for k in sorted(before.keys() | now.keys()):
         a, b = before.get(k), now.get(k)
