@@ -51,6 +51,7 @@ from junction.environment import state_dir
 __all__ = [
     "api_url",
     "copy_template",
+    "discarded_database_settings",
     "in_thread_without_sigint",
     "save_template",
     "send_stderr_to",
@@ -141,11 +142,44 @@ def start() -> None:
             template_settings = _copy_template(database, home)
             copied = template_settings is not None
             updates.update(template_settings or {})
+            updates.update(discarded_database_settings())
         with temporary_settings(updates=updates), stderr_to(_stderr_path):
             _in_thread_without_sigint(SubprocessASGIServer().start)
         if database is not None and not copied:  # migrated, block types in, no run
             _save_template(database, home)
     _watch_running()
+
+
+_RECORDING_SETTINGS = (
+    ("PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED",
+     "PREFECT_API_SERVICES_TASK_RUN_RECORDER_ENABLED"),
+    ("PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED",
+     "PREFECT_API_SERVICES_EVENT_PERSISTER_ENABLED"),
+    ("PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED", "PREFECT_API_SERVICES_TRIGGERS_ENABLED"),
+    ("PREFECT_SERVER_EVENTS_STREAM_OUT_ENABLED",),
+    ("PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED",),
+)
+"""The services of Prefect's server that only record or forward what a run did (each row:
+the setting's Prefect 3 name, then its older alias): the task run recorder (task runs and
+their states, written from the client's events), the event persister, the triggers of
+automations (reactive triggers and their actions), and the event and log streams out to
+subscribers (the UI's live views). An ephemeral server runs each of them
+(``prefect.server.api.server.create_app``, ``RunInEphemeralServers``; Prefect 3.9.1)."""
+
+
+def discarded_database_settings() -> dict[Any, Any]:
+    """The Prefect settings a temporary server starts with when its database is discarded
+    after the run (``start``; the test suite's harness): every service in
+    ``_RECORDING_SETTINGS`` off. Nobody reads that database (an ephemeral server serves no
+    UI, and Junction keeps its own run records: traces, ``run.json``), so the server would
+    spend its CPU writing task runs and events that are deleted with the file; orchestration
+    (flow run states, the API the flow calls) is untouched. A setting the user set in the
+    environment (either name) stands. Cost before and after: docs/measurement.md, "Prefect
+    server start"."""
+    import prefect.settings
+
+    return {getattr(prefect.settings, names[0]): False for names in _RECORDING_SETTINGS
+            if not set(names) & os.environ.keys()}
 
 
 def copy_template(database: Path) -> dict[Any, Any] | None:

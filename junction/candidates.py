@@ -41,9 +41,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import bm25s
 from pydantic import BaseModel, ConfigDict
 
 from junction.registry import PLUGINS, Catalog, load
@@ -51,8 +50,9 @@ from junction.resources import ContextResource, ResourceKind, ToolResource
 from junction.tasks import RouterView
 from junction.text import lexical_tokens, names_id
 
-# bm25s logs every index build at DEBUG; a benchmark builds thousands.
-logging.getLogger("bm25s").setLevel(logging.WARNING)
+if TYPE_CHECKING:  # imported where an index is built: `junction`'s start-up (its options,
+    import bm25s  # its refusals) does not pay for it
+
 
 __all__ = [
     "DEFAULT_POOL_RULE",
@@ -123,6 +123,11 @@ def _bm25_index(documents: Sequence[str]) -> tuple[bm25s.BM25 | None, dict[str, 
     corpus_tokens = [lexical_tokens(d) for d in documents]
     built: tuple[bm25s.BM25 | None, dict[str, int]] = (None, {})
     if any(corpus_tokens):
+        import bm25s
+
+        # bm25s sets its logger to DEBUG when imported and logs every index build there; a
+        # benchmark builds thousands
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
         retriever = bm25s.BM25()
         retriever.index(corpus_tokens, show_progress=False)
         built = (retriever, retriever.vocab_dict)

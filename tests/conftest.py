@@ -82,7 +82,9 @@ def prefect_harness(tmp_path_factory):
     temporary server starts on), so the harness's server neither migrates a new file nor
     registers block types (its start time: docs/measurement.md, "Test time");
     without a template, the harness migrates its file as before and it becomes the
-    template. The harness names its folder with ``tempfile.mkdtemp`` (Prefect 3.9.1,
+    template. Like that server, it runs without the services that only record what a run
+    did (``flows.server.discarded_database_settings``): its database is discarded with the
+    session. The harness names its folder with ``tempfile.mkdtemp`` (Prefect 3.9.1,
     ``prefect.testing.utilities``), which is pointed at a folder of this session's while
     it starts."""
     import contextlib
@@ -96,7 +98,8 @@ def prefect_harness(tmp_path_factory):
     database = folder / "prefect-test.db"  # the harness's name, in the folder it is given
     with contextlib.ExitStack() as stack:
         template_settings = server.copy_template(database)
-        stack.enter_context(temporary_settings(updates=template_settings or {}))
+        stack.enter_context(temporary_settings(
+            updates={**(template_settings or {}), **server.discarded_database_settings()}))
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(harness, "mkdtemp", lambda: str(folder))
             stack.enter_context(harness.prefect_test_harness(server_startup_timeout=120))

@@ -7,6 +7,8 @@
 - ``write_bfcl_category``: a hand-made BFCL category file (and its answers) in a folder;
 - ``on_session_server``: a subprocess environment that reports to the session's Prefect
   server;
+- ``junction_in_process``: ``junction ARGS`` that starts no run (a refusal, a listing, a
+  query, a report), run by this process's interpreter rather than a new one;
 - ``embedded_agent``: the embedded agent model loaded with a given configuration;
 - ``notetaker`` and ``notetaker_one_tool``: BFCL memory's notetaker task, whole, and with
   one tool, whose conversation overflows a small window while the cut prompt stays short;
@@ -15,8 +17,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
+import io
 import json
+import os
+import shutil
+import subprocess
+import sys
+import traceback
+import warnings
+from collections.abc import Mapping
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
@@ -24,9 +35,9 @@ import pytest
 
 from junction.evidence.traces import CandidateRecord, TaskTraceRecord, ToolCallRecord
 
-__all__ = ["BFCL_DATA", "NOTETAKER_WINDOW", "embedded_agent", "needs_data", "notetaker",
-           "notetaker_one_tool", "on_session_server", "trace_record", "with_listed_tools",
-           "write_bfcl_category"]
+__all__ = ["BFCL_DATA", "NOTETAKER_WINDOW", "embedded_agent", "junction_in_process", "needs_data",
+           "notetaker", "notetaker_one_tool", "on_session_server", "trace_record",
+           "with_listed_tools", "write_bfcl_category"]
 
 
 def trace_record(**overrides) -> TaskTraceRecord:
@@ -87,6 +98,66 @@ def on_session_server(env: dict[str, str]) -> dict[str, str]:
     from prefect.settings import PREFECT_API_URL
 
     return {**env, "PREFECT_API_URL": PREFECT_API_URL.value()}
+
+
+JUNCTION = shutil.which("junction", path=os.path.dirname(sys.executable)) or "junction"
+"""The console script of this interpreter's environment (``.venv/bin/junction``)."""
+
+
+def junction_in_process(env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``junction ARGS`` as ``subprocess.run([JUNCTION, *ARGS], env=env, cwd=ROOT,
+    capture_output=True, text=True)`` would give it (return code, standard output, standard
+    error), run in this process: the console script's entry point (``flows.cli.main``) with
+    ``sys.argv``, the environment and the working folder (the checkout) swapped in, its
+    output captured, and all three restored afterwards, with the warning filters and
+    ``warnings.showwarning``. A new interpreter costs about a second of CPU in imports
+    (``flows.plan`` alone half a second); this costs none.
+
+    For commands that start no run: refusals of bad input, listings, queries, reports and
+    diffs of finished runs. A run (Prefect, a model, a lock) goes through a process of its
+    own, and so does a command reading standard input, a fault at import time (this
+    process has imported everything already) or a plug-in installed for the test (entry
+    points are read once per process). An exception ``main`` lets through is what a
+    process would print: its traceback on standard error, return code 1."""
+    from flows.cli import main
+
+    # text streams over bytes, as a process's are (``sys.stdout.buffer``: CSV is written there)
+    out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+                for _ in range(2))
+    saved_env, saved_argv, saved_cwd = dict(os.environ), sys.argv, os.getcwd()
+    code = 0
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        sys.argv = [JUNCTION, *args]
+        os.chdir(Path(__file__).resolve().parent.parent)
+        with warnings.catch_warnings(), contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(err):
+            try:
+                main()
+            except SystemExit as exc:
+                if exc.code is None or isinstance(exc.code, int):
+                    code = exc.code or 0
+                else:  # sys.exit("message"): printed, status 1
+                    print(exc.code, file=sys.stderr)
+                    code = 1
+            except Exception:  # what the interpreter would print
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)
+    return subprocess.CompletedProcess([JUNCTION, *args], code, _text(out), _text(err))
+
+
+def _text(stream: io.TextIOWrapper) -> str:
+    stream.flush()
+    raw = stream.buffer
+    assert isinstance(raw, io.BytesIO)
+    # universal newlines, as ``subprocess.run(..., text=True)`` reads a pipe
+    return raw.getvalue().decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
 NOTETAKER_WINDOW = 768

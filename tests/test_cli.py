@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import junction_in_process
+
 pytestmark = pytest.mark.flow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,7 +128,7 @@ def test_bench_thread_and_dask_give_identical_metrics(two_runs, cli_env):
 
 
 def test_runs_lists_both_runs(two_runs, cli_env):
-    result = run(cli_env, "runs")
+    result = junction_in_process(cli_env, "runs")
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("completed") == 2
 
@@ -134,29 +136,29 @@ def test_runs_lists_both_runs(two_runs, cli_env):
 def test_report_latest_rewrites_the_report(two_runs, cli_env):
     report_md = _report_dir(two_runs[1].stdout, cli_env) / "report.md"
     report_md.unlink()
-    result = run(cli_env, "report", "latest")
+    result = junction_in_process(cli_env, "report", "latest")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"report: {report_md}"
     assert report_md.exists()
 
 
 def test_diff_latest_previous_and_by_commit(two_runs, cli_env):
-    result = run(cli_env, "diff", "latest", "previous")
+    result = junction_in_process(cli_env, "diff", "latest", "previous")
     assert result.returncode == 0, result.stderr
     assert re.search(r"^0 of [1-9]\d* metric rows changed", result.stdout, flags=re.M), \
         result.stdout
     # a git commit means: the latest run made at it (both runs were made at this one)
     run_json = _report_dir(two_runs[1].stdout, cli_env) / "run.json"
     commit = json.loads(run_json.read_text())["git_commit"]
-    by_commit = run(cli_env, "diff", commit[:7], "previous", "--format", "json")
+    by_commit = junction_in_process(cli_env, "diff", commit[:7], "previous", "--format", "json")
     assert by_commit.returncode == 0, by_commit.stderr
     payload = json.loads(by_commit.stdout)
     assert payload["after"] != payload["before"] and payload["rows"]
 
 
 def test_sql_csv(two_runs, cli_env):
-    result = run(cli_env, "sql", "select strategy, avg(success::int) from traces group by 1 "
-                 "order by 1", "--format", "csv")
+    result = junction_in_process(cli_env, "sql", "select strategy, avg(success::int) from "
+                                 "traces group by 1 order by 1", "--format", "csv")
     assert result.returncode == 0, result.stderr
     rows = list(csv.reader(io.StringIO(result.stdout)))
     from junction.strategies.catalog import default_strategies, strategy_info
@@ -170,14 +172,14 @@ def test_suites_lists_every_suite_record(cli_env):
     from junction.suites import suite_names
 
     env = {k: v for k, v in cli_env.items() if k != "JUNCTION_TAU2_DATA"}
-    result = run(env, "suites")
+    result = junction_in_process(env, "suites")
     assert result.returncode == 0, result.stderr
     assert all(name in result.stdout for name in suite_names())
     assert "$JUNCTION_TAU2_DATA: not set" in result.stdout
 
 
 def test_demo_coupling_json(cli_env):
-    result = run(cli_env, "demo", "coupling", "--json")
+    result = junction_in_process(cli_env, "demo", "coupling", "--json")
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     assert payload["strategies"]["exact"]["verified"] is True
@@ -212,7 +214,7 @@ def test_judge_score_json(cli_env):
         for j in r["tied_with"]:
             assert r["index"] in rows[j]["tied_with"]
             assert abs(r["score"] - rows[j]["score"]) <= payload["noise_floor"]
-    bad = run(cli_env, "judge", "score", "q", "d", "--instruction", " ")
+    bad = junction_in_process(cli_env, "judge", "score", "q", "d", "--instruction", " ")
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "--instruction" in bad.stderr
 
 
@@ -241,15 +243,15 @@ def test_judge_noise_measures_and_stores(judge, tmp_path, monkeypatch):
 
 
 def test_models_list_and_assemble(cli_env):
-    listed = run(cli_env, "models", "list", "--json")
+    listed = junction_in_process(cli_env, "models", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = {r["name"]: r for r in json.loads(listed.stdout)}
     assert rows["qwen2.5-coder-0.5b-instruct"]["default"] is True
     assert rows["qwen2.5-coder-0.5b-instruct"]["parts_installed"] is True
-    assembled = run(cli_env, "models", "assemble")
+    assembled = junction_in_process(cli_env, "models", "assemble")
     assert assembled.returncode == 0, assembled.stderr
     assert "491400064 bytes" in assembled.stdout and "sha256 1d9614638d18" in assembled.stdout
-    unknown = run(cli_env, "models", "assemble", "no-such-model")
+    unknown = junction_in_process(cli_env, "models", "assemble", "no-such-model")
     assert unknown.returncode == 1 and "unknown embedded model" in unknown.stderr
 
 
@@ -257,14 +259,15 @@ def test_models_check_dense_and_a_bad_pool_rule_or_fit_search_is_one_line(cli_en
     checked = run(cli_env, "models", "check-dense")
     assert checked.returncode == 0, checked.stderr
     assert "90868376 bytes" in checked.stdout and "sha256 53aa51172d14" in checked.stdout
-    bad = run(cli_env, "bench", "--suite", "coupling", "--pool", "sparse")
+    bad = junction_in_process(cli_env, "bench", "--suite", "coupling", "--pool", "sparse")
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1
     from junction.candidates import POOL_RULES
 
     rules = ", ".join(POOL_RULES.names())
     assert f"unknown pool rule 'sparse'; valid pool rules: {rules}" in bad.stderr
     assert "bm25_named" in POOL_RULES
-    search = run(cli_env, "bench", "--suite", "coupling", "--fit-search", "fast")
+    search = junction_in_process(cli_env, "bench", "--suite", "coupling", "--fit-search",
+                                 "fast")
     assert search.returncode == 1 and search.stderr.count("\n") == 1
     assert "unknown fit search 'fast'; valid searches: optimal, hybrid, local" in search.stderr
 
@@ -337,6 +340,6 @@ def test_admit_mistakes_are_one_line(cli_env, tmp_path, args, message):
     (tmp_path / "p.html").write_text(ADMIT_PAGE, encoding="utf-8")
     (tmp_path / "e.html").write_text("<html><!-- nothing --></html>", encoding="utf-8")
     paths = {"PAGE": str(tmp_path / "p.html"), "EMPTY": str(tmp_path / "e.html")}
-    result = run(cli_env, "admit", *[paths.get(a, a) for a in args])
+    result = junction_in_process(cli_env, "admit", *[paths.get(a, a) for a in args])
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
     assert message in result.stderr

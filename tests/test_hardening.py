@@ -18,13 +18,21 @@ from junction.errors import TraceError
 from junction.evidence.store import TraceStore
 from junction.evidence.traces import timings_to_table
 from junction.evidence.warehouse import CorruptFileWarning, Warehouse
+from tests.helpers import junction_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cli(*args, warehouse, env=None):
-    """Run this checkout's CLI (``python -m flows.cli``) in a subprocess."""
-    full_env = {**os.environ, "JUNCTION_WAREHOUSE": str(warehouse), **(env or {})}
+    """``junction ARGS`` on ``warehouse``: a query, or a mistake refused before any work,
+    run in this process (``tests.helpers.junction_in_process``)."""
+    return junction_in_process({**os.environ, "JUNCTION_WAREHOUSE": str(warehouse), **(env or {})},
+                            *args)
+
+
+def _cli_process(*args, warehouse):
+    """Run this checkout's CLI (``python -m flows.cli``) in a subprocess of its own."""
+    full_env = {**os.environ, "JUNCTION_WAREHOUSE": str(warehouse)}
     return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True,
                           text=True, env=full_env, timeout=300, cwd=ROOT)
 
@@ -158,8 +166,8 @@ def test_corrupt_file_of_another_run_is_one_warning(warehouse, tmp_path):
 
 def test_same_run_id_twice_fails_at_once_naming_the_holder(tmp_path):
     root = tmp_path / "wh"
-    with TraceStore(str(root)).run_lock("busy-run"):
-        out = _cli("bench", "--suite", "coupling", "--strategy", "exact", "--run-id",
+    with TraceStore(str(root)).run_lock("busy-run"):  # held by this process: the CLI in another
+        out = _cli_process("bench", "--suite", "coupling", "--strategy", "exact", "--run-id",
                    "busy-run", warehouse=root)
     assert out.returncode == 1
     line = _one_line(out)

@@ -61,8 +61,10 @@ def test_multi_token_answer_fails_the_first_gate(judge) -> None:
 
 
 def test_batch_matches_naive_within_the_noise_floor(judge) -> None:
+    # all five in one batch; the naive path (each whole prompt decoded from an empty cache,
+    # seconds a document) on the matching and the non-matching passage
     batch = judge.score(FIXTURE.query, DOCS).scores
-    naive = judge.score_naive(FIXTURE.query, DOCS).scores
+    naive = judge.score_naive(FIXTURE.query, DOCS[:2]).scores
     floor = noise_floor(judge).floor
     assert max(abs(a - b) for a, b in zip(batch, naive, strict=False)) <= floor
     # the matching passage still beats the non-matching one on both paths

@@ -14,6 +14,7 @@ import pytest
 
 from flows.cli_text import json_text, terminal_safe
 from junction.text import binary_offset
+from tests.helpers import junction_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 JUNCTION = str(Path(sys.executable).parent / "junction")
@@ -30,8 +31,8 @@ def cli_env(tmp_path_factory):
 
 
 def run(env, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([JUNCTION, *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
+    """``junction ARGS``: every command here stops before any work (``junction_in_process``)."""
+    return junction_in_process(env, *args)
 
 
 def _one_line(result: subprocess.CompletedProcess, message: str) -> None:

@@ -157,8 +157,22 @@ def _print_report(folder: Path, wall: float, cpu: float, top: int, pytest_pid: i
             argv = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(p["argv"]))
             print(f"| `{argv[:90]}` | {p['cpu']:.1f} | {p['children']:.1f} | {p['wall']:.1f} "
                   f"| {p['test'].split(' ')[0][:80]} |")
+        by_file: dict[str, dict[str, float]] = defaultdict(
+            lambda: {"n": 0, "cpu_s": 0.0, "children_cpu_s": 0.0})
+        for p in procs:
+            row = by_file[p["test"].split("::")[0] or "(no test)"]
+            row["n"] += 1
+            row["cpu_s"] += p["cpu"]
+            row["children_cpu_s"] += p["children"]
+        print("\n| file (most process CPU) | processes | their CPU s | their children's CPU s |"
+              "\n|---|---|---|---|")
+        ranked = sorted(by_file.items(), key=lambda kv: -(kv[1]["cpu_s"] + kv[1]["children_cpu_s"]))
+        for name, row in ranked[:top]:
+            print(f"| {name} | {row['n']:.0f} | {row['cpu_s']:.1f} | {row['children_cpu_s']:.1f} |")
         figures["processes"] = len(procs)
         figures["processes_cpu_s"] = round(sum(p["cpu"] for p in procs), 1)
+        figures["processes_by_file"] = {name: {k: round(v, 1) for k, v in row.items()}
+                                        for name, row in ranked}
     return figures
 
 
