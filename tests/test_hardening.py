@@ -250,7 +250,7 @@ def _tables_with_rows(path) -> set[str]:
 
 @pytest.mark.flow
 def test_temporary_server_start_waits_for_the_home_lock_then_later_starts_copy_its_template(
-        tmp_path):
+        tmp_path, monkeypatch):
     """The mechanism behind the test above: while another process holds the start lock, no
     server starts and no database is created in the fresh home; once released, it starts,
     and leaves the home's template (migrated, block types in, no run). The next start is
@@ -259,6 +259,7 @@ def test_temporary_server_start_waits_for_the_home_lock_then_later_starts_copy_i
     import fcntl
     import time
 
+    from flows import server
     from flows.server import _BLOCKS_SETTING_NAMES
 
     home = tmp_path / "prefect-home"
@@ -298,11 +299,16 @@ def test_temporary_server_start_waits_for_the_home_lock_then_later_starts_copy_i
     assert second["blocks"] == "False"
     copy = home / "ephemeral" / f"{second['pid']}.db"
     assert {"alembic_version", "block_type"} <= _tables_with_rows(copy)
+    # a template that is not a database is not copied (a start then migrates a file of its
+    # own, as the first one did) and is replaced by the next migrated database saved, which
+    # removes another Prefect version's template; checked here without a third server
     template.write_bytes(b"not a database")
     other = template.with_name("template-0000000000000000.db")  # another Prefect's
     other.write_bytes(b"")
-    third = start()
-    assert third["blocks"] is None  # not used: the server migrated a file of its own
+    monkeypatch.setenv("PREFECT_HOME", str(home))
+    assert server.copy_template(tmp_path / "third.db") is None
+    assert not (tmp_path / "third.db").exists()
+    assert server.save_template(copy)  # the second server's: migrated, block types in, no run
     assert {"alembic_version", "block_type"} <= _tables_with_rows(template)
     assert not other.exists()  # writing the template removed the other version's
 
