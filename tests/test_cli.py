@@ -98,8 +98,9 @@ def _report_dir(out: str, env) -> Path:
 
 @pytest.fixture(scope="module")
 def two_runs(cli_env, prefect_harness):
-    """A thread run, then a Dask run with two workers, of the same suites and seed: every
-    default strategy, a small sample (the judge on 2 tasks) at two scales, several units.
+    """A thread run, then a Dask run (one worker process; tests/test_scale.py runs two, in
+    process), of the same suites and seed: every default strategy, a small sample (the
+    judge on 2 tasks) at two scales, several units.
 
     The thread run reports to the session's Prefect server (``PREFECT_API_URL``, as a user
     with a configured server), sparing a server start of its own; the Dask run starts its
@@ -110,7 +111,7 @@ def two_runs(cli_env, prefect_harness):
             "--budget-scale", "0.5", "--budget-scale", "1", "--batch-size", "6",
             "--strategy-size", "judge_admission=2", "--strategy-scale", "judge_admission=1")
     thread = run(on_session_server(cli_env), *args)
-    dask = run(cli_env, *args, "--runner", "dask", "--workers", "2")
+    dask = run(cli_env, *args, "--runner", "dask", "--workers", "1")
     return thread, dask
 
 
@@ -221,7 +222,7 @@ def test_judge_score_json(cli_env):
 @pytest.mark.model
 def test_judge_noise_measures_and_stores(judge, tmp_path, monkeypatch):
     # in-process, so the session's loaded judge is reused; the state folder is a temporary
-    # one. The probe is cut to its last group (3 documents): the command's path (slot
+    # one. The probe is cut to two documents of its last group: the command's path (slot
     # spread, batch and one-pair-at-a-time scores, the floor, storing) is the same, and the
     # one-pair path, a whole prompt decoded per document, was most of the cost for all 20
     from typer.testing import CliRunner
@@ -231,12 +232,13 @@ def test_judge_noise_measures_and_stores(judge, tmp_path, monkeypatch):
     from junction.judge.noise import noise_floor, stored_noise_floor
 
     monkeypatch.setenv("JUNCTION_STATE_DIR", str(tmp_path))
-    monkeypatch.setattr(noise, "PROBE_GROUPS", noise.PROBE_GROUPS[-1:])
+    query, documents = noise.PROBE_GROUPS[-1]
+    monkeypatch.setattr(noise, "PROBE_GROUPS", ((query, documents[:2]),))
     assert stored_noise_floor(judge) is None
     result = CliRunner().invoke(judge_app, ["noise", "--json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
-    assert payload["model_hash"] == judge.model_hash and payload["n_documents"] == 3
+    assert payload["model_hash"] == judge.model_hash and payload["n_documents"] == 2
     assert payload["floor"] >= max(payload["slot_spread"], payload["batch_naive_gap"])
     assert noise_floor(judge).floor == payload["floor"]  # stored, and used from now on
     assert noise_floor(judge).source == "measured"

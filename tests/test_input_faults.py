@@ -24,6 +24,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tests.helpers import junction_in_process
+
 ROOT = Path(__file__).resolve().parent.parent
 JUNCTION = str(Path(sys.executable).parent / "junction")
 FIXTURE = ROOT / "tests" / "data" / "tau2_fixture"
@@ -41,6 +43,12 @@ def _env(base: Path) -> dict[str, str]:
 def _junction(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([JUNCTION, *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600)
+
+
+def _in_process(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """``junction ARGS`` refused before any work, run in this process
+    (``tests.helpers.junction_in_process``)."""
+    return junction_in_process(env, *args)
 
 
 def _written(base: Path) -> list[str]:
@@ -111,7 +119,7 @@ def test_a_tau2_task_with_nothing_to_find_is_left_out_not_a_free_success(tmp_pat
 
 def test_a_tau2_folder_of_tasks_with_nothing_to_find_is_refused_before_the_run(tmp_path):
     folder = _emptied(tmp_path / "tau2", [1, 2, 3, 4, 5])  # task_006: no instructions
-    result = _junction(_env(tmp_path), "bench", "--suite", "tau2-banking", "--tau2-data",
+    result = _in_process(_env(tmp_path), "bench", "--suite", "tau2-banking", "--tau2-data",
                        str(folder), "--strategy", "gold_minimal", "--run-id", "none")
     _refused(result, tmp_path, f"{folder / 'tasks'}: no task could be loaded",
              "nothing_to_find 5")
@@ -153,7 +161,7 @@ TASK = {"task_id": "t1", "suite": "mine", "objective": "close my card",
 def test_a_suite_file_named_like_a_registered_suite_is_refused_before_the_run(tmp_path):
     path = tmp_path / "taken.jsonl"
     path.write_text(json.dumps({**TASK, "suite": "coupling"}) + "\n")
-    result = _junction(_env(tmp_path), "bench", "--suite-file", str(path), "--strategy",
+    result = _in_process(_env(tmp_path), "bench", "--suite-file", str(path), "--strategy",
                        "exact", "--run-id", "taken")
     _refused(result, tmp_path, f"{path}: suite name 'coupling' is taken by a registered suite")
     assert not (tmp_path / "wh" / "runs" / ".taken.lock").exists()
@@ -163,7 +171,7 @@ def test_two_suite_files_of_one_suite_name_are_refused_before_the_run(tmp_path):
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     first.write_text(json.dumps(TASK) + "\n")
     second.write_text(json.dumps({**TASK, "task_id": "t2"}) + "\n")
-    result = _junction(_env(tmp_path), "bench", "--suite-file", str(first), "--suite-file",
+    result = _in_process(_env(tmp_path), "bench", "--suite-file", str(first), "--suite-file",
                        str(second), "--strategy", "exact", "--run-id", "twice")
     _refused(result, tmp_path, f"{second}: suite name 'mine' is also the suite of {first}")
 
@@ -178,7 +186,7 @@ def test_a_json_boolean_as_a_number_is_refused_naming_the_field(tmp_path, field,
     change(bad)
     path = tmp_path / "bool.jsonl"
     path.write_text(json.dumps(TASK) + "\n" + json.dumps(bad) + "\n")
-    result = _junction(_env(tmp_path), "bench", "--suite-file", str(path), "--strategy",
+    result = _in_process(_env(tmp_path), "bench", "--suite-file", str(path), "--strategy",
                        "exact", "--run-id", "bools")
     _refused(result, tmp_path, f"{path}:2: task 't2': {field}: a number is needed, got the "
                                "JSON boolean")
@@ -187,7 +195,7 @@ def test_a_json_boolean_as_a_number_is_refused_naming_the_field(tmp_path, field,
 def test_a_pretty_printed_json_array_is_refused_with_the_json_lines_hint(tmp_path):
     path = tmp_path / "pretty.jsonl"
     path.write_text(json.dumps([TASK, {**TASK, "task_id": "t2"}], indent=2) + "\n")
-    result = _junction(_env(tmp_path), "bench", "--suite-file", str(path), "--strategy",
+    result = _in_process(_env(tmp_path), "bench", "--suite-file", str(path), "--strategy",
                        "exact", "--run-id", "pretty")
     _refused(result, tmp_path, f"{path}:1: not JSON Lines: the JSON array opened on this line",
              "one task object per line")
