@@ -9,6 +9,14 @@ one "from template". Seconds are ``flows.server.start()``'s wall time in the chi
 (imports excluded), and the whole command's wall time for ``junction bench --suite
 coupling --strategy exact --budget-scale 1``.
 
+Then, on a home with its template, the services that only record what a run did
+(``flows.server.discarded_database_settings``: task run recorder, event persister,
+triggers, the event and log streams out) off, as ``start`` runs them, against on (each
+setting given as ``true`` in the environment, where the user's value stands): CPU seconds
+(user + system, the ``junction`` process and the server it reaps, ``RUSAGE_CHILDREN``) and
+wall seconds of ``junction bench --suite synthetic --suite coupling --size 12 --strategy
+exact --strategy fixed_split --budget-scale 0.5 --budget-scale 1`` (8 units), alternating.
+
 Usage: ``.venv/bin/python bench/perf/prefect_start.py [--rounds N]`` (default 3).
 """
 
@@ -16,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -62,6 +71,31 @@ def _bench_s(env: dict[str, str], run_id: str) -> float:
     return time.perf_counter() - began
 
 
+RECORDING = ("PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED",
+             "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED",
+             "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED", "PREFECT_SERVER_EVENTS_STREAM_OUT_ENABLED",
+             "PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED")
+"""The settings ``flows.server.discarded_database_settings`` turns off (their Prefect 3 names)."""
+
+EIGHT_UNITS = ["--suite", "synthetic", "--suite", "coupling", "--size", "12", "--strategy",
+               "exact", "--strategy", "fixed_split", "--budget-scale", "0.5",
+               "--budget-scale", "1"]
+
+
+def _bench_cpu(env: dict[str, str], run_id: str) -> tuple[float, float]:
+    """(CPU s, wall s) of an eight-unit ``junction bench`` (module docstring)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.perf_counter()
+    done = subprocess.run([JUNCTION, "bench", *EIGHT_UNITS, "--run-id", run_id], cwd=ROOT,
+                          env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode:
+        sys.exit(f"junction bench failed: {done.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -84,6 +118,23 @@ def main() -> None:
                       f"{second:.2f} s", flush=True)
             finally:
                 shutil.rmtree(home, ignore_errors=True)
+    home = Path(tempfile.mkdtemp(prefix="prefect-start-"))
+    try:
+        env = _env(home)
+        _bench_s(env, "template")  # the home's template
+        for i in range(args.rounds):
+            for on in (False, True):
+                kind = "on" if on else "off"
+                cpu, wall = _bench_cpu({**env, **dict.fromkeys(RECORDING, "true")} if on
+                                       else env, f"{kind}{i}")
+                rows.setdefault(f"bench of 8 units, recording services {kind}, CPU", []
+                                ).append(cpu)
+                rows.setdefault(f"bench of 8 units, recording services {kind}, wall", []
+                                ).append(wall)
+                print(f"round {i + 1} recording services {kind}: CPU {cpu:.2f} s, wall "
+                      f"{wall:.2f} s", flush=True)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     print("| measure | median s | runs (s) |\n|---|---|---|")
     for name, values in rows.items():
