@@ -49,6 +49,7 @@ import psutil
 from junction.environment import state_dir
 
 __all__ = [
+    "RECORDING_SETTINGS",
     "api_url",
     "copy_template",
     "discarded_database_settings",
@@ -150,7 +151,7 @@ def start() -> None:
     _watch_running()
 
 
-_RECORDING_SETTINGS = (
+RECORDING_SETTINGS = (
     ("PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED",
      "PREFECT_API_SERVICES_TASK_RUN_RECORDER_ENABLED"),
     ("PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED",
@@ -170,7 +171,7 @@ subscribers (the UI's live views). An ephemeral server runs each of them
 def discarded_database_settings() -> dict[Any, Any]:
     """The Prefect settings a temporary server starts with when its database is discarded
     after the run (``start``; the test suite's harness): every service in
-    ``_RECORDING_SETTINGS`` off. Nobody reads that database (an ephemeral server serves no
+    ``RECORDING_SETTINGS`` off. Nobody reads that database (an ephemeral server serves no
     UI, and Junction keeps its own run records: traces, ``run.json``), so the server would
     spend its CPU writing task runs and events that are deleted with the file; orchestration
     (flow run states, the API the flow calls) is untouched. A setting the user set in the
@@ -178,7 +179,7 @@ def discarded_database_settings() -> dict[Any, Any]:
     server start"."""
     import prefect.settings
 
-    return {getattr(prefect.settings, names[0]): False for names in _RECORDING_SETTINGS
+    return {getattr(prefect.settings, names[0]): False for names in RECORDING_SETTINGS
             if not set(names) & os.environ.keys()}
 
 

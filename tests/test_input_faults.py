@@ -45,12 +45,6 @@ def _junction(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=600)
 
 
-def _in_process(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    """``junction ARGS`` refused before any work, run in this process
-    (``tests.helpers.junction_in_process``)."""
-    return junction_in_process(env, *args)
-
-
 def _written(base: Path) -> list[str]:
     """Every file under the test's warehouse, reports and state folders."""
     return sorted(str(p.relative_to(base)) for d in ("wh", "rep", "st")
@@ -119,8 +113,8 @@ def test_a_tau2_task_with_nothing_to_find_is_left_out_not_a_free_success(tmp_pat
 
 def test_a_tau2_folder_of_tasks_with_nothing_to_find_is_refused_before_the_run(tmp_path):
     folder = _emptied(tmp_path / "tau2", [1, 2, 3, 4, 5])  # task_006: no instructions
-    result = _in_process(_env(tmp_path), "bench", "--suite", "tau2-banking", "--tau2-data",
-                       str(folder), "--strategy", "gold_minimal", "--run-id", "none")
+    result = junction_in_process(_env(tmp_path), "bench", "--suite", "tau2-banking", "--tau2-data",
+                                 str(folder), "--strategy", "gold_minimal", "--run-id", "none")
     _refused(result, tmp_path, f"{folder / 'tasks'}: no task could be loaded",
              "nothing_to_find 5")
 
@@ -161,8 +155,8 @@ TASK = {"task_id": "t1", "suite": "mine", "objective": "close my card",
 def test_a_suite_file_named_like_a_registered_suite_is_refused_before_the_run(tmp_path):
     path = tmp_path / "taken.jsonl"
     path.write_text(json.dumps({**TASK, "suite": "coupling"}) + "\n")
-    result = _in_process(_env(tmp_path), "bench", "--suite-file", str(path), "--strategy",
-                       "exact", "--run-id", "taken")
+    result = junction_in_process(_env(tmp_path), "bench", "--suite-file", str(path), "--strategy",
+                                 "exact", "--run-id", "taken")
     _refused(result, tmp_path, f"{path}: suite name 'coupling' is taken by a registered suite")
     assert not (tmp_path / "wh" / "runs" / ".taken.lock").exists()
 
@@ -171,8 +165,9 @@ def test_two_suite_files_of_one_suite_name_are_refused_before_the_run(tmp_path):
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     first.write_text(json.dumps(TASK) + "\n")
     second.write_text(json.dumps({**TASK, "task_id": "t2"}) + "\n")
-    result = _in_process(_env(tmp_path), "bench", "--suite-file", str(first), "--suite-file",
-                       str(second), "--strategy", "exact", "--run-id", "twice")
+    result = junction_in_process(_env(tmp_path), "bench", "--suite-file", str(first),
+                                 "--suite-file", str(second), "--strategy", "exact",
+                                 "--run-id", "twice")
     _refused(result, tmp_path, f"{second}: suite name 'mine' is also the suite of {first}")
 
 
@@ -186,8 +181,8 @@ def test_a_json_boolean_as_a_number_is_refused_naming_the_field(tmp_path, field,
     change(bad)
     path = tmp_path / "bool.jsonl"
     path.write_text(json.dumps(TASK) + "\n" + json.dumps(bad) + "\n")
-    result = _in_process(_env(tmp_path), "bench", "--suite-file", str(path), "--strategy",
-                       "exact", "--run-id", "bools")
+    result = junction_in_process(_env(tmp_path), "bench", "--suite-file", str(path), "--strategy",
+                                 "exact", "--run-id", "bools")
     _refused(result, tmp_path, f"{path}:2: task 't2': {field}: a number is needed, got the "
                                "JSON boolean")
 
@@ -195,8 +190,8 @@ def test_a_json_boolean_as_a_number_is_refused_naming_the_field(tmp_path, field,
 def test_a_pretty_printed_json_array_is_refused_with_the_json_lines_hint(tmp_path):
     path = tmp_path / "pretty.jsonl"
     path.write_text(json.dumps([TASK, {**TASK, "task_id": "t2"}], indent=2) + "\n")
-    result = _in_process(_env(tmp_path), "bench", "--suite-file", str(path), "--strategy",
-                       "exact", "--run-id", "pretty")
+    result = junction_in_process(_env(tmp_path), "bench", "--suite-file", str(path), "--strategy",
+                                 "exact", "--run-id", "pretty")
     _refused(result, tmp_path, f"{path}:1: not JSON Lines: the JSON array opened on this line",
              "one task object per line")
 

@@ -63,12 +63,6 @@ def _junction(env: dict[str, str], *args: str, program: str = PROGRAM
                           timeout=600)
 
 
-def _refused(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    """``.venv/bin/junction ARGS``, a mistake refused before any work, run in this process
-    (``tests.helpers.junction_in_process``); a fault at import time needs ``_junction``."""
-    return junction_in_process(env, *args)
-
-
 def _one_line(out: subprocess.CompletedProcess) -> str:
     assert out.returncode == 1, (out.stdout[-2000:], out.stderr[-3000:])
     lines = out.stderr.splitlines()
@@ -193,10 +187,10 @@ def test_reports_naming_a_file_is_refused_before_the_run(tmp_path):
     env = _env(tmp_path)
     file = tmp_path / "a-file"
     file.write_text("x")
-    line = _one_line(_refused(env, "bench", *RUN, "--reports", str(file)))
+    line = _one_line(junction_in_process(env, "bench", *RUN, "--reports", str(file)))
     assert line == f"error: reports {file} is a file, not a folder; pass a folder to --reports"
-    line = _one_line(_refused({**env, "JUNCTION_REPORTS": str(file / "inside")}, "bench",
-                              *RUN))
+    line = _one_line(junction_in_process({**env, "JUNCTION_REPORTS": str(file / "inside")},
+                                         "bench", *RUN))
     assert line == (f"error: JUNCTION_REPORTS={file / 'inside'} is inside {file}, a file, not "
                     "a folder; set JUNCTION_REPORTS to a folder")
     assert not (tmp_path / "wh").exists() and not (tmp_path / "st").exists()
@@ -221,7 +215,7 @@ def test_report_into_a_folder_that_cannot_be_written_is_one_line(finished, tmp_p
     _, env = finished
     folder = _unwritable(tmp_path)
     before = sorted(folder.iterdir())
-    line = _one_line(_refused(env, "report", "base", "--reports", str(folder)))
+    line = _one_line(junction_in_process(env, "report", "base", "--reports", str(folder)))
     assert line.startswith(f"error: reports {folder} is not a writable folder: ")
     assert sorted(folder.iterdir()) == before
 
@@ -249,7 +243,8 @@ def test_a_warehouse_variable_naming_a_file_is_one_line(tmp_path, command):
     # before: "no runs yet" or "no traces under <file>" (the file read as an empty folder)
     file = tmp_path / "a-file"
     file.write_text("x")
-    line = _one_line(_refused({**_env(tmp_path), "JUNCTION_WAREHOUSE": str(file)}, *command))
+    env = {**_env(tmp_path), "JUNCTION_WAREHOUSE": str(file)}
+    line = _one_line(junction_in_process(env, *command))
     assert line == (f"error: JUNCTION_WAREHOUSE={file} is a file, not a folder; set "
                     "JUNCTION_WAREHOUSE to a folder")
 
@@ -281,7 +276,7 @@ def test_a_resume_with_other_parameters_names_each_option_and_both_values(finish
     base, env = finished
     before = (base / "wh" / "runs" / "base.json").read_bytes()
     args = [*RUN[:-4], "--budget-scale", "2", "--fit-search", "local"]
-    line = _one_line(_refused(env, "bench", *args, "--run-id", "base"))
+    line = _one_line(junction_in_process(env, "bench", *args, "--run-id", "base"))
     assert line == ("error: run base was started with different parameters: --budget-scale 1 "
                     "(now 2), --fit-search hybrid (now local); use a new run id or the same "
                     "parameters")

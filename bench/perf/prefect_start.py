@@ -37,6 +37,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
 from results import write_results  # noqa: E402
 
+from flows.server import RECORDING_SETTINGS  # noqa: E402
+
+RECORDING = tuple(names[0] for names in RECORDING_SETTINGS)
+"""The settings ``flows.server.discarded_database_settings`` turns off (their Prefect 3 names)."""
+
 JUNCTION = str(Path(sys.executable).parent / "junction")
 START = ("import os, time\n"
          "from flows.environment import configure_prefect_env\n"
@@ -71,11 +76,6 @@ def _bench_s(env: dict[str, str], run_id: str) -> float:
     return time.perf_counter() - began
 
 
-RECORDING = ("PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED",
-             "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED",
-             "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED", "PREFECT_SERVER_EVENTS_STREAM_OUT_ENABLED",
-             "PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED")
-"""The settings ``flows.server.discarded_database_settings`` turns off (their Prefect 3 names)."""
 
 EIGHT_UNITS = ["--suite", "synthetic", "--suite", "coupling", "--size", "12", "--strategy",
                "exact", "--strategy", "fixed_split", "--budget-scale", "0.5",

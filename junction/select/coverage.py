@@ -234,12 +234,11 @@ class _Model:
         self.obj = obj
         self.A, self.lo, self.hi = built.matrix(ncol)
         tokens = np.array([r.token_cost for r in self.items], dtype=float)
-        self.key = np.zeros(ncol)
-        self.key[:nx] = tokens * (nx + 1) + 1.0
         self.tokens = np.zeros(ncol)
         self.tokens[:nx] = tokens
         self.count = np.zeros(ncol)
         self.count[:nx] = 1.0
+        self.key = self.tokens * (nx + 1) + self.count
 
     def solve(self, c: np.ndarray, extra: Sequence[tuple[np.ndarray, float, float]],
               lb: np.ndarray, ub: np.ndarray, time_limit: float | None,
