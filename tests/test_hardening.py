@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def _cli(*args, warehouse, env=None):
     """``junction ARGS`` on ``warehouse``: a query, or a mistake refused before any work,
     run in this process (``tests.helpers.junction_in_process``)."""
-    return junction_in_process({**os.environ, "JUNCTION_WAREHOUSE": str(warehouse), **(env or {})},
-                            *args)
+    env = {**os.environ, "JUNCTION_WAREHOUSE": str(warehouse), **(env or {})}
+    return junction_in_process(env, *args)
 
 
 def _cli_process(*args, warehouse):
