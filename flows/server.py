@@ -18,28 +18,41 @@ temporary server, a uvicorn child process. Junction starts it itself (``start``)
   worker of a process whose server has died retries about every 7 s and prints one
   traceback per try, and the interpreter's exit waits for it.
 
-Prefect API used beyond its documented surface (Prefect 3.9.1, kept to this module):
-``prefect.server.api.server.SubprocessASGIServer`` (the per-process server singleton that
-Prefect's clients reuse: ``SubprocessASGIServer()``, ``.start()``, ``.stop()``,
-``.server_process``, ``.running``), and the ``drain_all(timeout=...)`` class method of
-``prefect.events.worker.EventsWorker`` and ``prefect.logging.handlers.APILogWorker``
-(``prefect._internal.concurrency.services``). No private (underscore) name is used. The
-template relies on Prefect's migrate-on-start being Alembic's upgrade to head, which does
-nothing on a copy of a database already at head (the template's key changes with
-Prefect's version).
+- this process never imports Prefect's server package (``prefect.server.api.server``,
+  about 3 CPU-seconds of imports that only the child needs): the child is started as
+  Prefect's own ``SubprocessASGIServer`` starts it (the same uvicorn command line and
+  environment), and once it answers, this process's ``PREFECT_API_URL`` names it, so
+  Prefect's clients, events and logs report to it as to a configured server (Prefect
+  imports its server package only to start an ephemeral one when no URL is set).
+
+Prefect API used beyond its documented surface (Prefect 3.9.1, kept to this module): the
+uvicorn command line of ``prefect.server.api.server.SubprocessASGIServer._run_uvicorn_command``
+and its server-side environment (``PREFECT_UI_ENABLED=0``, ``PREFECT__SERVER_EPHEMERAL=1``,
+``PREFECT__SERVER_FINAL=1``: an ephemeral server, with the services such a server runs),
+``prefect.context.refresh_global_settings_context`` (the settings every thread without a
+settings context of its own reads, rebuilt from the environment), and the
+``drain_all(timeout=...)`` class method of ``prefect.events.worker.EventsWorker`` and
+``prefect.logging.handlers.APILogWorker`` (``prefect._internal.concurrency.services``). No
+private (underscore) name is imported. The template relies on Prefect's migrate-on-start
+being Alembic's upgrade to head, which does nothing on a copy of a database already at head
+(the template's key changes with Prefect's version).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import fcntl
 import hashlib
 import os
 import signal
+import socket
 import sqlite3
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -67,6 +80,11 @@ _WATCH_INTERVAL_S = 0.2
 _stopping = threading.Event()
 _on_exit: Callable[[int, int], None] | None = None
 _stderr_path: Path | None = None
+_server: subprocess.Popen[bytes] | None = None
+"""This process's temporary server (uvicorn), while ``start`` has started it and ``stop``
+has not stopped it."""
+_server_url: str | None = None
+"""Its API URL (``http://127.0.0.1:<port>/api``), set with ``_server``."""
 
 
 def send_stderr_to(path: Path | None) -> None:
@@ -127,11 +145,7 @@ def start() -> None:
     )
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
-        return
-    from prefect.server.api.server import SubprocessASGIServer
-
-    if SubprocessASGIServer().running:
-        return
+        return  # a configured server, or this process's own, already running
     _stopping.clear()
     home = _home()
     updates: dict[Any, Any] = {}
@@ -145,10 +159,108 @@ def start() -> None:
             updates.update(template_settings or {})
             updates.update(discarded_database_settings())
         with temporary_settings(updates=updates), stderr_to(_stderr_path):
-            _in_thread_without_sigint(SubprocessASGIServer().start)
+            _in_thread_without_sigint(_start_uvicorn)
         if database is not None and not copied:  # migrated, block types in, no run
             _save_template(database, home)
+    _report_to(_server_url)
+    atexit.register(stop)
     _watch_running()
+
+
+_SERVER_ENVIRONMENT = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
+                       "PREFECT__SERVER_FINAL": "1"}
+"""What Prefect's ``SubprocessASGIServer`` sets in its child's environment (Prefect 3.9.1):
+no UI, and the server runs as an ephemeral one."""
+
+_PORT_IN_USE = 3
+"""uvicorn's exit status when its port is taken (``SubprocessASGIServer.start`` tries
+another port on it)."""
+
+
+def _start_uvicorn() -> None:
+    """Start the server as ``SubprocessASGIServer`` does (its uvicorn command line, its
+    environment and this context's Prefect settings as variables) on a free port of
+    127.0.0.1, and wait for ``/api/health`` to answer 200, polling every 0.1 s for at most
+    ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``. A start whose port was taken
+    meanwhile is retried on another. Raises ``RuntimeError`` when it does not answer in
+    time or exits, naming its exit status."""
+    global _server, _server_url
+    import httpx
+    import prefect
+    from prefect.settings import (
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+        get_current_settings,
+    )
+
+    environment = {**os.environ, **_SERVER_ENVIRONMENT,
+                   **get_current_settings().to_environment_variables(exclude_unset=True)}
+    app_dir = str(Path(prefect.__file__).parent.parent)  # where ``prefect`` is installed
+    deadline = time.monotonic() + PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+    with httpx.Client() as client:
+        while True:
+            port = _free_port()
+            process = subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", "--app-dir", app_dir, "--factory",
+                 "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port",
+                 str(port), "--log-level", "error", "--lifespan", "on"], env=environment)
+            url = f"http://127.0.0.1:{port}/api"
+            _server, _server_url = process, url
+            while time.monotonic() < deadline:
+                code = process.poll()
+                if code is not None:
+                    break
+                with contextlib.suppress(httpx.TransportError):
+                    if client.get(f"{url}/health").status_code == 200:
+                        return
+                time.sleep(0.1)
+            code = process.poll()
+            if code == _PORT_IN_USE and time.monotonic() < deadline:
+                continue
+            _terminate(process)
+            _server, _server_url = None, None
+            raise RuntimeError(
+                "Timed out while attempting to connect to ephemeral Prefect API server."
+                if code is None else
+                f"The temporary Prefect server exited with code {code} while starting.")
+
+
+def _free_port() -> int:
+    """A TCP port of 127.0.0.1 that is free now (the system's choice)."""
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _report_to(url: str | None) -> None:
+    """Make ``url`` this process's ``PREFECT_API_URL`` (None: unset it): in the
+    environment (what a worker process inherits, and what a thread with no settings
+    context of its own reads, through Prefect's global settings context, rebuilt here).
+    Raises ``RuntimeError`` when the caller's own settings context (a
+    ``temporary_settings`` block it is in) would hide it: Prefect's client would then
+    start an ephemeral server of its own."""
+    import prefect.context
+    from prefect.settings import PREFECT_API_URL
+
+    if url is None:
+        os.environ.pop("PREFECT_API_URL", None)
+    else:
+        os.environ["PREFECT_API_URL"] = url
+    prefect.context.refresh_global_settings_context()
+    if url is not None and PREFECT_API_URL.value() != url:
+        stop()
+        raise RuntimeError("the temporary Prefect server was started inside a Prefect "
+                           "settings context that sets no PREFECT_API_URL; start it "
+                           "outside one, or set PREFECT_API_URL to a running server")
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 5 s (Prefect's ``SubprocessASGIServer.stop``); reaped."""
+    process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 RECORDING_SETTINGS = (
@@ -328,12 +440,10 @@ def _in_thread_without_sigint(fn: Callable[[], None]) -> None:
 def api_url() -> str | None:
     """The temporary server's API URL while it runs (what a worker process sets as its
     ``PREFECT_API_URL`` to report to it), else None."""
-    process = _process()
+    process = _server
     if process is None or process.poll() is not None:
         return None
-    from prefect.server.api.server import SubprocessASGIServer
-
-    return SubprocessASGIServer().api_url
+    return _server_url
 
 
 def in_thread_without_sigint(fn: Callable[[], Any]) -> Any:
@@ -347,16 +457,8 @@ def in_thread_without_sigint(fn: Callable[[], Any]) -> Any:
 
 def server_pid() -> int | None:
     """The temporary server's PID, or None when this process runs none."""
-    process = _process()
+    process = _server
     return None if process is None else process.pid
-
-
-def _process():
-    if "prefect.server.api.server" not in sys.modules:
-        return None  # never started: do not import Prefect's server to say so
-    from prefect.server.api.server import SubprocessASGIServer
-
-    return SubprocessASGIServer().server_process  # the singleton (made, never started, here)
 
 
 def watch(on_exit: Callable[[int, int], None] | None) -> None:
@@ -370,7 +472,7 @@ def watch(on_exit: Callable[[int, int], None] | None) -> None:
 
 
 def _watch_running() -> None:
-    process, on_exit = _process(), _on_exit
+    process, on_exit = _server, _on_exit
     if process is None or on_exit is None or process.poll() is not None:
         return
 
@@ -395,16 +497,18 @@ def stop(drain_s: float = 2.0) -> None:
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogWorker
 
-    alive = (process := _process()) is not None and process.poll() is None
+    global _server, _server_url
+    alive = (process := _server) is not None and process.poll() is None
     for worker in (EventsWorker, APILogWorker):
         if alive:  # a dead server answers nothing: drain nothing, stop at once
             worker.drain_all(timeout=drain_s / 2, at_exit=False)
         else:
             worker.drain_all(timeout=0, at_exit=True)
     if process is not None:
-        from prefect.server.api.server import SubprocessASGIServer
-
-        SubprocessASGIServer().stop()
+        _terminate(process)
+        if _server is process:
+            _server, _server_url = None, None
+            _report_to(None)
 
 
 def _process_database(folder: Path) -> Path:

@@ -227,10 +227,20 @@ def test_two_runs_at_once_on_a_fresh_prefect_home(tmp_path):
         assert len(TraceStore(str(tmp_path / f"wh{i}")).trace_files()) == 1
 
 
-_START = ("import json, os, psutil; from flows import server; server.start(); "
+_START = ("import json, os, sys, psutil; from flows import server; "
+          "from prefect import flow; from prefect.settings import PREFECT_API_URL; "
+          "server.start(); url = PREFECT_API_URL.value(); ran = flow(lambda: 1)(); "
           "env = psutil.Process(server.server_pid()).environ(); server.stop(); "
           "print(json.dumps({'pid': os.getpid(), "
-          "'blocks': env.get('PREFECT_SERVER_REGISTER_BLOCKS_ON_START')}))")
+          "'blocks': env.get('PREFECT_SERVER_REGISTER_BLOCKS_ON_START'), "
+          "'url': url, 'api_url': server.api_url(), 'ran': ran, "
+          "'after': [os.environ.get('PREFECT_API_URL'), PREFECT_API_URL.value()], "
+          "'server_imported': sorted(m for m in sys.modules if m.startswith('prefect.server.api'))"
+          "}))")
+"""Start the temporary server, run a flow on it, stop it; print what the process saw:
+the server's own environment (block registration), the API URL while it ran and after, and
+which of Prefect's server-API modules this process imported (none: only the child runs
+the server)."""
 
 
 def _waits_on_a_flock(pid: int) -> bool:
@@ -286,6 +296,10 @@ def test_temporary_server_start_waits_for_the_home_lock_then_later_starts_copy_i
         == [f"{proc.pid}.db"]
     [template] = home.rglob("template-*.db")
     assert first["blocks"] is None  # a new file: the server registered its block types
+    # the process reported to its own server by URL, without importing Prefect's server
+    assert first["url"].startswith("http://127.0.0.1:") and first["ran"] == 1
+    assert first["api_url"] is None and first["after"] == [None, None]
+    assert first["server_imported"] == []
     assert _tables_with_rows(template) == {"alembic_version", "block_type", "block_schema",
                                            "block_schema_reference"}
 
