@@ -298,9 +298,10 @@ def discarded_database_settings() -> dict[Any, Any]:
 def copy_template(database: Path) -> dict[Any, Any] | None:
     """Copy the Prefect home's template database (``start``) to ``database``, a new
     SQLite file for a server about to start, holding the home's start lock. Returns the
-    Prefect settings that server should start with (block registration off, unless the
-    user set it), or None when no template is ready or the copy failed (the server then
-    migrates ``database`` itself; ``save_template`` keeps it for the next start)."""
+    Prefect settings that server should start with (block registration off, and the memo
+    of it, ``_MEMO_SETTING_NAMES``; each unless the user set it), or None when no template
+    is ready or the copy failed (the server then migrates ``database`` itself;
+    ``save_template`` keeps it for the next start)."""
     home = _home()
     with _start_lock(home):
         return _copy_template(database, home)
@@ -332,14 +333,20 @@ def _start_lock(home: Path) -> Iterator[None]:
 
 
 def _copy_template(database: Path, home: Path) -> dict[Any, Any] | None:
-    from prefect.settings import PREFECT_API_BLOCKS_REGISTER_ON_START
+    from prefect.settings import (
+        PREFECT_API_BLOCKS_REGISTER_ON_START,
+        PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION,
+    )
 
     template = _template_path(home / "ephemeral")
     if not (_template_ready(template) and _copy_database(template, database)):
         return None
-    if _BLOCKS_SETTING_NAMES & os.environ.keys():
-        return {}
-    return {PREFECT_API_BLOCKS_REGISTER_ON_START: False}
+    settings: dict[Any, Any] = {}
+    if not _BLOCKS_SETTING_NAMES & os.environ.keys():
+        settings[PREFECT_API_BLOCKS_REGISTER_ON_START] = False
+    if not _MEMO_SETTING_NAMES & os.environ.keys():
+        settings[PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION] = False
+    return settings
 
 
 def _save_template(database: Path, home: Path) -> bool:
@@ -357,6 +364,17 @@ _BLOCKS_SETTING_NAMES = frozenset({"PREFECT_SERVER_REGISTER_BLOCKS_ON_START",
                                     "PREFECT_API_BLOCKS_REGISTER_ON_START"})
 """The environment names of Prefect's block-registration setting (Prefect 3's name and
 its older alias); if either is set, the user's value stands."""
+
+_MEMO_SETTING_NAMES = frozenset({"PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION",
+                                 "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION"})
+"""The environment names of Prefect's setting that memoizes block registration: before
+registering, the server imports every Prefect collection (``prefect_dask``, and with it
+Dask's ``distributed``) to hash the block registry together with the database URL, and
+skips the registration when the hash matches the one its memo file holds. A server on a
+copy of the template has a database URL of its own (``start``), so the hash never
+matches, and registration is off there anyway: the copy turns the memo off too, unless
+the user set it (``prefect.server.api.server._memoize_block_auto_registration``,
+Prefect 3.9.1)."""
 
 _TEMPLATE_TABLES = ("alembic_version", "block_type")
 """A template is used only if each of these tables has a row: Prefect's schema version

@@ -336,21 +336,23 @@ def test_a_template_is_saved_from_a_running_server_and_copied_with_block_registr
     block registration off, unless the user set that."""
     from prefect.settings import (
         PREFECT_API_BLOCKS_REGISTER_ON_START,
+        PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION,
         PREFECT_SERVER_DATABASE_CONNECTION_URL,
     )
 
     from flows import server
-    from flows.server import _BLOCKS_SETTING_NAMES
+    from flows.server import _BLOCKS_SETTING_NAMES, _MEMO_SETTING_NAMES
 
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home"))
-    for name in _BLOCKS_SETTING_NAMES:
+    for name in _BLOCKS_SETTING_NAMES | _MEMO_SETTING_NAMES:
         monkeypatch.delenv(name, raising=False)
     assert server.copy_template(tmp_path / "first.db") is None
     assert not (tmp_path / "first.db").exists()
     running = Path(PREFECT_SERVER_DATABASE_CONNECTION_URL.value().split(":///", 1)[1])
     assert server.save_template(running)
     assert server.copy_template(tmp_path / "copy.db") == {
-        PREFECT_API_BLOCKS_REGISTER_ON_START: False}
+        PREFECT_API_BLOCKS_REGISTER_ON_START: False, PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION: False}
     assert {"alembic_version", "block_type"} <= _tables_with_rows(tmp_path / "copy.db")
     monkeypatch.setenv("PREFECT_SERVER_REGISTER_BLOCKS_ON_START", "true")
-    assert server.copy_template(tmp_path / "user.db") == {}  # the user's value stands
+    monkeypatch.setenv("PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION", "true")
+    assert server.copy_template(tmp_path / "user.db") == {}  # the user's values stand
