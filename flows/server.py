@@ -173,16 +173,17 @@ _SERVER_ENVIRONMENT = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "
 no UI, and the server runs as an ephemeral one."""
 
 _PORT_IN_USE = 3
-"""uvicorn's exit status when its port is taken (``SubprocessASGIServer.start`` tries
-another port on it)."""
+"""uvicorn's exit status when it fails to start (``uvicorn.config.STARTUP_FAILURE``), a
+taken port among the causes: ``SubprocessASGIServer.start`` tries another port on it, and
+so does ``_start_uvicorn`` when the port is taken now (any other failure is raised)."""
 
 
 def _start_uvicorn() -> None:
     """Start the server as ``SubprocessASGIServer`` does (its uvicorn command line, its
     environment and this context's Prefect settings as variables) on a free port of
     127.0.0.1, and wait for ``/api/health`` to answer 200, polling every 0.1 s for at most
-    ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``. A start whose port was taken
-    meanwhile is retried on another. Raises ``RuntimeError`` when it does not answer in
+    ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``. A start whose port another process
+    took meanwhile is retried on another. Raises ``RuntimeError`` when it does not answer in
     time or exits, naming its exit status."""
     global _server, _server_url
     import httpx
@@ -195,7 +196,8 @@ def _start_uvicorn() -> None:
     environment = {**os.environ, **_SERVER_ENVIRONMENT,
                    **get_current_settings().to_environment_variables(exclude_unset=True)}
     app_dir = str(Path(prefect.__file__).parent.parent)  # where ``prefect`` is installed
-    deadline = time.monotonic() + PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+    timeout_s = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+    deadline = time.monotonic() + timeout_s
     with httpx.Client() as client:
         while True:
             port = _free_port()
@@ -214,14 +216,14 @@ def _start_uvicorn() -> None:
                         return
                 time.sleep(0.1)
             code = process.poll()
-            if code == _PORT_IN_USE and time.monotonic() < deadline:
-                continue
+            if code == _PORT_IN_USE and not _port_free(port) and time.monotonic() < deadline:
+                continue  # another process took the port meanwhile: start on another
             _terminate(process)
             _server, _server_url = None, None
             raise RuntimeError(
-                "Timed out while attempting to connect to ephemeral Prefect API server."
-                if code is None else
-                f"The temporary Prefect server exited with code {code} while starting.")
+                f"the temporary Prefect server did not answer within {timeout_s:g} s "
+                f"(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)" if code is None else
+                f"the temporary Prefect server exited with status {code} while starting")
 
 
 def _free_port() -> int:
@@ -229,6 +231,16 @@ def _free_port() -> int:
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _port_free(port: int) -> bool:
+    """Whether ``port`` of 127.0.0.1 can be bound now."""
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def _report_to(url: str | None) -> None:
