@@ -17,7 +17,13 @@ setting given as ``true`` in the environment, where the user's value stands): CP
 wall seconds of ``junction bench --suite synthetic --suite coupling --size 12 --strategy
 exact --strategy fixed_split --budget-scale 0.5 --budget-scale 1`` (8 units), alternating.
 
-Usage: ``.venv/bin/python bench/perf/prefect_start.py [--rounds N]`` (default 3).
+With ``--baseline PATH`` (an older checkout, e.g. ``git worktree add /tmp/old COMMIT``),
+the same eight-unit bench also runs on that checkout's code (``PYTHONPATH=PATH:PATH/typings``,
+this environment's packages), alternating with this checkout's, on the same home: CPU
+and wall seconds of each, to compare two ways of starting the server side by side.
+
+Usage: ``.venv/bin/python bench/perf/prefect_start.py [--rounds N] [--baseline PATH]``
+(default 3 rounds).
 """
 
 from __future__ import annotations
@@ -99,7 +105,11 @@ def _bench_cpu(env: dict[str, str], run_id: str) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="an older checkout to compare the eight-unit bench with")
     args = parser.parse_args()
+    if args.baseline is not None and not (args.baseline / "flows" / "server.py").is_file():
+        parser.error(f"--baseline {args.baseline}: not a Junction checkout (no flows/server.py)")
     rows: dict[str, list[float]] = {k: [] for k in
                                     ("start, new home", "start, from template",
                                      "bench, new home", "bench, from template")}
@@ -133,6 +143,15 @@ def main() -> None:
                                 ).append(wall)
                 print(f"round {i + 1} recording services {kind}: CPU {cpu:.2f} s, wall "
                       f"{wall:.2f} s", flush=True)
+            if args.baseline is not None:
+                code = str(args.baseline.resolve())
+                older = {**env, "PYTHONPATH": f"{code}:{code}/typings"}
+                for side, side_env in (("baseline", older), ("this checkout", env)):
+                    cpu, wall = _bench_cpu(side_env, f"{side[0]}{i}")
+                    rows.setdefault(f"bench of 8 units, {side}, CPU", []).append(cpu)
+                    rows.setdefault(f"bench of 8 units, {side}, wall", []).append(wall)
+                    print(f"round {i + 1} {side}: CPU {cpu:.2f} s, wall {wall:.2f} s",
+                          flush=True)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
