@@ -75,6 +75,30 @@ def test_same_inputs_give_the_same_scores(judge) -> None:
     assert judge.score(FIXTURE.query, DOCS).scores == judge.score(FIXTURE.query, DOCS).scores
 
 
+def test_a_prefix_decoded_before_is_restored_with_the_same_scores(judge, monkeypatch) -> None:
+    # alternating instructions, as subtask_admission does (follows, echo, follows): the
+    # third call restores the follows prefix's saved state instead of decoding it (no
+    # decode starts at position 0), and scores bit for bit as the decode did
+    from junction.judge.instructions import ECHO_INSTRUCTION, FOLLOWS_INSTRUCTION
+
+    first = judge.score(FIXTURE.query, DOCS, FOLLOWS_INSTRUCTION).scores
+    echo = judge.score(FIXTURE.query, DOCS, ECHO_INSTRUCTION).scores
+    starts: list[int] = []
+    decode = judge._decode_sequence
+
+    def recorded(tokens, start, *args, **kwargs):
+        starts.append(start)
+        return decode(tokens, start, *args, **kwargs)
+
+    monkeypatch.setattr(judge, "_decode_sequence", recorded)
+    again = judge.score(FIXTURE.query, DOCS, FOLLOWS_INSTRUCTION).scores
+    assert 0 not in starts and starts  # the query was decoded, the prefix restored
+    assert again == first and echo != first
+    # after the naive path cleared the whole cache, the echo prefix is restored as well
+    judge.score_naive(FIXTURE.query, DOCS[:1], FOLLOWS_INSTRUCTION)
+    assert judge.score(FIXTURE.query, DOCS, ECHO_INSTRUCTION).scores == echo
+
+
 def test_long_document_is_cut_in_the_document_only(judge) -> None:
     long_doc = "word " * 500
     tokens, n_text = judge.document_tokens(long_doc)

@@ -6,7 +6,8 @@ comparable only within one query and one instruction).
 Batch path (``LlamaJudge.score``), on the low-level llama.cpp API:
 
 1. the prefix (system line, instruction, examples) is decoded once per instruction into
-   sequence 0 and kept;
+   sequence 0 and kept, and its KV state saved: a switch back to an instruction decoded
+   before restores that state (``_SAVED_PREFIXES``) instead of decoding it again;
 2. each query is decoded once into sequence 1, forked from 0 with ``llama_memory_seq_cp``
    (a unified KV cache, ``kv_unified``, makes a fork a metadata copy: the cells are shared);
 3. candidates fork from sequence 1 into slots 2..n_seq-1, grouped up to the free slots and
@@ -40,7 +41,7 @@ import json
 import math
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,10 +69,21 @@ _QUERY_SEQ = 1
 
 @dataclass
 class _ContextState:
-    """Which prefix sequence 0 of the context currently holds (``None``: nothing kept)."""
+    """Which prefix sequence 0 of the context currently holds (``None``: nothing kept), and
+    the saved KV state of the last prefixes decoded (``saved``: prefix key -> (llama.cpp's
+    sequence state bytes, prefix length), at most ``_SAVED_PREFIXES``, oldest first)."""
 
     prefix_key: str | None = None
     prefix_len: int = 0
+    saved: dict[str, tuple[Any, int]] = field(default_factory=dict)
+
+
+_SAVED_PREFIXES = 4
+"""How many prefixes' KV states the judge keeps to restore instead of decoding again: a
+caller alternating between instructions (``subtask_admission``: follows, then echo, task
+after task; the smoke gates of two instructions) would otherwise decode a prefix at every
+switch. Each state holds the prefix's KV cells of every layer (bytes: ``n_prefix`` ×
+layers × the K and V widths × the cache type's size)."""
 
 
 class LlamaJudge(PromptTokens):
@@ -237,14 +249,34 @@ class LlamaJudge(PromptTokens):
         return value
 
     def _ensure_prefix(self, instruction: RerankInstruction) -> int:
+        """Make sequence 0 hold the prefix of ``instruction`` on an otherwise empty cache;
+        returns its length (tokens). A prefix decoded before is restored from its saved
+        state (``llama_state_seq_set_data`` into the cleared cache: the same cells, from
+        the first, with the same values a decode writes there), else it is decoded and its
+        state saved (``_SAVED_PREFIXES``)."""
         key = self.instruction_hash(instruction)
-        if self._shared.prefix_key != key:
-            self._L.llama_memory_clear(self._mem, True)
-            self._shared.prefix_key = None
+        shared, L = self._shared, self._L
+        if shared.prefix_key == key:
+            return shared.prefix_len
+        L.llama_memory_clear(self._mem, True)
+        shared.prefix_key = None
+        saved = shared.saved.get(key)
+        if saved is not None:
+            state, n = saved
+            if L.llama_state_seq_set_data(self._ctx, state, len(state), _PREFIX_SEQ) == 0:
+                raise JudgeError(f"llama.cpp could not restore the judge's prefix ({n} tokens)")
+        else:
             tokens = self.prefix_tokens(instruction)
             self._decode_sequence(tokens, 0, _PREFIX_SEQ, last_logits=False)
-            self._shared.prefix_key, self._shared.prefix_len = key, len(tokens)
-        return self._shared.prefix_len
+            n = len(tokens)
+            size = L.llama_state_seq_get_size(self._ctx, _PREFIX_SEQ)
+            state = (ctypes.c_uint8 * size)()
+            if L.llama_state_seq_get_data(self._ctx, state, size, _PREFIX_SEQ) == size:
+                shared.saved[key] = (state, n)
+                while len(shared.saved) > _SAVED_PREFIXES:
+                    del shared.saved[next(iter(shared.saved))]
+        shared.prefix_key, shared.prefix_len = key, n
+        return n
 
     def _prepare(self, query: str, documents: Sequence[str]):
         q_tokens, q_len = self.query_tokens(query)
