@@ -19,11 +19,11 @@ temporary server, a uvicorn child process. Junction starts it itself (``start``)
   traceback per try, and the interpreter's exit waits for it.
 
 - this process never imports Prefect's server package (``prefect.server.api.server``,
-  about 3 CPU-seconds of imports that only the child needs): the child is started as
-  Prefect's own ``SubprocessASGIServer`` starts it (the same uvicorn command line and
-  environment), and once it answers, this process's ``PREFECT_API_URL`` names it, so
-  Prefect's clients, events and logs report to it as to a configured server (Prefect
-  imports its server package only to start an ephemeral one when no URL is set).
+  whose imports only the child needs; docs/measurement.md, "Prefect server start"): the
+  child is started as Prefect's own ``SubprocessASGIServer`` starts it (the same uvicorn
+  command line and environment), and once it answers, this process's ``PREFECT_API_URL``
+  names it, so Prefect's clients, events and logs report to it as to a configured server
+  (Prefect imports its server package only to start an ephemeral one when no URL is set).
 
 Prefect API used beyond its documented surface (Prefect 3.9.1, kept to this module): the
 uvicorn command line of ``prefect.server.api.server.SubprocessASGIServer._run_uvicorn_command``
