@@ -55,7 +55,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 
@@ -75,6 +75,8 @@ __all__ = [
     "stop",
     "watch",
 ]
+
+T = TypeVar("T")
 
 _WATCH_INTERVAL_S = 0.2
 _stopping = threading.Event()
@@ -353,12 +355,10 @@ def _copy_template(database: Path, home: Path) -> dict[Any, Any] | None:
     template = _template_path(home / "ephemeral")
     if not (_template_ready(template) and _copy_database(template, database)):
         return None
-    settings: dict[Any, Any] = {}
-    if not _BLOCKS_SETTING_NAMES & os.environ.keys():
-        settings[PREFECT_API_BLOCKS_REGISTER_ON_START] = False
-    if not _MEMO_SETTING_NAMES & os.environ.keys():
-        settings[PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION] = False
-    return settings
+    return {setting: False for setting, names in (
+        (PREFECT_API_BLOCKS_REGISTER_ON_START, _BLOCKS_SETTING_NAMES),
+        (PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION, _MEMO_SETTING_NAMES),
+    ) if not names & os.environ.keys()}  # a setting the user set stands
 
 
 def _save_template(database: Path, home: Path) -> bool:
@@ -476,11 +476,11 @@ def api_url() -> str | None:
     return _server_url
 
 
-def in_thread_without_sigint(fn: Callable[[], Any]) -> Any:
+def in_thread_without_sigint(fn: Callable[[], T]) -> T:
     """``fn()`` called in a thread that blocks SIGINT, so every process it starts ignores
     the terminal's Ctrl-C (which the ``junction`` process handles for them); returns its
     result, raises its exception."""
-    result: list[Any] = []
+    result: list[T] = []
     _in_thread_without_sigint(lambda: result.append(fn()))
     return result[0]
 

@@ -75,7 +75,7 @@ class _ContextState:
 
     prefix_key: str | None = None
     prefix_len: int = 0
-    saved: dict[str, tuple[Any, int]] = field(default_factory=dict)
+    saved: dict[str, tuple[ctypes.Array[ctypes.c_uint8], int]] = field(default_factory=dict)
 
 
 _SAVED_PREFIXES = 4
