@@ -165,6 +165,7 @@ def start() -> None:
         if database is not None and not copied:  # migrated, block types in, no run
             _save_template(database, home)
     _report_to(_server_url)
+    atexit.unregister(stop)  # registered once, however many servers this process starts
     atexit.register(stop)
     _watch_running()
 
@@ -202,7 +203,10 @@ def _start_uvicorn() -> None:
     deadline = time.monotonic() + timeout_s
     with httpx.Client() as client:
         while True:
-            port = _free_port()
+            port = _bindable()
+            if port is None:
+                raise RuntimeError("no TCP port of 127.0.0.1 is free for the temporary "
+                                   "Prefect server")
             process = subprocess.Popen(
                 [sys.executable, "-m", "uvicorn", "--app-dir", app_dir, "--factory",
                  "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port",
@@ -218,7 +222,7 @@ def _start_uvicorn() -> None:
                         return
                 time.sleep(0.1)
             code = process.poll()
-            if code == _PORT_IN_USE and not _port_free(port) and time.monotonic() < deadline:
+            if code == _PORT_IN_USE and _bindable(port) is None and time.monotonic() < deadline:
                 continue  # another process took the port meanwhile: start on another
             _terminate(process)
             _server, _server_url = None, None
@@ -228,21 +232,15 @@ def _start_uvicorn() -> None:
                 f"the temporary Prefect server exited with status {code} while starting")
 
 
-def _free_port() -> int:
-    """A TCP port of 127.0.0.1 that is free now (the system's choice)."""
-    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _port_free(port: int) -> bool:
-    """Whether ``port`` of 127.0.0.1 can be bound now."""
+def _bindable(port: int = 0) -> int | None:
+    """``port`` of 127.0.0.1 if it can be bound now, else None; 0: a port that is free now
+    (the system's choice)."""
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
-            return False
-        return True
+            return None
+        return int(sock.getsockname()[1])
 
 
 def _report_to(url: str | None) -> None:
