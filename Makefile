@@ -20,6 +20,12 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export DO_NOT_TRACK := 1
 
+# Python caches the checkout's compiled modules (__pycache__, ignored by git) even where the
+# environment sets PYTHONDONTWRITEBYTECODE (set empty, Python writes): `make test` starts
+# about 200 Python processes that import the project, and without the cache each one compiled
+# its sources again (docs/measurement.md, "Test time"; bench/perf/bytecode_cache.py)
+export PYTHONDONTWRITEBYTECODE :=
+
 .PHONY: setup bench bench-agent bench-nightly bench-tau2 bench-tau2-learned bench-tau2-agent lint test test-fast clean
 
 setup: $(VENV)/.installed

@@ -78,11 +78,13 @@ def test_same_inputs_give_the_same_scores(judge) -> None:
 def test_a_prefix_decoded_before_is_restored_with_the_same_scores(judge, monkeypatch) -> None:
     # alternating instructions, as subtask_admission does (follows, echo, follows): the
     # third call restores the follows prefix's saved state instead of decoding it (no
-    # decode starts at position 0), and scores bit for bit as the decode did
+    # decode starts at position 0), and scores bit for bit as the decode did. Two
+    # documents: the prefixes (about 170 tokens each) are what is saved and restored
     from junction.judge.instructions import ECHO_INSTRUCTION, FOLLOWS_INSTRUCTION
 
-    first = judge.score(FIXTURE.query, DOCS, FOLLOWS_INSTRUCTION).scores
-    echo = judge.score(FIXTURE.query, DOCS, ECHO_INSTRUCTION).scores
+    docs = DOCS[:2]
+    first = judge.score(FIXTURE.query, docs, FOLLOWS_INSTRUCTION).scores
+    echo = judge.score(FIXTURE.query, docs, ECHO_INSTRUCTION).scores
     starts: list[int] = []
     decode = judge._decode_sequence
 
@@ -91,12 +93,12 @@ def test_a_prefix_decoded_before_is_restored_with_the_same_scores(judge, monkeyp
         return decode(tokens, start, *args, **kwargs)
 
     monkeypatch.setattr(judge, "_decode_sequence", recorded)
-    again = judge.score(FIXTURE.query, DOCS, FOLLOWS_INSTRUCTION).scores
+    again = judge.score(FIXTURE.query, docs, FOLLOWS_INSTRUCTION).scores
     assert 0 not in starts and starts  # the query was decoded, the prefix restored
     assert again == first and echo != first
     # after the naive path cleared the whole cache, the echo prefix is restored as well
-    judge.score_naive(FIXTURE.query, DOCS[:1], FOLLOWS_INSTRUCTION)
-    assert judge.score(FIXTURE.query, DOCS, ECHO_INSTRUCTION).scores == echo
+    judge.score_naive(FIXTURE.query, docs[:1], FOLLOWS_INSTRUCTION)
+    assert judge.score(FIXTURE.query, docs, ECHO_INSTRUCTION).scores == echo
 
 
 def test_long_document_is_cut_in_the_document_only(judge) -> None:
