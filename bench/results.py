@@ -40,9 +40,11 @@ import json
 import os
 import platform
 import re
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -61,6 +63,21 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 class MachineNameError(ValueError):
     """``$JUNCTION_BENCH_MACHINE`` that cannot name a folder; the message names it."""
+
+
+def measured_run(argv: list[str], **kwargs) -> tuple[subprocess.CompletedProcess[str],
+                                                      float, float]:
+    """``subprocess.run(argv, capture_output=True, text=True, **kwargs)`` with its CPU
+    seconds (user + system of the process and of the children it waited for: the change in
+    ``resource.getrusage(RUSAGE_CHILDREN)``, so nothing else may end meanwhile) and its wall
+    seconds (``time.perf_counter``)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, **kwargs)
+    wall = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return done, cpu, wall
 
 
 def results_dir() -> Path:

@@ -27,18 +27,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import measured_run, write_results  # noqa: E402
 
 PACKAGES = ("junction", "flows", "datasets")
 """The checkout's source trees whose ``__pycache__`` folders are removed and written."""
@@ -83,14 +80,9 @@ def _run(name: str, cached: bool, base: Path, tag: str) -> tuple[float, float]:
            "JUNCTION_WAREHOUSE": str(base / "wh"), "JUNCTION_REPORTS": str(base / "rep")}
     env.pop("PREFECT_API_URL", None)
     argv = [*COMMANDS[name], *(["--run-id", tag] if name == "bench" else [])]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    began = time.perf_counter()
-    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - began
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done, cpu, wall = measured_run(argv, cwd=ROOT, env=env)
     if done.returncode != 0:
         sys.exit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return cpu, wall
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -41,7 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results.py
-from results import write_results  # noqa: E402
+from results import measured_run, write_results  # noqa: E402
 
 from flows.server import RECORDING_SETTINGS  # noqa: E402
 
@@ -90,15 +89,10 @@ EIGHT_UNITS = ["--suite", "synthetic", "--suite", "coupling", "--size", "12", "-
 
 def _bench_cpu(env: dict[str, str], run_id: str) -> tuple[float, float]:
     """(CPU s, wall s) of an eight-unit ``junction bench`` (module docstring)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    began = time.perf_counter()
-    done = subprocess.run([JUNCTION, "bench", *EIGHT_UNITS, "--run-id", run_id], cwd=ROOT,
-                          env=env, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - began
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done, cpu, wall = measured_run([JUNCTION, "bench", *EIGHT_UNITS, "--run-id", run_id],
+                                   cwd=ROOT, env=env)
     if done.returncode:
         sys.exit(f"junction bench failed: {done.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return cpu, wall
 
 
