@@ -13,6 +13,10 @@ The commands:
   with its temporary Prefect server (started from the home's template when there is one,
   ``flows.server``), as the tests' runs do.
 
+Beside them, ``compile``: the CPU seconds (``time.process_time``, median of the rounds) of
+``compile()`` over every ``.py`` file of the three source trees in this process: the most a
+process that imports the whole project can save, measured without a process start's noise.
+
 Before a compiled run the project's ``__pycache__`` folders (``junction/``, ``flows/``,
 ``datasets/``) are moved aside, and put back after it; the cached runs read the ones one
 unmeasured bench run wrote first. Each measure is the CPU seconds (user + system) of the
@@ -31,6 +35,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,6 +91,16 @@ def _run(name: str, cached: bool, base: Path, tag: str) -> tuple[float, float]:
     return cpu, wall
 
 
+def _compile_seconds() -> tuple[int, int, float]:
+    """(files, bytes, CPU seconds) of ``compile()`` over every ``.py`` file of ``PACKAGES``."""
+    sources = [(str(path), path.read_text(encoding="utf-8")) for package in PACKAGES
+               for path in sorted((ROOT / package).rglob("*.py"))]
+    began = time.process_time()
+    for name, text in sources:
+        compile(text, name, "exec")
+    return len(sources), sum(len(t.encode()) for _, t in sources), time.process_time() - began
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -123,9 +138,16 @@ def main() -> None:
         if stash.exists():
             _restore(stash)
         shutil.rmtree(base, ignore_errors=True)
+    compiles = [_compile_seconds() for _ in range(args.rounds)]
+    files, size = compiles[0][:2]
+    compile_s = statistics.median(c for _, _, c in compiles)
+    print(f"compile() of the project's {files} source files ({size:,} bytes): "
+          f"{compile_s:.3f} CPU-s (median of {len(compiles)})")
     print("| command | compiled each time: CPU s (runs) | cached: CPU s (runs) | saved CPU s |"
           "\n|---|---|---|---|")
-    figures: dict[str, object] = {"project_modules": modules}
+    figures: dict[str, object] = {"project_modules": modules,
+                                  "compile": {"files": files, "bytes": size,
+                                              "cpu_s": round(compile_s, 3)}}
     for name, modes in runs.items():
         med = {mode: statistics.median(c for c, _ in values) for mode, values in modes.items()}
         cells = [f"{med[mode]:.2f} ({', '.join(f'{c:.2f}' for c, _ in modes[mode])})"
