@@ -269,12 +269,13 @@ class LlamaJudge(PromptTokens):
             tokens = self.prefix_tokens(instruction)
             self._decode_sequence(tokens, 0, _PREFIX_SEQ, last_logits=False)
             n = len(tokens)
-            size = L.llama_state_seq_get_size(self._ctx, _PREFIX_SEQ)
-            state = (ctypes.c_uint8 * size)()
-            if L.llama_state_seq_get_data(self._ctx, state, size, _PREFIX_SEQ) == size:
-                shared.saved[key] = (state, n)
-                while len(shared.saved) > _SAVED_PREFIXES:
-                    del shared.saved[next(iter(shared.saved))]
+            if _SAVED_PREFIXES > 0:  # 0: nothing is saved, nor copied out of llama.cpp
+                size = L.llama_state_seq_get_size(self._ctx, _PREFIX_SEQ)
+                state = (ctypes.c_uint8 * size)()
+                if L.llama_state_seq_get_data(self._ctx, state, size, _PREFIX_SEQ) == size:
+                    shared.saved[key] = (state, n)
+                    while len(shared.saved) > _SAVED_PREFIXES:
+                        del shared.saved[next(iter(shared.saved))]
         shared.prefix_key, shared.prefix_len = key, n
         return n
 
